@@ -1,0 +1,153 @@
+"""The one interface the agent uses to look at a knowledge base.
+
+Every backend (live Wikidata, the embedded Oxigraph store, a recorded one used
+to replay real runs) answers the agent's four lookups with the plain data
+classes below.  Turning them into text for the model is the job of
+:mod:`agent.observations`, so every backend yields observations of the same
+shape.
+
+Failures are split the way the agent needs them: what a *query* did (syntax
+error, timeout, no rows) is a :class:`QueryResult` status the model learns
+from; a service that cannot be reached at all raises :class:`KBUnavailable`,
+which ends the run instead of being shown to the model as if it were data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Literal, Protocol, runtime_checkable
+
+QueryStatus = Literal["ok", "empty", "syntax_error", "timeout", "error"]
+QUERY_STATUSES: tuple[str, ...] = ("ok", "empty", "syntax_error", "timeout", "error")
+
+#: A SPARQL JSON term: ``{"type": "uri", "value": ...}``, with optional
+#: ``xml:lang`` or ``datatype`` keys, exactly as the query service sends it.
+Term = dict[str, str]
+#: One row of SPARQL JSON results: variable name to term; unbound variables are absent.
+Binding = dict[str, Term]
+
+
+class KBUnavailable(RuntimeError):
+    """The knowledge base could not answer at all (network down, retries exhausted)."""
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """One entity or property found by :meth:`KnowledgeBase.search`."""
+
+    id: str
+    label: str
+    description: str = ""
+    #: Wikibase datatype of a property (``wikibase-item``, ``external-id``, ...);
+    #: ``None`` for items.
+    datatype: str | None = None
+
+
+@dataclass
+class SearchResults:
+    items: list[SearchHit] = field(default_factory=list)
+    properties: list[SearchHit] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Value:
+    """A claim's or qualifier's value as a person reads it.
+
+    ``text`` is the label of an entity or the literal itself (a date, a
+    quantity with its unit's label, a string); ``id`` is the QID or PID when
+    the value is an entity.
+    """
+
+    text: str
+    id: str | None = None
+
+
+@dataclass(frozen=True)
+class Qualifier:
+    property_id: str
+    property_label: str
+    value: Value
+
+
+@dataclass
+class Claim:
+    """One outgoing statement of an entity, with its qualifiers."""
+
+    property_id: str
+    property_label: str
+    value: Value
+    qualifiers: list[Qualifier] = field(default_factory=list)
+    rank: str = "normal"
+
+
+@dataclass
+class Entry:
+    """An entity page: its outgoing edges, external identifiers left out."""
+
+    id: str
+    label: str
+    description: str = ""
+    claims: list[Claim] = field(default_factory=list)
+
+
+@dataclass
+class PropertyExample:
+    """One ``P1855`` (Wikidata property example) statement of a property."""
+
+    subject: Value
+    value: Value
+    qualifiers: list[Qualifier] = field(default_factory=list)
+
+
+@dataclass
+class QueryResult:
+    """The outcome of one SPARQL query.
+
+    ``bindings`` holds SPARQL JSON rows for SELECT queries, ``boolean`` the
+    answer of an ASK query.  ``truncated`` says the response was cut to the
+    size limit (``message`` then says where).
+    """
+
+    status: QueryStatus
+    variables: list[str] = field(default_factory=list)
+    bindings: list[Binding] = field(default_factory=list)
+    boolean: bool | None = None
+    message: str = ""
+    truncated: bool = False
+
+    @property
+    def answer(self) -> list[Binding] | bool | None:
+        """Rows of a SELECT, the boolean of an ASK, or ``None`` when the query failed."""
+        if self.status not in ("ok", "empty"):
+            return None
+        if self.boolean is not None:
+            return self.boolean
+        return self.bindings
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> QueryResult:
+        return cls(**data)
+
+
+@runtime_checkable
+class KnowledgeBase(Protocol):
+    """What the agent needs from Wikidata, or from anything shaped like it."""
+
+    def search(self, text: str) -> SearchResults:
+        """Items (at most 8) and properties (at most 4) matching *text*, best first."""
+        ...
+
+    def get_entry(self, qid: str) -> Entry | None:
+        """The outgoing edges of *qid*; ``None`` when no such entity exists."""
+        ...
+
+    def property_examples(self, pid: str) -> list[PropertyExample] | None:
+        """The ``P1855`` examples of *pid*; ``None`` when no such property exists."""
+        ...
+
+    def execute(self, sparql: str, timeout: float | None = None) -> QueryResult:
+        """Run *sparql*; *timeout* in seconds, the backend's default when ``None``."""
+        ...

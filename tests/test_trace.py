@@ -1,0 +1,28 @@
+import json
+
+from agent.kb.base import QueryResult
+from agent.trace import AgentResult, Step, Usage
+
+
+def test_agent_result_round_trips_through_json():
+    result = AgentResult(
+        question="Who wrote it?",
+        final_sparql="SELECT ?x WHERE { wd:Q42 wdt:P800 ?x }",
+        answer=[{"x": {"type": "uri", "value": "http://www.wikidata.org/entity/Q25169"}}],
+        variables=["x"],
+        steps=[
+            Step("look", "search_wikidata", "Douglas Adams", "Douglas Adams (Q42): writer"),
+            Step("again", "search_wikidata", "Douglas Adams", None, rolled_back=True),
+        ],
+        stop_reason="stop",
+        usage=Usage(llm_calls=3, prompt_tokens=100),
+    )
+    restored = AgentResult.from_dict(json.loads(json.dumps(result.to_dict())))
+    assert restored == result
+    assert [step.thought for step in restored.path] == ["look"]
+
+
+def test_failed_query_has_no_answer_but_an_empty_one_has_rows():
+    assert QueryResult(status="syntax_error", message="bad").answer is None
+    assert QueryResult(status="empty", variables=["x"]).answer == []
+    assert QueryResult(status="ok", boolean=False).answer is False
