@@ -1,0 +1,318 @@
+"""The live backend: Wikidata's Action API and the Wikidata Query Service.
+
+Both endpoints are configuration, so any Wikibase and any SPARQL endpoint
+(QLever's Wikidata endpoint, the scholarly graph split) can stand in.  Queries
+are sent untouched: the query service's own prefixes and label service apply.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import requests
+
+from agent.kb.base import (
+    Claim, Entry, KBUnavailable, PropertyExample, Qualifier, QueryResult, SearchHit, SearchResults, Value,
+)
+from agent.kb.cache import ResponseCache
+from agent.kb.http import HttpClient
+
+ENTITY_PREFIX = "http://www.wikidata.org/entity/"
+MAX_RESPONSE_BYTES = 10 * 1024 * 1024
+#: One query at a time per process, as the query service asks of its clients.
+_QUERY_LOCK = threading.Lock()
+
+
+@dataclass
+class WikidataConfig:
+    api_url: str = "https://www.wikidata.org/w/api.php"
+    sparql_url: str = "https://query.wikidata.org/sparql"
+    #: Who to contact about the traffic (an email address or a user page), sent in the User-Agent.
+    contact: str = ""
+    language: str = "en"
+    timeout: float = 60.0
+    max_response_bytes: int = MAX_RESPONSE_BYTES
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] = os.environ) -> WikidataConfig:
+        """Read ``WIKIDATA_API_URL``, ``WIKIDATA_SPARQL_URL`` and ``SPINACH_CONTACT``."""
+        config = cls()
+        config.api_url = environ.get("WIKIDATA_API_URL") or config.api_url
+        config.sparql_url = environ.get("WIKIDATA_SPARQL_URL") or config.sparql_url
+        config.contact = environ.get("SPINACH_CONTACT", "")
+        return config
+
+
+class LiveWikidata:
+    """A :class:`~agent.kb.base.KnowledgeBase` over the Action API and a SPARQL endpoint."""
+
+    def __init__(self, config: WikidataConfig | None = None, cache: ResponseCache | None = None,
+                 http: HttpClient | None = None) -> None:
+        self.config = config or WikidataConfig.from_env()
+        self.http = http or HttpClient(contact=self.config.contact, timeout=self.config.timeout, cache=cache)
+
+    # -- Action API -----------------------------------------------------------------
+
+    def _api(self, **params: Any) -> dict[str, Any]:
+        params = {"format": "json", "formatversion": "2", **params}
+        response = self.http.request("GET", self.config.api_url, params=params)
+        if response.status != 200:
+            raise KBUnavailable(f"{self.config.api_url} answered HTTP {response.status}")
+        try:
+            data = json.loads(response.text)
+        except ValueError as error:
+            raise KBUnavailable(f"{self.config.api_url} did not answer JSON: {error}") from error
+        if "error" in data and data["error"].get("code") != "no-such-entity":
+            raise KBUnavailable(f"{self.config.api_url}: {data['error'].get('info', data['error'])}")
+        return data
+
+    def search(self, text: str) -> SearchResults:
+        items = self._search(text, "item", 8)
+        properties = self._search(text, "property", 4)
+        missing = [hit.id for hit in properties if not hit.datatype]
+        if missing:
+            datatypes = {entity_id: entity.get("datatype") for entity_id, entity in self._entities(missing, "datatype")}
+            properties = [SearchHit(hit.id, hit.label, hit.description, hit.datatype or datatypes.get(hit.id))
+                          for hit in properties]
+        return SearchResults(items=items, properties=properties)
+
+    def _search(self, text: str, kind: str, limit: int) -> list[SearchHit]:
+        data = self._api(action="wbsearchentities", search=text, language=self.config.language,
+                         uselang=self.config.language, type=kind, limit=limit)
+        return [SearchHit(id=hit["id"], label=hit.get("label") or hit.get("display", {}).get("label", {}).get(
+                    "value", hit["id"]), description=hit.get("description", ""), datatype=hit.get("datatype"))
+                for hit in data.get("search", [])[:limit]]
+
+    def _entities(self, ids: Iterable[str], props: str) -> list[tuple[str, dict[str, Any]]]:
+        ids = list(dict.fromkeys(ids))
+        found: list[tuple[str, dict[str, Any]]] = []
+        for start in range(0, len(ids), 50):
+            data = self._api(action="wbgetentities", ids="|".join(ids[start:start + 50]), props=props,
+                             languages=self.config.language)
+            entities = data.get("entities", {})
+            entities = entities.values() if isinstance(entities, dict) else entities
+            found.extend((entity["id"], entity) for entity in entities if "missing" not in entity and "id" in entity)
+        return found
+
+    def _entity(self, entity_id: str) -> dict[str, Any] | None:
+        found = self._entities([entity_id], "labels|descriptions|claims|datatype")
+        return found[0][1] if found else None
+
+    def _labels(self, ids: Iterable[str]) -> tuple[dict[str, str], dict[str, str]]:
+        """Labels of *ids* (the ID itself when there is none) and the datatypes of the properties among them."""
+        labels: dict[str, str] = {}
+        datatypes: dict[str, str] = {}
+        for entity_id, entity in self._entities(ids, "labels|datatype"):
+            labels[entity_id] = _label(entity, self.config.language) or entity_id
+            if "datatype" in entity:
+                datatypes[entity_id] = entity["datatype"]
+        return labels, datatypes
+
+    def get_entry(self, qid: str) -> Entry | None:
+        entity = self._entity(qid)
+        if entity is None:
+            return None
+        statements = [claim for claims in entity.get("claims", {}).values() for claim in claims
+                      if claim.get("rank") != "deprecated"]
+        referenced = set()
+        for claim in statements:
+            for snak in [claim["mainsnak"], *_qualifier_snaks(claim)]:
+                referenced.add(snak["property"])
+                referenced.update(_snak_entities(snak))
+        labels, datatypes = self._labels(sorted(referenced))
+        claims = []
+        for claim in statements:
+            snak = claim["mainsnak"]
+            if _datatype(snak, datatypes) == "external-id":
+                continue
+            claims.append(Claim(
+                property_id=snak["property"], property_label=labels.get(snak["property"], snak["property"]),
+                value=snak_value(snak, labels),
+                qualifiers=[Qualifier(q["property"], labels.get(q["property"], q["property"]), snak_value(q, labels))
+                            for q in _qualifier_snaks(claim) if _datatype(q, datatypes) != "external-id"],
+                rank=claim.get("rank", "normal"),
+            ))
+        return Entry(id=entity["id"], label=_label(entity, self.config.language) or entity["id"],
+                     description=_text(entity.get("descriptions", {}), self.config.language), claims=claims)
+
+    def property_examples(self, pid: str) -> list[PropertyExample] | None:
+        entity = self._entity(pid)
+        if entity is None:
+            return None
+        examples = entity.get("claims", {}).get("P1855", [])
+        referenced = set()
+        for claim in examples:
+            for snak in [claim["mainsnak"], *_qualifier_snaks(claim)]:
+                referenced.add(snak["property"])
+                referenced.update(_snak_entities(snak))
+        labels, _ = self._labels(sorted(referenced))
+        found = []
+        for claim in examples:
+            qualifiers = _qualifier_snaks(claim)
+            values = [q for q in qualifiers if q["property"] == pid]
+            if not values:
+                continue
+            found.append(PropertyExample(
+                subject=snak_value(claim["mainsnak"], labels),
+                value=snak_value(values[0], labels),
+                qualifiers=[Qualifier(q["property"], labels.get(q["property"], q["property"]), snak_value(q, labels))
+                            for q in qualifiers if q["property"] != pid],
+            ))
+        return found
+
+    # -- query service ------------------------------------------------------------------
+
+    def execute(self, sparql: str, timeout: float | None = None) -> QueryResult:
+        timeout = timeout or self.config.timeout
+        try:
+            with _QUERY_LOCK:
+                response = self.http.request(
+                    "POST", self.config.sparql_url, data={"query": sparql},
+                    headers={"Accept": "application/sparql-results+json"},
+                    timeout=timeout, max_bytes=self.config.max_response_bytes)
+        except requests.Timeout:
+            return QueryResult(status="timeout", message=f"no answer within {timeout:g} seconds")
+        if response.status == 200:
+            return parse_sparql_json(response.text, truncated=response.truncated)
+        return classify_error(response.status, response.text)
+
+
+def parse_sparql_json(text: str, truncated: bool = False) -> QueryResult:
+    """SPARQL JSON results; a body cut at the size limit keeps every complete row."""
+    if truncated:
+        variables, bindings = _complete_rows(text)
+        return QueryResult(status="ok" if bindings else "empty", variables=variables, bindings=bindings,
+                           truncated=True, message=f"the response exceeded the size limit; "
+                                                   f"the first {len(bindings)} rows are kept")
+    try:
+        data = json.loads(text)
+    except ValueError as error:
+        return QueryResult(status="error", message=f"the endpoint did not answer SPARQL JSON: {error}")
+    if "boolean" in data:
+        return QueryResult(status="ok", boolean=bool(data["boolean"]))
+    variables = data.get("head", {}).get("vars", [])
+    bindings = data.get("results", {}).get("bindings", [])
+    return QueryResult(status="ok" if bindings else "empty", variables=variables, bindings=bindings)
+
+
+def _complete_rows(text: str) -> tuple[list[str], list[dict[str, Any]]]:
+    decoder = json.JSONDecoder()
+    variables: list[str] = []
+    head = re.search(r'"vars"\s*:\s*(\[[^\]]*\])', text)
+    if head:
+        variables = json.loads(head.group(1))
+    start = re.search(r'"bindings"\s*:\s*\[', text)
+    bindings: list[dict[str, Any]] = []
+    if not start:
+        return variables, bindings
+    position = start.end()
+    while True:
+        while position < len(text) and text[position] in " \t\r\n,":
+            position += 1
+        try:
+            row, position = decoder.raw_decode(text, position)
+        except ValueError:
+            return variables, bindings
+        bindings.append(row)
+
+
+_MALFORMED = re.compile(r"MalformedQueryException:\s*(.+)")
+_TIMEOUT_MARKERS = ("TimeoutException", "QueryTimeoutException", "Query deadline is expired")
+
+
+def classify_error(status: int, text: str) -> QueryResult:
+    """The query service's error pages as a status the model can learn from."""
+    if any(marker in text for marker in _TIMEOUT_MARKERS):
+        return QueryResult(status="timeout", message="the query service stopped the query at its time limit")
+    malformed = _MALFORMED.search(text)
+    if malformed:
+        return QueryResult(status="syntax_error", message=malformed.group(1).strip())
+    first_line = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    if status == 400:
+        return QueryResult(status="syntax_error", message=first_line[:500] or "the query was refused")
+    return QueryResult(status="error", message=f"HTTP {status}: {first_line[:500]}")
+
+
+# -- Wikidata JSON values -------------------------------------------------------------------
+
+def _text(texts: dict[str, Any], language: str) -> str:
+    value = texts.get(language) or texts.get("mul") or {}
+    return value.get("value", "") if isinstance(value, dict) else ""
+
+
+def _label(entity: dict[str, Any], language: str) -> str:
+    return _text(entity.get("labels", {}), language)
+
+
+def _qualifier_snaks(claim: dict[str, Any]) -> list[dict[str, Any]]:
+    return [snak for snaks in claim.get("qualifiers", {}).values() for snak in snaks]
+
+
+def _datatype(snak: dict[str, Any], datatypes: dict[str, str]) -> str | None:
+    return snak.get("datatype") or datatypes.get(snak["property"])
+
+
+def _snak_entities(snak: dict[str, Any]) -> list[str]:
+    if snak.get("snaktype") != "value":
+        return []
+    value = snak["datavalue"]["value"]
+    if snak["datavalue"]["type"] == "wikibase-entityid":
+        return [value.get("id") or f"Q{value['numeric-id']}"]
+    if snak["datavalue"]["type"] == "quantity" and value.get("unit", "1").startswith(ENTITY_PREFIX):
+        return [value["unit"][len(ENTITY_PREFIX):]]
+    return []
+
+
+_PRECISION_NAMES = {11: 10, 10: 7, 9: 4}
+
+
+def format_time(value: dict[str, Any]) -> str:
+    """A Wikidata time value at its precision: ``1707-04-15``, ``1707-04``, ``1707``, ``1700s``, ``18th century``."""
+    time_text = value["time"]
+    sign = "-" if time_text.startswith("-") else ""
+    date = time_text.lstrip("+-").split("T")[0]
+    precision = value.get("precision", 11)
+    year = int(date.split("-")[0])
+    if precision in _PRECISION_NAMES:
+        return sign + date[:_PRECISION_NAMES[precision]]
+    if precision == 8:
+        return f"{sign}{year // 10 * 10}s"
+    if precision == 7:
+        century = (year - 1) // 100 + 1
+        suffix = "th" if 10 <= century % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(century % 10, "th")
+        return f"{century}{suffix} century" + (" BCE" if sign else "")
+    return f"{sign}{year}"
+
+
+def snak_value(snak: dict[str, Any], labels: dict[str, str]) -> Value:
+    """A snak's value as a person reads it."""
+    if snak.get("snaktype") == "somevalue":
+        return Value("unknown value")
+    if snak.get("snaktype") == "novalue":
+        return Value("no value")
+    datavalue = snak["datavalue"]
+    value = datavalue["value"]
+    kind = datavalue["type"]
+    if kind == "wikibase-entityid":
+        entity_id = value.get("id") or f"Q{value['numeric-id']}"
+        return Value(labels.get(entity_id, entity_id), entity_id)
+    if kind == "time":
+        return Value(format_time(value))
+    if kind == "quantity":
+        amount = value["amount"].lstrip("+")
+        unit = value.get("unit", "1")
+        if unit.startswith(ENTITY_PREFIX):
+            unit_id = unit[len(ENTITY_PREFIX):]
+            return Value(f"{amount} {labels.get(unit_id, unit_id)}")
+        return Value(amount)
+    if kind == "monolingualtext":
+        return Value(f"{value['text']} ({value['language']})")
+    if kind == "globecoordinate":
+        return Value(f"Point({value['longitude']} {value['latitude']})")
+    return Value(str(value))

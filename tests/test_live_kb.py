@@ -1,0 +1,168 @@
+"""The live backend, through the real requests client, against a stand-in speaking Wikidata's formats."""
+
+import time
+
+import pytest
+
+from agent.kb import open_kb
+from agent.kb.base import KBUnavailable
+from agent.kb.cache import ResponseCache
+from agent.kb.http import HttpClient
+from agent.kb.live import LiveWikidata, WikidataConfig, format_time
+from tests.support.euler import EULER_ADVISORS_QUERY, euler_entities
+from tests.support.wikidata_server import SparqlReply, ask, malformed, select, timed_out
+
+
+@pytest.fixture
+def wikidata(wikidata_server):
+    server = wikidata_server(sparql={EULER_ADVISORS_QUERY: select(["advisor"], [{"advisor": "Q124500"}])})
+    server.add(*euler_entities())
+    return server
+
+
+def live(server, **options) -> LiveWikidata:
+    config = WikidataConfig(api_url=server.api_url, sparql_url=server.sparql_url, contact="ops@example.org",
+                            **options)
+    return LiveWikidata(config, http=HttpClient(contact=config.contact, timeout=config.timeout, backoff=0.05,
+                                                cache=None))
+
+
+def test_search_finds_items_and_properties_with_datatypes(wikidata):
+    results = live(wikidata).search("doctoral advisor")
+    assert [hit.id for hit in results.properties] == ["P184"]
+    assert results.properties[0].datatype == "wikibase-item"
+    euler = live(wikidata).search("Euler")
+    assert [hit.id for hit in euler.items] == ["Q7604", "Q7605"]
+    assert euler.items[0].description.startswith("Swiss mathematician")
+
+
+def test_every_request_names_the_tool_and_the_operator(wikidata):
+    live(wikidata).search("Euler")
+    assert all("spinach-bot/" in request["user_agent"] and "ops@example.org" in request["user_agent"]
+               for request in wikidata.requests)
+
+
+def test_entry_lists_edges_with_labels_and_qualifiers_without_external_ids(wikidata):
+    entry = live(wikidata).get_entry("Q7604")
+    edges = {(claim.property_id, claim.property_label, claim.value.text, claim.value.id) for claim in entry.claims}
+    assert ("P184", "doctoral advisor", "Johann Bernoulli", "Q124500") in edges
+    assert ("P569", "date of birth", "1707-04-15", None) in edges
+    assert not any(claim.property_id == "P214" for claim in entry.claims)
+    educated = next(claim for claim in entry.claims if claim.property_id == "P69")
+    assert [(q.property_label, q.value.text) for q in educated.qualifiers] == [("end time", "1726")]
+
+
+def test_missing_entity_and_property_are_none(wikidata):
+    assert live(wikidata).get_entry("Q999999") is None
+    assert live(wikidata).property_examples("P999999") is None
+
+
+def test_property_examples_come_from_p1855(wikidata):
+    [example] = live(wikidata).property_examples("P184")
+    assert (example.subject.id, example.value.id) == ("Q7604", "Q124500")
+
+
+@pytest.mark.parametrize("reply, status", [
+    (select(["advisor"], [{"advisor": "Q124500"}]), "ok"),
+    (select(["advisor"], []), "empty"),
+    (ask(True), "ok"),
+    (malformed("Encountered \" \"}\" \"} \"\" at line 1, column 9."), "syntax_error"),
+    (timed_out(), "timeout"),
+    (SparqlReply(503, "busy", {"Retry-After": "0"}), None),
+])
+def test_query_service_answers_become_the_four_signals(wikidata_server, reply, status):
+    server = wikidata_server(sparql=lambda query: reply)
+    if status is None:
+        with pytest.raises(KBUnavailable):
+            live(server).execute("SELECT * WHERE { ?s ?p ?o }")
+        return
+    result = live(server).execute("SELECT * WHERE { ?s ?p ?o }")
+    assert result.status == status
+    if status == "syntax_error":
+        assert result.message.startswith("Encountered")
+
+
+def test_ask_gives_a_boolean(wikidata_server):
+    server = wikidata_server(sparql=lambda query: ask(False))
+    assert live(server).execute("ASK { wd:Q1 wdt:P31 wd:Q5 }").answer is False
+
+
+def test_rate_limit_waits_as_long_as_retry_after_says(wikidata_server):
+    server = wikidata_server(sparql=lambda query: select(["x"], [{"x": "Q1"}]),
+                             interruptions=[SparqlReply(429, "slow down", {"Retry-After": "1"})])
+    started = time.monotonic()
+    result = live(server).execute("SELECT ?x WHERE { ?x ?p ?o }")
+    assert result.status == "ok"
+    assert time.monotonic() - started >= 1.0
+    assert len(server.requests) == 2
+
+
+def test_a_client_timeout_is_the_timeout_signal(wikidata_server):
+    def slow(query):
+        time.sleep(2)
+        return select(["x"], [])
+
+    server = wikidata_server(sparql=slow)
+    result = live(server).execute("SELECT ?x WHERE { ?x ?p ?o }", timeout=0.5)
+    assert result.status == "timeout"
+
+
+def test_a_response_over_the_size_limit_keeps_its_complete_rows(wikidata_server):
+    rows = [{"x": f"Q{i}"} for i in range(1, 2000)]
+    server = wikidata_server(sparql=lambda query: select(["x"], rows))
+    result = live(server, max_response_bytes=20_000).execute("SELECT ?x WHERE { ?x ?p ?o }")
+    assert result.truncated and result.status == "ok"
+    assert 0 < len(result.bindings) < len(rows)
+    assert result.bindings == [{"x": {"type": "uri", "value": f"http://www.wikidata.org/entity/Q{i}"}}
+                               for i in range(1, len(result.bindings) + 1)]
+    assert "size limit" in result.message
+
+
+def test_the_cache_answers_repeats_and_offline_mode_never_touches_the_network(wikidata, tmp_path):
+    config = WikidataConfig(api_url=wikidata.api_url, sparql_url=wikidata.sparql_url)
+    kb = open_kb(cache_path=tmp_path / "cache.sqlite", config=config)
+    first = kb.execute(EULER_ADVISORS_QUERY)
+    kb.search("Euler")
+    sent = len(wikidata.requests)
+    assert kb.execute(EULER_ADVISORS_QUERY) == first
+    assert len(wikidata.requests) == sent
+
+    offline = open_kb(cache_path=tmp_path / "cache.sqlite", offline=True, config=config)
+    assert offline.execute(EULER_ADVISORS_QUERY) == first
+    assert [hit.id for hit in offline.search("Euler").items] == ["Q7604", "Q7605"]
+    with pytest.raises(KBUnavailable, match="offline"):
+        offline.execute("SELECT ?other WHERE { ?other ?p ?o }")
+    assert len(wikidata.requests) == sent
+
+
+def test_cache_expiry_refetches(wikidata, tmp_path):
+    cache = ResponseCache(tmp_path / "cache.sqlite", max_age=0.0)
+    kb = LiveWikidata(WikidataConfig(api_url=wikidata.api_url, sparql_url=wikidata.sparql_url), cache=cache)
+    kb.execute(EULER_ADVISORS_QUERY)
+    time.sleep(0.01)
+    kb.execute(EULER_ADVISORS_QUERY)
+    assert sum(request["path"] == "/sparql" for request in wikidata.requests) == 2
+
+
+def test_offline_needs_a_cache():
+    with pytest.raises(ValueError, match="cache"):
+        open_kb(offline=True)
+
+
+def test_unreachable_service_is_kb_unavailable():
+    kb = LiveWikidata(WikidataConfig(api_url="http://127.0.0.1:9/w/api.php", sparql_url="http://127.0.0.1:9/sparql"),
+                      http=HttpClient(max_retries=1, backoff=0.01))
+    with pytest.raises(KBUnavailable):
+        kb.search("Euler")
+
+
+@pytest.mark.parametrize("time_value, precision, text", [
+    ("+1707-04-15T00:00:00Z", 11, "1707-04-15"),
+    ("+1707-04-00T00:00:00Z", 10, "1707-04"),
+    ("+1707-00-00T00:00:00Z", 9, "1707"),
+    ("+1700-00-00T00:00:00Z", 8, "1700s"),
+    ("+1701-00-00T00:00:00Z", 7, "18th century"),
+    ("-0500-00-00T00:00:00Z", 9, "-0500"),
+])
+def test_times_read_at_their_precision(time_value, precision, text):
+    assert format_time({"time": time_value, "precision": precision}) == text
