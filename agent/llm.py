@@ -1,0 +1,136 @@
+"""The language model, reached through any OpenAI-compatible endpoint.
+
+:class:`ChatModel` wraps an injected ``openai`` client, so tests and other
+callers choose the transport.  The client's own retry loop does the waiting:
+it backs off exponentially on 408/409/429/5xx and connection errors and
+honours ``Retry-After``.  What is left after those retries becomes
+:class:`LLMUnavailable`, which ends an agent run cleanly instead of crashing
+the bot or the evaluation harness.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import openai
+
+DEFAULT_MODEL = "gpt-4o"
+
+
+class LLMUnavailable(RuntimeError):
+    """The endpoint could not produce a completion (after the client's retries)."""
+
+
+class LLMConfigurationError(ValueError):
+    """Neither an API key nor an endpoint is configured."""
+
+
+class ToolsUnsupported(RuntimeError):
+    """The endpoint refused a request because it carried tool definitions."""
+
+
+@dataclass
+class LLMConfig:
+    """Where the model lives.  A custom ``base_url`` may need no key (local servers)."""
+
+    base_url: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    model: str = DEFAULT_MODEL
+    timeout: float = 60.0
+    max_retries: int = 4
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] = os.environ, **overrides: Any) -> LLMConfig:
+        """Read ``OPENAI_BASE_URL``, ``OPENAI_API_KEY`` and ``SPINACH_MODEL``; *overrides* win when not None."""
+        config = cls(
+            base_url=environ.get("OPENAI_BASE_URL") or None,
+            api_key=environ.get("OPENAI_API_KEY") or None,
+            model=environ.get("SPINACH_MODEL") or DEFAULT_MODEL,
+        )
+        for name, value in overrides.items():
+            if value is not None:
+                setattr(config, name, value)
+        return config
+
+
+@dataclass
+class ToolCall:
+    name: str
+    arguments: str
+
+
+@dataclass
+class Completion:
+    content: str
+    tool_calls: list[ToolCall]
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+
+
+class ChatModel:
+    """``complete(messages, ...) -> Completion`` over an OpenAI-compatible client."""
+
+    def __init__(self, client: openai.OpenAI, model: str = DEFAULT_MODEL) -> None:
+        self.client = client
+        self.model = model
+
+    @classmethod
+    def from_config(cls, config: LLMConfig) -> ChatModel:
+        if not config.api_key and not config.base_url:
+            raise LLMConfigurationError(
+                "no language model is configured: set OPENAI_API_KEY (or --api-key-file) for OpenAI, "
+                "or OPENAI_BASE_URL (or --base-url) for another OpenAI-compatible endpoint"
+            )
+        client = openai.OpenAI(
+            api_key=config.api_key or "no-key-needed",
+            base_url=config.base_url,
+            timeout=config.timeout,
+            max_retries=config.max_retries,
+        )
+        return cls(client, config.model)
+
+    def complete(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        temperature: float,
+        top_p: float | None = None,
+        tools: list[dict[str, Any]] | None = None,
+    ) -> Completion:
+        request: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": temperature}
+        if top_p is not None:
+            request["top_p"] = top_p
+        if tools:
+            request["tools"] = tools
+            request["tool_choice"] = "required"
+        try:
+            response = self.client.chat.completions.create(**request)
+        except openai.BadRequestError as error:
+            if tools and "tool" in str(error).lower():
+                raise ToolsUnsupported(str(error)) from error
+            raise LLMUnavailable(f"the endpoint refused the request: {error}") from error
+        except openai.APIError as error:
+            raise LLMUnavailable(f"{type(error).__name__}: {error}") from error
+        if not response.choices:
+            raise LLMUnavailable("the endpoint answered with no choices")
+        message = response.choices[0].message
+        calls = [
+            ToolCall(call.function.name, call.function.arguments or "")
+            for call in (message.tool_calls or [])
+            if getattr(call, "function", None) is not None
+        ]
+        usage = response.usage
+        cached = 0
+        if usage is not None and usage.prompt_tokens_details is not None:
+            cached = usage.prompt_tokens_details.cached_tokens or 0
+        return Completion(
+            content=message.content or "",
+            tool_calls=calls,
+            prompt_tokens=usage.prompt_tokens if usage else 0,
+            completion_tokens=usage.completion_tokens if usage else 0,
+            cached_tokens=cached,
+        )

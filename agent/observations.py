@@ -1,0 +1,164 @@
+"""Turn knowledge-base answers into the text the model reads.
+
+The forms follow what an expert sees on Wikidata: ``label (ID): description``
+lines, a compact table of query results with the middle left out, and an
+entity's edges as JSON keyed by ``label (PID)``.  Every backend's answer goes
+through these functions, so the model sees one shape whatever it talks to.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from agent.kb.base import Entry, PropertyExample, Qualifier, QueryResult, SearchResults, Term, Value
+
+ENTITY_PREFIX = "http://www.wikidata.org/entity/"
+#: Wikidata IRI namespaces and the prefixes the query service knows them by.
+IRI_PREFIXES: tuple[tuple[str, str], ...] = (
+    ("http://www.wikidata.org/entity/statement/", "wds:"),
+    ("http://www.wikidata.org/prop/direct/", "wdt:"),
+    ("http://www.wikidata.org/prop/statement/value/", "psv:"),
+    ("http://www.wikidata.org/prop/statement/", "ps:"),
+    ("http://www.wikidata.org/prop/qualifier/value/", "pqv:"),
+    ("http://www.wikidata.org/prop/qualifier/", "pq:"),
+    ("http://www.wikidata.org/prop/reference/", "pr:"),
+    ("http://www.wikidata.org/prop/", "p:"),
+    ("http://www.wikidata.org/value/", "wdv:"),
+    ("http://wikiba.se/ontology#", "wikibase:"),
+)
+TABLE_HEAD_ROWS = 5
+TABLE_TAIL_ROWS = 5
+MAX_CELL_CHARS = 200
+XSD = "http://www.w3.org/2001/XMLSchema#"
+
+
+def shorten_iri(iri: str) -> str:
+    """``http://www.wikidata.org/entity/Q42`` becomes ``Q42``; other Wikidata IRIs get their WDQS prefix."""
+    if iri.startswith(ENTITY_PREFIX):
+        return iri[len(ENTITY_PREFIX):]
+    for namespace, prefix in IRI_PREFIXES:
+        if iri.startswith(namespace):
+            return prefix + iri[len(namespace):]
+    return iri
+
+
+def format_term(term: Term) -> str:
+    """One SPARQL JSON term as a table cell."""
+    value = term.get("value", "")
+    if term.get("type") == "uri":
+        text = shorten_iri(value)
+    elif "xml:lang" in term:
+        text = f"{value}@{term['xml:lang']}"
+    elif term.get("datatype") == XSD + "dateTime" and value.endswith("T00:00:00Z"):
+        text = value[: -len("T00:00:00Z")]
+    else:
+        text = value
+    text = " ".join(text.split())
+    if len(text) > MAX_CELL_CHARS:
+        text = text[: MAX_CELL_CHARS - 1] + "…"
+    return text
+
+
+def format_table(variables: list[str], rows: list[dict[str, Term]], head: int = TABLE_HEAD_ROWS,
+                 tail: int = TABLE_TAIL_ROWS) -> str:
+    """A tab-separated table with at most *head* first and *tail* last rows."""
+    lines = ["\t".join(variables)]
+    shown = rows if len(rows) <= head + tail else rows[:head] + rows[-tail:] if tail else rows[:head]
+    for index, row in enumerate(shown):
+        if len(rows) > head + tail and index == head:
+            lines.append(f"... ({len(rows) - head - tail} rows omitted) ...")
+        lines.append("\t".join(format_term(row[name]) if name in row else "" for name in variables))
+    lines.append(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")
+    return "\n".join(lines)
+
+
+def format_query_result(result: QueryResult) -> str:
+    """The four signals of ``execute_sparql``: rows, empty, syntax error, timeout (and other errors)."""
+    if result.status == "syntax_error":
+        return f"Syntax error: {result.message}"
+    if result.status == "timeout":
+        return "The query timed out." + (f" {result.message}" if result.message else "")
+    if result.status == "error":
+        return f"Error: {result.message}"
+    if result.boolean is not None:
+        return str(result.boolean)
+    if result.status == "empty" or not result.bindings:
+        return "The query returned an empty result."
+    text = format_table(result.variables, result.bindings)
+    if result.truncated:
+        text += f"\n(the response was cut: {result.message})"
+    return text
+
+
+def format_search(results: SearchResults, max_items: int = 8, max_properties: int = 4) -> str:
+    lines: list[str] = []
+    for hit in results.items[:max_items]:
+        lines.append(f"{hit.label} ({hit.id}): {hit.description}".rstrip(": "))
+    if results.properties:
+        if lines:
+            lines.append("")
+        lines.append("Properties:")
+        for hit in results.properties[:max_properties]:
+            datatype = f" [{hit.datatype}]" if hit.datatype else ""
+            lines.append(f"{hit.label} ({hit.id}){datatype}: {hit.description}".rstrip(": "))
+    return "\n".join(lines) if lines else "No entities or properties found."
+
+
+def _value_text(value: Value) -> str:
+    return f"{value.text} ({value.id})" if value.id else value.text
+
+
+def _qualifiers(qualifiers: list[Qualifier]) -> dict[str, Any]:
+    grouped: dict[str, Any] = {}
+    for qualifier in qualifiers:
+        key = f"{qualifier.property_label} ({qualifier.property_id})"
+        text = _value_text(qualifier.value)
+        if key in grouped:
+            previous = grouped[key]
+            grouped[key] = (previous if isinstance(previous, list) else [previous]) + [text]
+        else:
+            grouped[key] = text
+    return grouped
+
+
+def entry_as_dict(entry: Entry) -> dict[str, Any]:
+    """Edges keyed by ``label (PID)``: a value, or a list of values; a value with qualifiers is an object."""
+    edges: dict[str, Any] = {}
+    for claim in entry.claims:
+        key = f"{claim.property_label} ({claim.property_id})"
+        value: Any = _value_text(claim.value)
+        if claim.qualifiers:
+            value = {"value": value, "qualifiers": _qualifiers(claim.qualifiers)}
+        if key in edges:
+            previous = edges[key]
+            edges[key] = (previous if isinstance(previous, list) else [previous]) + [value]
+        else:
+            edges[key] = value
+    return edges
+
+
+def format_entry(entry: Entry) -> str:
+    header = f"{entry.label} ({entry.id})" + (f": {entry.description}" if entry.description else "")
+    return header + "\n" + json.dumps(entry_as_dict(entry), ensure_ascii=False, indent=1)
+
+
+def format_property_examples(pid: str, examples: list[PropertyExample]) -> str:
+    if not examples:
+        return f"{pid} has no property examples (P1855)."
+    lines = []
+    for example in examples:
+        line = f"{_value_text(example.subject)} {pid} {_value_text(example.value)}"
+        if example.qualifiers:
+            line += " " + json.dumps(_qualifiers(example.qualifiers), ensure_ascii=False)
+        lines.append(line)
+    return "\n".join(lines)
+
+
+_FENCE = re.compile(r"^```(?:json)?\s*|\s*```$")
+
+
+def strip_fences(text: str) -> str:
+    """Drop a Markdown code fence around a model's JSON answer."""
+    return _FENCE.sub("", text.strip())
