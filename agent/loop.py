@@ -11,7 +11,8 @@ state):
 
 1. An action with the same name and argument as one already on the path rolls
    the path back to before the first of them: the model is asked again from
-   the state it was in then.
+   the state it was in then.  (``stop`` is governed by rule 2 alone: the same
+   ``stop()`` after a new query means something new.)
 2. ``stop()`` right after a query that returned nothing or failed rolls the path
    back to before that query.  ``stop()`` when no query has run at all is
    answered with an observation telling the model to run one first.
@@ -159,7 +160,7 @@ class _Run:
         final = None
         if decision.error:
             step.observation = decision.error
-        elif (first := self.first_on_path(step, index)) is not None:
+        elif step.action != "stop" and (first := self.first_on_path(step, index)) is not None:
             self.roll_back(from_index=first, to_index=index)
         elif step.action == "stop":
             final = self.stop(index)

@@ -1,0 +1,61 @@
+"""``python -m agent`` end to end, against the stand-in servers."""
+
+import json
+import subprocess
+import sys
+
+from agent.__main__ import build_parser, main
+from tests.support.euler import EULER_ADVISORS_QUERY, euler_entities
+from tests.support.llm_server import ToolCallReply
+from tests.support.wikidata_server import select
+
+
+def test_every_option_is_documented():
+    help_text = build_parser().format_help()
+    for action in build_parser()._actions:
+        assert action.help, f"{action.dest} has no help text"
+        for option in action.option_strings:
+            assert option in help_text
+
+
+def servers(llm_server, wikidata_server):
+    wikidata = wikidata_server(sparql={EULER_ADVISORS_QUERY: select(["advisor"], [{"advisor": "Q124500"}])})
+    wikidata.add(*euler_entities())
+    llm = llm_server([ToolCallReply("search_wikidata", {"thought": "find him", "query": "Leonhard Euler"}),
+                      ToolCallReply("execute_sparql", {"thought": "ask", "sparql": EULER_ADVISORS_QUERY}),
+                      ToolCallReply("stop", {"thought": "done"})])
+    return llm, wikidata
+
+
+def test_the_trace_is_printed_as_it_goes_then_the_query_and_its_rows(llm_server, wikidata_server, tmp_path,
+                                                                      monkeypatch, capsys):
+    llm, wikidata = servers(llm_server, wikidata_server)
+    monkeypatch.setenv("WIKIDATA_API_URL", wikidata.api_url)
+    monkeypatch.setenv("WIKIDATA_SPARQL_URL", wikidata.sparql_url)
+    key = tmp_path / "key"
+    key.write_text("sk-secret-value\n")
+    status = main(["Who were the doctoral advisors of Leonhard Euler?", "--base-url", llm.base_url,
+                   "--api-key-file", str(key), "--cache", str(tmp_path / "cache.sqlite")])
+    out = capsys.readouterr().out
+    assert status == 0
+    assert "[1] Thought: find him" in out and "Leonhard Euler (Q7604)" in out
+    assert "Final SPARQL:\n" + EULER_ADVISORS_QUERY in out and "Q124500" in out
+    assert "sk-secret-value" not in out
+
+
+def test_json_output_is_the_whole_run(llm_server, wikidata_server, tmp_path):
+    llm, wikidata = servers(llm_server, wikidata_server)
+    env = {"PATH": "", "OPENAI_BASE_URL": llm.base_url, "WIKIDATA_API_URL": wikidata.api_url,
+           "WIKIDATA_SPARQL_URL": wikidata.sparql_url}
+    done = subprocess.run([sys.executable, "-m", "agent", "--json", "Who advised Euler?"], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    run = json.loads(done.stdout)
+    assert run["final_sparql"] == EULER_ADVISORS_QUERY and run["stop_reason"] == "stop"
+
+
+def test_no_model_configured_is_a_clear_error_not_a_traceback():
+    done = subprocess.run([sys.executable, "-m", "agent", "Who?"], env={"PATH": ""}, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 2
+    assert "no language model is configured" in done.stderr and "Traceback" not in done.stderr

@@ -1,0 +1,232 @@
+"""The step loop, driven by a scripted OpenAI-compatible server and a stand-in Wikidata."""
+
+import json
+import time
+
+import pytest
+
+from agent import Agent, AgentConfig, AgentContext, AgentResult
+from agent.kb.http import HttpClient
+from agent.kb.live import LiveWikidata, WikidataConfig
+from agent.llm import ChatModel, LLMConfig
+from tests.support.euler import EULER_ADVISORS_QUERY, euler_entities
+from tests.support.llm_server import ErrorReply, SlowReply, TextReply, ToolCallReply
+from tests.support.wikidata_server import select
+
+
+def call(name, argument=None, thought="thinking"):
+    arguments = {"thought": thought}
+    if argument is not None:
+        arguments[{"search_wikidata": "query", "get_wikidata_entry": "qid", "get_property_examples": "pid",
+                   "execute_sparql": "sparql"}.get(name, "argument")] = argument
+    return ToolCallReply(name, arguments)
+
+
+EMPTY_QUERY = "SELECT ?x WHERE { wd:Q7604 wdt:P1 ?x }"
+
+
+@pytest.fixture
+def kb(wikidata_server):
+    server = wikidata_server(sparql={EULER_ADVISORS_QUERY: select(["advisor"], [{"advisor": "Q124500"}])})
+    server.add(*euler_entities())
+    return LiveWikidata(WikidataConfig(api_url=server.api_url, sparql_url=server.sparql_url),
+                        http=HttpClient(backoff=0.01))
+
+
+def make_agent(server, kb, **config) -> Agent:
+    llm = ChatModel.from_config(LLMConfig(base_url=server.base_url, api_key="test", max_retries=2, timeout=5))
+    return Agent(llm=llm, kb=kb, config=AgentConfig(**config))
+
+
+def test_a_run_explores_then_stops_on_the_query_with_its_rows(llm_server, kb):
+    server = llm_server([
+        call("search_wikidata", "Leonhard Euler", "Find Euler first."),
+        call("get_property_examples", "P184"),
+        call("execute_sparql", EULER_ADVISORS_QUERY),
+        call("stop"),
+    ])
+    seen = []
+    result = make_agent(server, kb).run("Who were the doctoral advisors of Leonhard Euler?", on_step=seen.append)
+    assert result.stop_reason == "stop"
+    assert result.final_sparql == EULER_ADVISORS_QUERY
+    assert result.answer == [{"advisor": {"type": "uri", "value": "http://www.wikidata.org/entity/Q124500"}}]
+    assert [step.action for step in result.steps] == ["search_wikidata", "get_property_examples",
+                                                      "execute_sparql", "stop"]
+    assert result.steps[0].thought == "Find Euler first."
+    assert "Leonhard Euler (Q7604): Swiss mathematician" in result.steps[0].observation
+    assert "Q124500" in result.steps[2].observation and result.steps[2].query_status == "ok"
+    assert seen == result.steps
+    assert result.usage.llm_calls == 4 and result.usage.kb_calls == 3
+    assert result.usage.prompt_tokens > 0 and result.usage.completion_tokens > 0
+    assert AgentResult.from_dict(json.loads(json.dumps(result.to_dict()))) == result
+
+
+def test_one_llm_call_per_step_with_policy_sampling_and_history_last(llm_server, kb):
+    server = llm_server([call("search_wikidata", "Euler"), call("execute_sparql", EULER_ADVISORS_QUERY),
+                         call("stop")])
+    make_agent(server, kb).run("Who advised Euler?")
+    assert len(server.requests) == 3
+    first, last = server.requests[0], server.requests[-1]
+    assert (first["temperature"], first["top_p"]) == (1.0, 0.9)
+    assert {tool["function"]["name"] for tool in first["tools"]} == {
+        "search_wikidata", "get_wikidata_entry", "get_property_examples", "execute_sparql", "stop"}
+    # The static instructions and the question stay the same prefix; the history only grows at the end.
+    assert last["messages"][:2] == first["messages"][:2]
+    assert last["messages"][-1]["role"] == "tool" and "Q124500" in last["messages"][-1]["content"]
+
+
+def test_answer_guarantee_is_a_setting(llm_server, kb):
+    server = llm_server([call("stop"), call("stop")])
+    make_agent(server, kb, answer_guaranteed=True, max_total_actions=1).run("q")
+    make_agent(server, kb, max_total_actions=1).run("q")
+    assert "has an answer" in server.requests[0]["messages"][0]["content"]
+    assert "has an answer" not in server.requests[1]["messages"][0]["content"]
+
+
+def test_context_from_the_asker_reaches_the_prompt(llm_server, kb):
+    server = llm_server([call("stop")])
+    context = AgentContext(draft_queries=["SELECT ?x WHERE { ?x wdt:P31 wd:Q5 }"], entities=["Q7604", "P184"],
+                           thread="Someone: try P184")
+    make_agent(server, kb, max_total_actions=1).run("Who advised Euler?", context=context)
+    prompt = server.requests[0]["messages"][1]["content"]
+    assert "SELECT ?x WHERE { ?x wdt:P31 wd:Q5 }" in prompt and "Q7604, P184" in prompt
+    assert "try P184" in prompt
+
+
+def test_a_repeated_action_rolls_the_path_back_before_the_first_of_them(llm_server, kb):
+    server = llm_server([
+        call("search_wikidata", "Euler"),
+        call("get_wikidata_entry", "Q7604"),
+        call("search_wikidata", "Euler"),        # repeats step 1: back to the start
+        call("execute_sparql", EULER_ADVISORS_QUERY),
+        call("stop"),
+    ])
+    result = make_agent(server, kb).run("Who advised Euler?")
+    assert [step.rolled_back for step in result.steps] == [True, True, True, False, False]
+    assert result.steps[2].observation is None
+    # After the rollback the model no longer sees the discarded steps.
+    assert len(server.requests[3]["messages"]) == 2
+    assert result.final_sparql == EULER_ADVISORS_QUERY and len(result.path) == 2
+
+
+def test_stop_after_an_empty_result_rolls_back_before_that_query(llm_server, kb):
+    server = llm_server([
+        call("search_wikidata", "Euler"),
+        call("execute_sparql", EMPTY_QUERY),
+        call("stop"),
+        call("execute_sparql", EULER_ADVISORS_QUERY),
+        call("stop"),
+    ])
+    result = make_agent(server, kb).run("Who advised Euler?")
+    assert [step.rolled_back for step in result.steps] == [False, True, True, False, False]
+    assert result.steps[1].observation == "The query returned an empty result."
+    assert len(server.requests[3]["messages"]) == 4  # system, question, the search and its observation
+    assert result.stop_reason == "stop" and result.final_sparql == EULER_ADVISORS_QUERY
+
+
+def test_stop_before_any_query_is_told_to_run_one(llm_server, kb):
+    server = llm_server([call("stop"), call("execute_sparql", EULER_ADVISORS_QUERY), call("stop")])
+    result = make_agent(server, kb).run("Who advised Euler?")
+    assert "No query has been executed" in result.steps[0].observation
+    assert result.stop_reason == "stop"
+
+
+def test_total_budget_ends_with_the_last_query_that_returned_rows(llm_server, kb):
+    script = [call("execute_sparql", EULER_ADVISORS_QUERY), call("execute_sparql", EMPTY_QUERY)]
+    script += [call("search_wikidata", f"term {i}") for i in range(10)]
+    server = llm_server(script)
+    result = make_agent(server, kb, max_total_actions=5).run("Who advised Euler?")
+    assert result.stop_reason == "action_limit" and len(result.steps) == 5
+    assert result.final_sparql == EULER_ADVISORS_QUERY
+    assert result.answer[0]["advisor"]["value"].endswith("Q124500")
+    assert "limit" in result.stop_message
+
+
+def test_path_budget_counts_only_steps_that_were_not_rolled_back(llm_server, kb):
+    script = [call("search_wikidata", "a"), call("search_wikidata", "a")]  # one rollback
+    script += [call("search_wikidata", f"term {i}") for i in range(10)]
+    server = llm_server(script)
+    result = make_agent(server, kb, max_path_actions=3).run("q")
+    assert result.stop_reason == "path_limit"
+    assert len(result.path) == 3 and len(result.steps) == 5
+    assert result.final_sparql is None and result.answer is None
+
+
+@pytest.mark.parametrize("reply, message", [
+    (TextReply("I think the answer is Bernoulli."), "No action found"),
+    (ToolCallReply("delete_everything", {"thought": "x"}), "Unknown action"),
+    (ToolCallReply("execute_sparql", "{not json"), "not a JSON object"),
+    (ToolCallReply("execute_sparql", {"thought": "run it", "sparql": "   "}), "was empty"),
+    (ToolCallReply("get_wikidata_entry", {"thought": "read", "qid": "Leonhard Euler"}), "not an item ID"),
+])
+def test_malformed_replies_get_a_corrective_observation(llm_server, kb, reply, message):
+    server = llm_server([reply, call("execute_sparql", EULER_ADVISORS_QUERY), call("stop")])
+    result = make_agent(server, kb).run("Who advised Euler?")
+    assert message in result.steps[0].observation
+    assert result.stop_reason == "stop"
+    assert message in json.dumps(server.requests[1]["messages"][-1])
+
+
+def test_endpoints_without_tools_get_the_text_protocol(llm_server, kb):
+    server = llm_server([
+        TextReply("Thought: search first\nAction: search_wikidata(Leonhard Euler)"),
+        TextReply(f"Thought: run it\nAction: execute_sparql(```sparql\n{EULER_ADVISORS_QUERY}\n```)"),
+        TextReply("Thought: done\nAction: stop()"),
+    ], supports_tools=False)
+    result = make_agent(server, kb).run("Who advised Euler?")
+    assert result.final_sparql == EULER_ADVISORS_QUERY
+    assert "tools" not in server.requests[-1]
+    assert "Action: <action name>(<argument>)" in server.requests[-1]["messages"][0]["content"]
+    assert result.usage.llm_calls == 3
+
+
+def test_long_entries_are_pruned_at_temperature_zero_and_short_ones_are_not(llm_server, kb):
+    def script(body):
+        if "tools" not in body:
+            return TextReply('```json\n{"doctoral advisor (P184)": "Johann Bernoulli (Q124500)"}\n```')
+        step = sum(message["role"] == "tool" for message in body["messages"])
+        return [call("get_wikidata_entry", "Q7604"), call("get_wikidata_entry", "Q124500"),
+                call("execute_sparql", EULER_ADVISORS_QUERY), call("stop")][step]
+
+    server = llm_server(script)
+    result = make_agent(server, kb, prune_threshold=300).run("Who advised Euler?")
+    pruning = [body for body in server.requests if "tools" not in body]
+    assert len(pruning) == 1 and pruning[0]["temperature"] == 0.0
+    assert "Who advised Euler?" in pruning[0]["messages"][0]["content"]
+    assert result.steps[0].observation.endswith('{"doctoral advisor (P184)": "Johann Bernoulli (Q124500)"}')
+    assert "instance of (P31)" in result.steps[1].observation  # short: shown whole
+    assert result.usage.llm_calls == 5
+
+
+def test_rate_limit_is_retried_after_the_wait_the_endpoint_asks(llm_server, kb):
+    server = llm_server([ErrorReply(429, "rate limited", retry_after=1),
+                         call("execute_sparql", EULER_ADVISORS_QUERY), call("stop")])
+    started = time.monotonic()
+    result = make_agent(server, kb).run("Who advised Euler?")
+    assert time.monotonic() - started >= 1.0
+    assert result.stop_reason == "stop" and len(server.requests) == 3
+    assert result.usage.llm_calls == 2
+
+
+def test_an_endpoint_that_keeps_failing_ends_the_run_cleanly(llm_server, kb):
+    server = llm_server([call("execute_sparql", EULER_ADVISORS_QUERY)] + [ErrorReply(500, "boom")] * 5)
+    result = make_agent(server, kb).run("Who advised Euler?")
+    assert result.stop_reason == "llm_error"
+    assert len(result.steps) == 1 and result.final_sparql is None
+    assert len(server.requests) == 1 + 3  # max_retries=2: three tries
+
+
+def test_a_slow_endpoint_times_out_into_an_llm_error(llm_server, kb):
+    server = llm_server([SlowReply(3, call("stop"))] * 3)
+    llm = ChatModel.from_config(LLMConfig(base_url=server.base_url, api_key="t", max_retries=0, timeout=0.5))
+    result = Agent(llm=llm, kb=kb).run("q")
+    assert result.stop_reason == "llm_error"
+
+
+def test_an_unreachable_knowledge_base_ends_the_run(llm_server):
+    kb = LiveWikidata(WikidataConfig(api_url="http://127.0.0.1:9/w/api.php", sparql_url="http://127.0.0.1:9/s"),
+                      http=HttpClient(max_retries=0))
+    server = llm_server([call("search_wikidata", "Euler")])
+    result = make_agent(server, kb).run("q")
+    assert result.stop_reason == "kb_error"
+    assert result.steps[0].observation.startswith("The knowledge base could not be reached")
