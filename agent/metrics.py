@@ -34,6 +34,8 @@ from collections.abc import Sequence
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import min_weight_full_bipartite_matching
 
 from agent.kb.base import Binding
 
@@ -69,26 +71,76 @@ def _overlap(gold: Row, predicted: Row) -> int:
     return sum((Counter(gold) & Counter(predicted)).values())
 
 
-def _assign(gold: list[Row], predicted: list[Row]) -> tuple[float, int]:
-    """Best (Σ recall, matched pairs) for one block, solved densely with integer weights."""
+#: Blocks with more cells than this are solved on a sparse graph instead of a dense matrix.
+DENSE_CELLS = 250_000
+
+
+def _weights(gold: list[Row], predicted: list[Row]) -> tuple[dict[tuple[int, int], int], int]:
+    """Integer weights of the pairs that share a value, and the divisor that turns a weight back into recall.
+
+    A pair's weight is its recall as a multiple of 1/scale, times room for a
+    cost of 1 per matched pair: maximising the total then maximises the recall
+    sum first and, among equal sums, takes the fewest pairs.
+    """
     sizes = {len(row) for row in gold if row}
     scale = math.lcm(*sizes) if sizes else 1
     pair_cost_base = min(len(gold), len(predicted)) + 1
-    weights = np.zeros((len(gold), len(predicted)), dtype=np.float64)
-    for i, g in enumerate(gold):
-        if not g:
-            continue
-        counts = Counter(g)
-        for j, p in enumerate(predicted):
-            shared = sum((counts & Counter(p)).values())
-            if shared:
-                # The recall as an integer multiple of 1/scale, scaled to leave room for the pair cost.
-                weights[i, j] = shared * (scale // len(g)) * pair_cost_base - 1
-    rows, columns = linear_sum_assignment(weights, maximize=True)
-    chosen = weights[rows, columns]
-    matched = chosen > 0
-    total = sum(recall(gold[i], predicted[j]) for i, j in zip(rows[matched], columns[matched]))
-    return total, int(matched.sum())
+    holders: dict[Value, list[tuple[int, int]]] = defaultdict(list)
+    for j, row in enumerate(predicted):
+        for value, count in Counter(row).items():
+            holders[value].append((j, count))
+    weights: dict[tuple[int, int], int] = {}
+    for i, row in enumerate(gold):
+        shared: dict[int, int] = defaultdict(int)
+        for value, count in Counter(row).items():
+            for j, held in holders.get(value, ()):
+                shared[j] += min(count, held)
+        for j, overlap in shared.items():
+            weights[i, j] = overlap * (scale // len(row)) * pair_cost_base - 1
+    return weights, scale * pair_cost_base
+
+
+def _assign(gold: list[Row], predicted: list[Row]) -> tuple[float, int]:
+    """Best (Σ recall, matched pairs) for one block."""
+    weights, _ = _weights(gold, predicted)
+    if not weights:
+        return 0.0, 0
+    if len(gold) * len(predicted) <= DENSE_CELLS:
+        pairs = _solve_dense(weights, len(gold), len(predicted))
+    else:
+        pairs = _solve_sparse(weights, len(gold), len(predicted))
+    return sum(recall(gold[i], predicted[j]) for i, j in pairs), len(pairs)
+
+
+def _solve_dense(weights: dict[tuple[int, int], int], n: int, m: int) -> list[tuple[int, int]]:
+    matrix = np.zeros((n, m))
+    for (i, j), weight in weights.items():
+        matrix[i, j] = weight
+    rows, columns = linear_sum_assignment(matrix, maximize=True)
+    return [(int(i), int(j)) for i, j in zip(rows, columns) if matrix[i, j] > 0]
+
+
+def _solve_sparse(weights: dict[tuple[int, int], int], n: int, m: int) -> list[tuple[int, int]]:
+    """The same optimum on a sparse graph, padded so that a full matching always exists.
+
+    Gold row i may stay unmatched through its own dummy column m+i, predicted
+    row j through dummy row n+j; dummy row n+j meets dummy column m+i wherever
+    (i, j) is an edge, so the dummies of a real pair can pair up too.  Every
+    cost is positive: C - weight on real edges, C on dummy ones, so the
+    cheapest full matching is the heaviest real one.
+    """
+    ceiling = max(weights.values()) + 1
+    rows, columns, costs = [], [], []
+    for (i, j), weight in weights.items():
+        rows += [i, n + j]
+        columns += [j, m + i]
+        costs += [ceiling - weight, ceiling]
+    rows += list(range(n)) + list(range(n, n + m))
+    columns += list(range(m, m + n)) + list(range(m))
+    costs += [ceiling] * (n + m)
+    graph = csr_matrix((np.array(costs, dtype=np.float64), (rows, columns)), shape=(n + m, n + m))
+    matched = min_weight_full_bipartite_matching(graph)
+    return [(i, int(matched[i])) for i in range(n) if matched[i] < m and (i, int(matched[i])) in weights]
 
 
 def _pair_identical(gold: list[Row], predicted: list[Row]) -> tuple[list[Row], list[Row], int]:

@@ -140,3 +140,17 @@ def test_reproduces_the_upstream_f1_question_by_question(shared_dir):
     for run in runs:
         assert row_major_f1(run["predicted_answer_tuple"], run["gold_answer_tuple"]) == pytest.approx(
             run["f1"], abs=1e-9), run["question"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(predicted=rows, gold=rows)
+def test_the_sparse_solver_finds_the_same_optimum_as_the_dense_one(predicted, gold):
+    from agent.metrics import _solve_dense, _solve_sparse, _weights
+
+    g, p = gold_rows(gold), predicted_rows(predicted)
+    weights, _ = _weights(g, p)
+    if not weights:
+        return
+    dense = _solve_dense(weights, len(g), len(p))
+    sparse = _solve_sparse(weights, len(g), len(p))
+    assert sum(weights[pair] for pair in sparse) == sum(weights[pair] for pair in dense)
