@@ -22,20 +22,21 @@ the fast path below exact.
 Fast path: rows that share no value have zero recall, so the assignment
 splits into independent blocks (connected components of the "shares a value"
 graph), each solved on its own, small, dense matrix.  When every gold row has
-the same number of values, a gold row identical to a predicted row is paired
-with it first: no other partner can do better (see :func:`_pair_identical`).
+the same number of values, a gold row identical to a predicted row (once the
+predicted row's values that no gold row holds are set aside) is paired with it
+first: no other partner can do better (see :func:`_pair_identical`).
 """
 
 from __future__ import annotations
 
 import math
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import min_weight_full_bipartite_matching
+from scipy.sparse import bmat, csr_matrix, identity
+from scipy.sparse.csgraph import connected_components, min_weight_full_bipartite_matching
 
 from agent.kb.base import Binding
 
@@ -72,55 +73,60 @@ def _overlap(gold: Row, predicted: Row) -> int:
 
 
 #: Blocks with more cells than this are solved on a sparse graph instead of a dense matrix.
-DENSE_CELLS = 250_000
+DENSE_CELLS = 25_000_000
 
 
-def _weights(gold: list[Row], predicted: list[Row]) -> tuple[dict[tuple[int, int], int], int]:
-    """Integer weights of the pairs that share a value, and the divisor that turns a weight back into recall.
+def _incidence(rows: list[Row], tokens: dict[tuple[Value, int], int], grow: bool) -> csr_matrix:
+    """Rows over (value, occurrence) tokens, so that a product of two incidences counts multiset overlaps."""
+    row_index: list[int] = []
+    column_index: list[int] = []
+    for i, row in enumerate(rows):
+        seen: Counter[Value] = Counter()
+        for value in row:
+            seen[value] += 1
+            token = tokens.setdefault((value, seen[value]), len(tokens)) if grow else tokens.get((value, seen[value]))
+            if token is not None:
+                row_index.append(i)
+                column_index.append(token)
+    return csr_matrix((np.ones(len(row_index), dtype=np.int64), (row_index, column_index)),
+                      shape=(len(rows), max(len(tokens), 1)))
+
+
+def _weights(gold: list[Row], predicted: list[Row]) -> tuple[csr_matrix, csr_matrix]:
+    """Shared-value counts of every pair that shares a value, and their integer weights.
 
     A pair's weight is its recall as a multiple of 1/scale, times room for a
     cost of 1 per matched pair: maximising the total then maximises the recall
     sum first and, among equal sums, takes the fewest pairs.
     """
-    sizes = {len(row) for row in gold if row}
-    scale = math.lcm(*sizes) if sizes else 1
+    tokens: dict[tuple[Value, int], int] = {}
+    gold_incidence = _incidence(gold, tokens, grow=True)
+    predicted_incidence = _incidence(predicted, tokens, grow=False)
+    overlap = (gold_incidence @ predicted_incidence.T).tocsr()
+    overlap.eliminate_zeros()
+    overlap.sort_indices()
+    sizes = np.array([len(row) for row in gold], dtype=np.int64)
+    scale = math.lcm(*{int(size) for size in sizes if size}) if sizes.any() else 1
     pair_cost_base = min(len(gold), len(predicted)) + 1
-    holders: dict[Value, list[tuple[int, int]]] = defaultdict(list)
-    for j, row in enumerate(predicted):
-        for value, count in Counter(row).items():
-            holders[value].append((j, count))
-    weights: dict[tuple[int, int], int] = {}
-    for i, row in enumerate(gold):
-        shared: dict[int, int] = defaultdict(int)
-        for value, count in Counter(row).items():
-            for j, held in holders.get(value, ()):
-                shared[j] += min(count, held)
-        for j, overlap in shared.items():
-            weights[i, j] = overlap * (scale // len(row)) * pair_cost_base - 1
-    return weights, scale * pair_cost_base
+    factor = np.where(sizes > 0, scale // np.maximum(sizes, 1), 0) * pair_cost_base
+    row_of = np.repeat(np.arange(len(gold)), np.diff(overlap.indptr))
+    data = (overlap.data * factor[row_of] - 1).astype(np.float64)
+    weights = csr_matrix((data, overlap.indices.copy(), overlap.indptr.copy()), shape=overlap.shape)
+    return overlap, weights
 
 
-def _assign(gold: list[Row], predicted: list[Row]) -> tuple[float, int]:
-    """Best (Σ recall, matched pairs) for one block."""
-    weights, _ = _weights(gold, predicted)
-    if not weights:
-        return 0.0, 0
-    if len(gold) * len(predicted) <= DENSE_CELLS:
-        pairs = _solve_dense(weights, len(gold), len(predicted))
-    else:
-        pairs = _solve_sparse(weights, len(gold), len(predicted))
-    return sum(recall(gold[i], predicted[j]) for i, j in pairs), len(pairs)
+def _solve(weights: csr_matrix) -> tuple[np.ndarray, np.ndarray]:
+    """The heaviest matching of one block, as row and column indices of its pairs."""
+    n, m = weights.shape
+    if n * m <= DENSE_CELLS:
+        matrix = weights.toarray()
+        rows, columns = linear_sum_assignment(matrix, maximize=True)
+        keep = matrix[rows, columns] > 0
+        return rows[keep], columns[keep]
+    return _solve_sparse(weights)
 
 
-def _solve_dense(weights: dict[tuple[int, int], int], n: int, m: int) -> list[tuple[int, int]]:
-    matrix = np.zeros((n, m))
-    for (i, j), weight in weights.items():
-        matrix[i, j] = weight
-    rows, columns = linear_sum_assignment(matrix, maximize=True)
-    return [(int(i), int(j)) for i, j in zip(rows, columns) if matrix[i, j] > 0]
-
-
-def _solve_sparse(weights: dict[tuple[int, int], int], n: int, m: int) -> list[tuple[int, int]]:
+def _solve_sparse(weights: csr_matrix) -> tuple[np.ndarray, np.ndarray]:
     """The same optimum on a sparse graph, padded so that a full matching always exists.
 
     Gold row i may stay unmatched through its own dummy column m+i, predicted
@@ -129,18 +135,43 @@ def _solve_sparse(weights: dict[tuple[int, int], int], n: int, m: int) -> list[t
     cost is positive: C - weight on real edges, C on dummy ones, so the
     cheapest full matching is the heaviest real one.
     """
-    ceiling = max(weights.values()) + 1
-    rows, columns, costs = [], [], []
-    for (i, j), weight in weights.items():
-        rows += [i, n + j]
-        columns += [j, m + i]
-        costs += [ceiling - weight, ceiling]
-    rows += list(range(n)) + list(range(n, n + m))
-    columns += list(range(m, m + n)) + list(range(m))
-    costs += [ceiling] * (n + m)
-    graph = csr_matrix((np.array(costs, dtype=np.float64), (rows, columns)), shape=(n + m, n + m))
-    matched = min_weight_full_bipartite_matching(graph)
-    return [(i, int(matched[i])) for i in range(n) if matched[i] < m and (i, int(matched[i])) in weights]
+    n, m = weights.shape
+    ceiling = weights.data.max() + 1
+    real = weights.copy()
+    real.data = ceiling - real.data
+    dummies = weights.T.copy().tocsr()
+    dummies.data = np.full_like(dummies.data, ceiling)
+    graph = bmat([[real, identity(n, format="csr") * ceiling], [identity(m, format="csr") * ceiling, dummies]],
+                 format="csr")
+    rows, columns = min_weight_full_bipartite_matching(graph)
+    keep = (rows < n) & (columns < m)
+    rows, columns = rows[keep], columns[keep]
+    is_edge = np.asarray(weights[rows, columns]).ravel() > 0
+    return rows[is_edge], columns[is_edge]
+
+
+def _assign(gold: list[Row], predicted: list[Row]) -> tuple[float, int]:
+    """Best (Σ recall, matched pairs) over independent blocks of rows that share values."""
+    if not gold or not predicted:
+        return 0.0, 0
+    overlap, weights = _weights(gold, predicted)
+    if weights.nnz == 0:
+        return 0.0, 0
+    n, m = weights.shape
+    graph = bmat([[None, weights], [weights.T, None]], format="csr")
+    _, labels = connected_components(graph, directed=False)
+    gold_labels, predicted_labels = labels[:n], labels[n:]
+    sizes = np.array([len(row) for row in gold], dtype=np.float64)
+    total, matched = 0.0, 0
+    for label in np.unique(gold_labels[np.diff(weights.indptr) > 0]):
+        gold_block = np.flatnonzero(gold_labels == label)
+        predicted_block = np.flatnonzero(predicted_labels == label)
+        rows, columns = _solve(weights[gold_block][:, predicted_block])
+        gold_rows_chosen, predicted_rows_chosen = gold_block[rows], predicted_block[columns]
+        shared = np.asarray(overlap[gold_rows_chosen, predicted_rows_chosen]).ravel()
+        total += float((shared / sizes[gold_rows_chosen]).sum())
+        matched += len(rows)
+    return total, matched
 
 
 def _pair_identical(gold: list[Row], predicted: list[Row]) -> tuple[list[Row], list[Row], int]:
@@ -166,36 +197,6 @@ def _pair_identical(gold: list[Row], predicted: list[Row]) -> tuple[list[Row], l
     return left_gold, left_predicted, paired
 
 
-def _blocks(gold: list[Row], predicted: list[Row]) -> list[tuple[list[int], list[int]]]:
-    """Connected components of gold and predicted rows linked by a shared value."""
-    parent = list(range(len(gold) + len(predicted)))
-
-    def find(node: int) -> int:
-        while parent[node] != node:
-            parent[node] = parent[parent[node]]
-            node = parent[node]
-        return node
-
-    owner: dict[Value, int] = {}
-    for index, row in enumerate(gold):
-        for value in row:
-            if value in owner:
-                parent[find(index)] = find(owner[value])
-            else:
-                owner[value] = index
-    for offset, row in enumerate(predicted):
-        node = len(gold) + offset
-        for value in row:
-            if value in owner:
-                parent[find(node)] = find(owner[value])
-    groups: dict[int, tuple[list[int], list[int]]] = defaultdict(lambda: ([], []))
-    for index in range(len(gold)):
-        groups[find(index)][0].append(index)
-    for offset in range(len(predicted)):
-        groups[find(len(gold) + offset)][1].append(offset)
-    return [group for group in groups.values() if group[0] and group[1]]
-
-
 def _f1(total: float, matched: int, n_gold: int, n_predicted: int) -> float:
     tp = total
     fn = n_gold - matched + (matched - total)
@@ -213,18 +214,20 @@ def row_major_f1(predicted: Answer, gold: Answer) -> float:
     gold_set, predicted_set = gold_rows(gold), predicted_rows(predicted)
     if not gold_set and not predicted_set:
         return 1.0
+    # A predicted value that no gold row holds can never add to any recall: leaving such values out
+    # changes no score, and makes a prediction with extra columns identical to its gold row.
+    useful = {value for row in gold_set for value in row}
+    reduced = [tuple(value for value in row if value in useful) for row in predicted_set]
     total, matched = 0.0, 0
     if len({len(row) for row in gold_set}) == 1:
-        gold_left, predicted_left, paired = _pair_identical(gold_set, predicted_set)
+        gold_left, predicted_left, paired = _pair_identical(gold_set, reduced)
         total += paired
         matched += paired
     else:
-        gold_left, predicted_left = gold_set, predicted_set
-    for gold_indices, predicted_indices in _blocks(gold_left, predicted_left):
-        block_total, block_matched = _assign([gold_left[i] for i in gold_indices],
-                                             [predicted_left[j] for j in predicted_indices])
-        total += block_total
-        matched += block_matched
+        gold_left, predicted_left = gold_set, reduced
+    block_total, block_matched = _assign(gold_left, predicted_left)
+    total += block_total
+    matched += block_matched
     return _f1(total, matched, len(gold_set), len(predicted_set))
 
 

@@ -3,7 +3,7 @@
     python -m scripts.bench_metrics [--sizes 1000 5000 20000] [--dense-limit 5000]
 
 Results look like real query-service answers: an item, its label (ignored in
-gold) and a date per row; the prediction keeps most gold rows, changes one
+gold), its class (the same in every row) and a date per row; the prediction keeps most gold rows, changes one
 value in some, and adds unrelated ones.  The dense version builds the full
 n x m recall matrix and solves it with scipy's linear_sum_assignment; past
 --dense-limit rows it is not run (a 20k x 20k float matrix alone is 3.2 GB).
@@ -28,6 +28,8 @@ def make_results(size: int, seed: int = 0) -> tuple[list[dict], list[dict]]:
     def row(i: int, year: int) -> dict:
         return {"item": {"type": "uri", "value": f"http://www.wikidata.org/entity/Q{i}"},
                 "itemLabel": {"type": "literal", "value": f"item {i}", "xml:lang": "en"},
+                # One value every row shares (as "?human wdt:P31 wd:Q5" gives): it links all rows into one block.
+                "class": {"type": "uri", "value": "http://www.wikidata.org/entity/Q5"},
                 "date": {"type": "literal", "value": f"{year}-01-01T00:00:00Z",
                          "datatype": "http://www.w3.org/2001/XMLSchema#dateTime"}}
 
