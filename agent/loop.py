@@ -14,8 +14,8 @@ state):
    the state it was in then.  (``stop`` is governed by rule 2 alone: the same
    ``stop()`` after a new query means something new.)
 2. ``stop()`` right after a query that returned nothing or failed rolls the path
-   back to before that query.  ``stop()`` when no query has run at all is
-   answered with an observation telling the model to run one first.
+   back to before that query; ``stop()`` when no query has run at all is
+   rolled back itself.
 
 Budgets: at most ``max_path_actions`` steps on the path and at most
 ``max_total_actions`` actions in all, counting rolled-back and malformed ones.
@@ -184,10 +184,8 @@ class _Run:
     def stop(self, index: int) -> int | None:
         queries = [i for i in self.path if self.steps[i].action == "execute_sparql" and i in self.results]
         if not queries:
-            self.steps[index].observation = (
-                "No query has been executed yet. Run the query that answers the question with "
-                "execute_sparql and check its result before you stop."
-            )
+            self.steps[index].observation = "rolled back: no query has been executed yet"
+            self.roll_back(from_index=index, to_index=index)
             return None
         last = queries[-1]
         if self.results[last].status != "ok":

@@ -124,11 +124,14 @@ def test_stop_after_an_empty_result_rolls_back_before_that_query(llm_server, kb)
     assert result.stop_reason == "stop" and result.final_sparql == EULER_ADVISORS_QUERY
 
 
-def test_stop_before_any_query_is_told_to_run_one(llm_server, kb):
-    server = llm_server([call("stop"), call("execute_sparql", EULER_ADVISORS_QUERY), call("stop")])
+def test_stop_before_any_query_is_rolled_back(llm_server, kb):
+    server = llm_server([call("search_wikidata", "Euler"), call("stop"),
+                         call("execute_sparql", EULER_ADVISORS_QUERY), call("stop")])
     result = make_agent(server, kb).run("Who advised Euler?")
-    assert "No query has been executed" in result.steps[0].observation
-    assert result.stop_reason == "stop"
+    assert result.steps[1].rolled_back and "no query has been executed" in result.steps[1].observation
+    assert len(server.requests[2]["messages"]) == 4  # the stop left the prompt
+    assert result.stop_reason == "stop" and [step.action for step in result.path] == [
+        "search_wikidata", "execute_sparql", "stop"]
 
 
 def test_total_budget_ends_with_the_last_query_that_returned_rows(llm_server, kb):

@@ -1,0 +1,124 @@
+"""A knowledge base that answers from one recorded run of the upstream SPINACH agent.
+
+The upstream run logs keep, for every action, the observation the agent saw,
+and for every executed query its raw query-service bindings.  Replaying a run
+against this backend needs no network and shows what the same model
+decisions lead to in our agent.  Observations are read back into the
+:mod:`agent.kb.base` data classes, so they pass through our formatting like
+any live answer.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from agent.kb.base import (
+    Claim, Entry, PropertyExample, Qualifier, QueryResult, SearchHit, SearchResults, Value,
+)
+
+_HIT = re.compile(r"^(?P<label>.*) \((?P<id>[QP][0-9]+)\)(?::\s*(?P<description>.*))?$")
+_LABELLED = re.compile(r"^(?P<label>.*) \((?P<id>[QP][0-9]+)\)$")
+_EMPTY = "Query returned empty result."
+_MALFORMED = re.compile(r"MalformedQueryException:\s*(.+)", re.DOTALL)
+
+
+def _key(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _value(text: str) -> Value:
+    match = _LABELLED.match(text)
+    return Value(match.group("label"), match.group("id")) if match else Value(text)
+
+
+def _property(key: str) -> tuple[str, str]:
+    match = _LABELLED.match(key)
+    return (match.group("id"), match.group("label")) if match else (key, key)
+
+
+class RecordedKB:
+    """Serves the first recorded observation of each (action, argument) of *run*."""
+
+    def __init__(self, run: dict[str, Any]) -> None:
+        self.observations: dict[tuple[str, str], str] = {}
+        for action in run.get("actions") or []:
+            if action.get("observation") is not None:
+                self.observations.setdefault((action["action_name"], _key(action["action_argument"])),
+                                             action["observation"])
+        self.results: dict[str, dict[str, Any]] = {}
+        for generated in run.get("generated_sparqls") or []:
+            self.results.setdefault(_key(generated["sparql"]), generated)
+
+    def _recorded(self, action: str, argument: str) -> str | None:
+        return self.observations.get((action, _key(argument)))
+
+    def search(self, text: str) -> SearchResults:
+        results = SearchResults()
+        for line in (self._recorded("search_wikidata", text) or "").splitlines():
+            match = _HIT.match(line.strip())
+            if not match:
+                continue
+            hit = SearchHit(match.group("id"), match.group("label"), match.group("description") or "")
+            (results.properties if hit.id.startswith("P") else results.items).append(hit)
+        return results
+
+    def get_entry(self, qid: str) -> Entry | None:
+        recorded = self._recorded("get_wikidata_entry", qid)
+        if recorded is None:
+            return None
+        try:
+            edges = json.loads(recorded)
+        except ValueError:
+            edges = {}
+        claims = []
+        for key, value in edges.items() if isinstance(edges, dict) else ():
+            property_id, property_label = _property(key)
+            values = value if isinstance(value, dict) else {str(item): {} for item in
+                                                           (value if isinstance(value, list) else [value])}
+            for text, details in values.items():
+                qualifiers = []
+                for group in (details.get("Qualifiers", []) if isinstance(details, dict) else []):
+                    for qualifier_key, qualifier_value in group.items():
+                        qualifier_id, qualifier_label = _property(qualifier_key)
+                        qualifiers.append(Qualifier(qualifier_id, qualifier_label, _value(str(qualifier_value))))
+                claims.append(Claim(property_id, property_label, _value(text), qualifiers))
+        return Entry(id=qid, label=qid, claims=claims)
+
+    def property_examples(self, pid: str) -> list[PropertyExample] | None:
+        recorded = self._recorded("get_property_examples", pid)
+        if recorded is None:
+            return None
+        examples = []
+        for line in recorded.splitlines():
+            parts = line.split(" -- ")
+            if len(parts) == 2 and "--> " in parts[1]:
+                examples.append(PropertyExample(Value(parts[0].strip()), Value(parts[1].split("--> ", 1)[1])))
+        return examples
+
+    def execute(self, sparql: str, timeout: float | None = None) -> QueryResult:
+        generated = self.results.get(_key(sparql))
+        if generated is not None and generated.get("execution_status") == "ok":
+            rows = generated.get("execution_result")
+            if isinstance(rows, bool):
+                return QueryResult("ok", boolean=rows)
+            if rows:
+                variables = list(dict.fromkeys(name for row in rows for name in row))
+                return QueryResult("ok", variables=variables, bindings=rows)
+        recorded = self._recorded("execute_sparql", sparql)
+        if recorded is None:
+            return QueryResult("error", message="this query is not in the recorded run")
+        text = recorded.strip()
+        if text in ("True", "False"):
+            return QueryResult("ok", boolean=text == "True")
+        malformed = _MALFORMED.search(text)
+        if malformed:
+            return QueryResult("syntax_error", message=malformed.group(1).strip())
+        if text == _EMPTY or not text:
+            return QueryResult("empty")
+        lines = text.splitlines()
+        variables = lines[0].split()
+        bindings = [{name: {"type": "literal", "value": cell} for name, cell in zip(variables, line.split())}
+                    for line in lines[1:] if line.strip()]
+        return QueryResult("ok" if bindings else "empty", variables=variables, bindings=bindings)
