@@ -1,0 +1,75 @@
+"""The bot's own settings, in one place.
+
+pywikibot's ``user-config.py`` says *who* edits *which wiki* (family, user
+name, BotPassword file, throttle, maxlag, User-Agent).  This file says what
+the bot does there.  Settings come from an INI file (``--config``, default
+``bot.ini`` when present), section ``[bot]``, with these keys:
+
+======================  ===============================  ==========================================
+key                     default                          meaning
+======================  ===============================  ==========================================
+page                    Wikidata:Request a query         the forum page to watch
+interval_minutes        5                                minutes between passes of the watcher
+live                    false                            edit the wiki; false = dry run (print only)
+stop_page               User:{username}/Stop             emergency stop: any text there halts edits
+state_path              bot-state.sqlite                 SQLite file with sections seen and answered
+max_sections_per_pass   3                                new sections answered per pass at most
+max_attempts            3                                tries per section before giving up
+retry_minutes           30                               wait after a failed try (doubles each time)
+reply_max_chars         20000                            hard cap on a reply's size
+reply_without_answer    true                             post an honest "no query found" reply
+kb_dir                  (live Wikidata)                  answer from a local Oxigraph store
+cache_path              (none)                           SQLite cache of Wikidata responses
+======================  ===============================  ==========================================
+
+The language model comes from ``OPENAI_BASE_URL``, ``OPENAI_API_KEY`` (or
+``api_key_file`` here) and ``SPINACH_MODEL``; secrets are never logged.
+"""
+
+from __future__ import annotations
+
+import configparser
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+
+@dataclass
+class BotConfig:
+    page: str = "Wikidata:Request a query"
+    interval_minutes: float = 5.0
+    live: bool = False
+    stop_page: str = "User:{username}/Stop"
+    state_path: str = "bot-state.sqlite"
+    max_sections_per_pass: int = 3
+    max_attempts: int = 3
+    retry_minutes: float = 30.0
+    reply_max_chars: int = 20000
+    reply_without_answer: bool = True
+    kb_dir: str | None = None
+    cache_path: str | None = None
+    api_key_file: str | None = None
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> BotConfig:
+        """Read ``[bot]`` of an INI file; unknown keys are an error naming them."""
+        parser = configparser.ConfigParser()
+        if not parser.read(path):
+            raise ValueError(f"cannot read the configuration file {path}")
+        section = parser["bot"] if parser.has_section("bot") else {}
+        known = {field.name: field for field in fields(cls)}
+        unknown = sorted(set(section) - set(known))
+        if unknown:
+            raise ValueError(f"{path}: unknown settings in [bot]: {', '.join(unknown)}")
+        config = cls()
+        for name, raw in section.items():
+            default = getattr(config, name)
+            if isinstance(default, bool):
+                value = parser.getboolean("bot", name)
+            elif isinstance(default, int):
+                value = int(raw)
+            elif isinstance(default, float):
+                value = float(raw)
+            else:
+                value = raw or None
+            setattr(config, name, value)
+        return config

@@ -1,0 +1,162 @@
+"""Answer SPARQL requests on Wikidata:Request a query.
+
+Usage::
+
+    python -m bot.run --once                    # one pass, dry run: print replies and diffs, edit nothing
+    python -m bot.run --section "Heading"       # answer one section now (dry run unless --live)
+    python -m bot.run --live                    # the watcher: a pass every interval_minutes, posting replies
+
+Nothing is ever saved without ``--live`` (or ``live = true`` in the
+configuration); ``--dry-run`` always wins.  On its first look at a page the
+bot records the sections already there as backlog and answers only sections
+that appear later (``--backlog`` answers them too).
+
+Who the bot is and which wiki it edits come from pywikibot's
+``user-config.py`` (family, user name, BotPassword file, throttle, maxlag,
+User-Agent); pywikibot's own options (``-simulate``, ``-user:``, ``-family:``,
+``-lang:``, ...) are accepted first.  What the bot does comes from the
+``[bot]`` section of ``--config`` (see :mod:`bot.config`).  The language model
+is configured by ``OPENAI_BASE_URL``, ``OPENAI_API_KEY`` or ``api_key_file``,
+and ``SPINACH_MODEL``.
+
+Stop the watcher with Ctrl-C or SIGTERM: it finishes the section it is
+answering, or abandons it safely (the page, not the local state, decides
+whether a section was answered).  To stop it from the wiki, put any text on
+the stop page (``User:<bot>/Stop`` by default).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+from datetime import datetime
+from pathlib import Path
+
+from bot.config import BotConfig
+
+log = logging.getLogger("bot")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m bot.run", description=__doc__.splitlines()[0],
+                                     epilog="pywikibot options (-simulate, -user:NAME, ...) may come first.")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--once", action="store_true", help="one pass over the page, then exit")
+    mode.add_argument("--section", metavar="TITLE", help="answer this section now (by its heading)")
+    live = parser.add_mutually_exclusive_group()
+    live.add_argument("--dry-run", action="store_true", help="edit nothing: print each reply and its diff")
+    live.add_argument("--live", action="store_true", help="save replies on the wiki")
+    parser.add_argument("--page", help="the page to watch (default: Wikidata:Request a query)")
+    parser.add_argument("--kb", metavar="DIR", help="answer from a local Oxigraph store")
+    parser.add_argument("--config", metavar="FILE", help="the bot's settings (default: bot.ini if present)")
+    parser.add_argument("--state", metavar="FILE", help="the SQLite state file (default: bot-state.sqlite)")
+    parser.add_argument("--backlog", action="store_true",
+                        help="on the first look at a page, answer the sections already there too")
+    return parser
+
+
+def load_config(args: argparse.Namespace) -> BotConfig:
+    path = args.config or ("bot.ini" if Path("bot.ini").exists() else None)
+    config = BotConfig.from_file(path) if path else BotConfig()
+    if args.page:
+        config.page = args.page
+    if args.kb:
+        config.kb_dir = args.kb
+    if args.state:
+        config.state_path = args.state
+    if args.live:
+        config.live = True
+    if args.dry_run:
+        config.live = False
+    return config
+
+
+def make_answerer(config: BotConfig):
+    """The agent, as the bot uses it: no promise to the model that an answer exists."""
+    from agent import Agent, AgentConfig
+    from agent.kb import open_kb
+    from agent.llm import ChatModel, LLMConfig
+
+    api_key = Path(config.api_key_file).read_text().strip() if config.api_key_file else None
+    llm = ChatModel.from_config(LLMConfig.from_env(os.environ, api_key=api_key))
+    kb = open_kb(config.kb_dir, cache_path=config.cache_path)
+    agent = Agent(llm=llm, kb=kb, config=AgentConfig(answer_guaranteed=False))
+    return lambda request: agent.run(request.question, context=request.to_context())
+
+
+def main(argv: list[str] | None = None) -> int:
+    import pywikibot
+
+    from bot.forum import close_matches, parse_sections
+    from bot.scheduler import Watcher
+    from bot.state import State
+    from bot.wiki import ForumPage
+
+    arguments = pywikibot.handle_args(argv if argv is not None else sys.argv[1:])
+    args = build_parser().parse_args(arguments)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        config = load_config(args)
+        answer = make_answerer(config)
+    except (ValueError, OSError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    site = pywikibot.Site()
+    if config.live:
+        site.login()
+    forum = ForumPage(site, config.page, config.stop_page, live=config.live)
+    state = State(config.state_path)
+    watcher = Watcher(forum, state, answer, config)
+    log.info("%s %s as %s (%s)", "watching" if not (args.once or args.section) else "reading", config.page,
+             site.username() or "nobody", "live" if config.live else "dry run: nothing will be saved")
+    try:
+        if args.section:
+            text, _ = forum.read()
+            sections = parse_sections(text)
+            chosen = [section for section in sections if section.heading == args.section]
+            if not chosen:
+                matches = close_matches(sections, args.section)
+                hint = f" Close matches: {'; '.join(matches)}" if matches else ""
+                print(f"error: no section titled {args.section!r} on {config.page}.{hint}", file=sys.stderr)
+                return 2
+            section = chosen[-1]
+            state.add(config.page, section.key, section.heading, "pending")
+            watcher.treat(section)
+        elif args.once:
+            watcher.run_pass(answer_backlog=args.backlog)
+        else:
+            run_scheduled(watcher, config, args.backlog)
+    finally:
+        log.info("done: %s", dict(watcher.counter) or "nothing to do")
+        state.close()
+    return 0
+
+
+def run_scheduled(watcher, config: BotConfig, backlog: bool) -> None:
+    """A pass every ``interval_minutes``: one at a time, missed runs coalesced, clean stop on signals."""
+    from apscheduler.schedulers.blocking import BlockingScheduler
+
+    scheduler = BlockingScheduler()
+    first = {"backlog": backlog}
+
+    def run_pass() -> None:
+        watcher.run_pass(answer_backlog=first.pop("backlog", False))
+
+    scheduler.add_job(run_pass, "interval", minutes=config.interval_minutes, coalesce=True, max_instances=1,
+                      next_run_time=datetime.now())
+
+    def stop(signum, frame) -> None:
+        log.info("signal %d: finishing the current section, then stopping", signum)
+        watcher.stopping.set()
+        scheduler.shutdown(wait=False)
+
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
+    scheduler.start()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
