@@ -212,6 +212,11 @@ def extract_request(section: Section) -> Request:
             first_signature = line_end.start()
             break
     opening = body[:first_signature] if first_signature is not None else body
+    if first_signature is not None:
+        links = list(_USER_LINK.finditer(opening))
+        if links:
+            opening = opening[: links[-1].start()].rstrip(" -—–")
+    opening = _QUERY_URL.sub(" ", opening)
     code = mwparserfromhell.parse(opening)
     for node in code.filter(recursive=False):
         if isinstance(node, mwparserfromhell.nodes.Tag) and str(node.tag).lower() in ("syntaxhighlight",
@@ -220,8 +225,6 @@ def extract_request(section: Section) -> Request:
         elif isinstance(node, mwparserfromhell.nodes.Template) and _template_query(node) is not None:
             code.remove(node)
     text = code.strip_code(normalize=True, collapse=True)
-    text = _TIMESTAMP.sub("", text)
-    text = re.sub(r"\s*\(\s*talk\s*\)\s*", " ", text)
     question = " ".join(text.split())
     whole = mwparserfromhell.parse(body)
     rest = body[first_signature:] if first_signature is not None else ""

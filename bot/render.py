@@ -19,6 +19,8 @@ from bot.forum import Request
 from bot.wikitext import inline, preformatted, sparql_template, syntaxhighlight
 
 PREVIEW_ROWS = 5
+CELL_CHARS = 200
+THOUGHT_CHARS = 1000
 _environment = jinja2.Environment(loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
                                   undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
                                   autoescape=False)
@@ -28,7 +30,7 @@ def _cell(term: dict[str, str]) -> str:
     short = shorten_iri(term.get("value", "")) if term.get("type") == "uri" else None
     if short and short[:1] in "QP" and short[1:].isdigit():
         return "{{" + short[0] + "|" + short + "}}"
-    return inline(short or term.get("value", "")) or " "
+    return inline(short or term.get("value", ""), CELL_CHARS) or " "
 
 
 def preview_table(result: AgentResult, rows: int = PREVIEW_ROWS) -> str:
@@ -50,8 +52,8 @@ def _step(number: int, step: Step, observation_chars: int) -> str:
     if step.action == "execute_sparql":
         action = "<code>execute_sparql</code>" + syntaxhighlight(step.argument)
     else:
-        action = f"<code>{inline(step.action or 'no action')}({inline(step.argument)})</code>"
-    text = f"<br>'''{number}.''' {inline(step.thought)} → {action}"
+        action = f"<code>{inline(step.action or 'no action')}({inline(step.argument, THOUGHT_CHARS)})</code>"
+    text = f"<br>'''{number}.''' {inline(step.thought, THOUGHT_CHARS)} → {action}"
     if step.rolled_back:
         text += " ''(rolled back)''"
     if step.observation and observation_chars > 0:

@@ -29,9 +29,11 @@ _TOKEN = re.compile(
 )
 
 
-def inline(text: str) -> str:
-    """One line of untrusted text, shown as it is."""
+def inline(text: str, limit: int | None = None) -> str:
+    """One line of untrusted text, shown as it is (cut at *limit* characters)."""
     text = " ".join(str(text).split())
+    if limit is not None and len(text) > limit:
+        text = text[: limit - 1] + "…"
     return f"<nowiki>{_entities(text)}</nowiki>" if text else ""
 
 

@@ -7,6 +7,7 @@ import pytest
 pytest_plugins = [
     "tests.support.llm_server",
     "tests.support.wikidata_server",
+    "tests.support.mediawiki",
 ]
 
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared"

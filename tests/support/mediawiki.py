@@ -1,0 +1,169 @@
+"""A real MediaWiki for the bot's tests: Debian's package, SQLite, served by ``php -S`` on 127.0.0.1.
+
+The session fixture installs the packages when they are missing (the tests run
+as root on Debian), creates a wiki named "Wikidata" in a temporary directory,
+a bot account with a BotPassword and a human account, the templates the forum
+uses ({{SPARQL}} with its "Try it!" link, {{Q}}), and starts the server.
+
+pywikibot reads its configuration once, when it is first imported, so the
+port and the ``PYWIKIBOT_DIR`` with its ``user-config.py`` are fixed when
+this module is imported (from ``tests/conftest.py``); the bot itself is run
+as a subprocess with that directory, as an operator would run it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+MEDIAWIKI = Path("/usr/share/mediawiki")
+BOT_USER = "SpinachBot"
+BOT_PASSWORD_NAME = "spinach"
+BOT_PASSWORD = "0123456789abcdefghijklmnopqrstuv"
+HUMAN_USER = "Alice"
+
+SPARQL_TEMPLATE = (
+    "{{#tag:syntaxhighlight|{{{query}}}|lang=sparql}}"
+    "<span class=\"try-it\">[https://query.wikidata.org/#{{urlencode:{{{query}}}|PATH}} Try it!]</span>"
+)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+PORT = _free_port()
+WORKDIR = Path(tempfile.mkdtemp(prefix="spinach-mediawiki-"))
+PYWIKIBOT_DIR = WORKDIR / "pywikibot"
+
+
+def _write_pywikibot_dir() -> None:
+    PYWIKIBOT_DIR.mkdir(parents=True, exist_ok=True)
+    (PYWIKIBOT_DIR / "user-config.py").write_text(
+        f"family_files['testwiki'] = 'http://127.0.0.1:{PORT}/api.php'\n"
+        "family = 'testwiki'\nmylang = 'testwiki'\n"
+        f"usernames['testwiki']['testwiki'] = '{BOT_USER}'\n"
+        f"password_file = {str(PYWIKIBOT_DIR / 'user-password.py')!r}\n"
+        "put_throttle = 0\nmax_retries = 1\nretry_wait = 1\nwrite_maxlag = 5\n"
+        "user_agent_description = 'spinach-bot tests'\n"
+    )
+    password = PYWIKIBOT_DIR / "user-password.py"
+    password.write_text(f"('{BOT_USER}', BotPassword('{BOT_PASSWORD_NAME}', '{BOT_PASSWORD}'))\n")
+    password.chmod(0o600)
+
+
+_write_pywikibot_dir()
+os.environ["PYWIKIBOT_DIR"] = str(PYWIKIBOT_DIR)
+
+
+@dataclass
+class MediaWiki:
+    api_url: str
+    directory: Path
+    config_file: Path
+
+    def php(self, script: str, *arguments: str, stdin: str | None = None) -> str:
+        done = subprocess.run(["php", str(MEDIAWIKI / "maintenance" / script), *arguments], input=stdin,
+                              capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "MW_CONFIG_FILE": str(self.config_file)})
+        if done.returncode != 0:
+            raise RuntimeError(f"{script} failed: {done.stdout}{done.stderr}")
+        return done.stdout
+
+    def edit_as_human(self, title: str, text: str, summary: str = "edit") -> None:
+        self.php("edit.php", "-u", HUMAN_USER, "-s", summary, title, stdin=text)
+
+    def api(self, **params: str) -> dict:
+        query = urllib.parse.urlencode({"format": "json", "formatversion": "2", **params})
+        with urllib.request.urlopen(f"{self.api_url}?{query}", timeout=30) as response:
+            return json.load(response)
+
+    def page_text(self, title: str) -> str:
+        page = self.api(action="query", prop="revisions", rvprop="content", rvslots="main", titles=title)
+        found = page["query"]["pages"][0]
+        return "" if found.get("missing") else found["revisions"][0]["slots"]["main"]["content"]
+
+    def revisions(self, title: str) -> list[dict]:
+        page = self.api(action="query", prop="revisions", rvprop="ids|user|comment|flags", rvlimit="50",
+                        titles=title)
+        return page["query"]["pages"][0].get("revisions", [])
+
+    def rendered_html(self, title: str) -> str:
+        return self.api(action="parse", page=title, prop="text")["parse"]["text"]
+
+    def render(self, wikitext: str) -> str:
+        return self.api(action="parse", text=wikitext, contentmodel="wikitext", prop="text")["parse"]["text"]
+
+
+def _install_packages() -> None:
+    if (MEDIAWIKI / "maintenance" / "install.php").exists() and shutil.which("php"):
+        return
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    for command in (["apt-get", "update", "-q"],
+                    ["apt-get", "install", "-y", "-q", "mediawiki", "php-sqlite3", "php-cli"]):
+        done = subprocess.run(command, capture_output=True, text=True, env=env, stdin=subprocess.DEVNULL,
+                              timeout=900)
+        if done.returncode != 0:
+            pytest.fail(f"cannot install MediaWiki ({' '.join(command)}): {done.stderr[-2000:]}")
+
+
+@pytest.fixture(scope="session")
+def mediawiki() -> MediaWiki:
+    _install_packages()
+    directory = WORKDIR / "wiki"
+    (directory / "data").mkdir(parents=True)
+    config_file = directory / "LocalSettings.php"
+    wiki = MediaWiki(api_url=f"http://127.0.0.1:{PORT}/api.php", directory=directory, config_file=config_file)
+    done = subprocess.run(
+        ["php", str(MEDIAWIKI / "maintenance" / "install.php"), "--dbtype=sqlite", f"--dbpath={directory / 'data'}",
+         "--dbname=wiki", f"--server=http://127.0.0.1:{PORT}", "--scriptpath=", "--lang=en",
+         "--pass=AdminPassword123", f"--confpath={directory}", "Wikidata", "Admin"],
+        capture_output=True, text=True, timeout=300, env={**os.environ, "MW_CONFIG_FILE": str(config_file)})
+    if done.returncode != 0:
+        pytest.fail(f"MediaWiki install.php failed: {done.stdout[-2000:]}{done.stderr[-2000:]}")
+    with config_file.open("a") as settings:
+        settings.write(
+            "\n$wgMetaNamespace = 'Wikidata';\n"
+            "wfLoadExtension( 'SyntaxHighlight_GeSHi' );\nwfLoadExtension( 'ParserFunctions' );\n"
+            "$wgEnableBotPasswords = true;\n$wgMainCacheType = CACHE_NONE;\n$wgRateLimits = [];\n"
+            "$wgRawHtml = false;\n"
+        )
+    wiki.php("createAndPromote.php", "--bot", BOT_USER, "BotAccountPassword123")
+    wiki.php("createAndPromote.php", HUMAN_USER, "HumanAccountPassword123")
+    wiki.php("createBotPassword.php", "--appid", BOT_PASSWORD_NAME, "--grants",
+             "basic,highvolume,editpage,createeditmovepage", BOT_USER, BOT_PASSWORD)
+    log = (directory / "server.log").open("w")
+    server = subprocess.Popen(["php", "-S", f"127.0.0.1:{PORT}", "-t", str(MEDIAWIKI)], stdout=log,
+                              stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                              env={**os.environ, "MW_CONFIG_FILE": str(config_file),
+                                   "PHP_CLI_SERVER_WORKERS": "4"})
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            wiki.api(action="query", meta="siteinfo")
+            break
+        except OSError:
+            if time.monotonic() > deadline or server.poll() is not None:
+                server.kill()
+                pytest.fail(f"MediaWiki did not start: {(directory / 'server.log').read_text()[-2000:]}")
+            time.sleep(0.2)
+    wiki.edit_as_human("Template:SPARQL", SPARQL_TEMPLATE, "the forum's query template")
+    wiki.edit_as_human("Template:Q", "{{{1}}}", "entity template")
+    yield wiki
+    server.terminate()
+    server.wait(timeout=10)
+    log.close()
+    shutil.rmtree(WORKDIR, ignore_errors=True)
