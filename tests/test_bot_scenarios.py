@@ -1,0 +1,212 @@
+"""The bot against a real MediaWiki, run as an operator runs it: ``python -m bot.run``.
+
+The language model and Wikidata are stand-ins on 127.0.0.1 (see tests/support); the wiki, pywikibot,
+the signature expansion and the HTML are real.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import urllib.parse
+from pathlib import Path
+
+import pytest
+
+from bot.wikitext import safe_sparql
+from tests.support.euler import EULER_ADVISORS_QUERY, euler_entities
+from tests.support.llm_server import ErrorReply, ToolCallReply
+from tests.support.mediawiki import BOT_USER, PYWIKIBOT_DIR
+from tests.support.wikidata_server import select
+
+pytestmark = pytest.mark.mediawiki
+FORUM = (Path(__file__).parent / "fixtures" / "forum" / "request_a_query.wiki").read_text()
+HOSTILE = "}} {{ [[Category:Spam]] ~~~~ <script>alert(1)</script> __NOTOC__ </div> <nowiki> == Heading =="
+
+
+def new_section(heading: str, question: str, user: str = "Alice", minute: int = 0) -> str:
+    return (f"\n\n== {heading} ==\n{question} [[User:{user}|{user}]] ([[User talk:{user}|talk]]) "
+            f"12:{minute:02d}, 20 November 2026 (UTC)\n")
+
+
+def policy(thought: str = "Ask the query service.", query: str = EULER_ADVISORS_QUERY):
+    """A model that runs one query, then stops."""
+
+    def reply(body):
+        if "tools" not in body:
+            return ErrorReply(400, "no pruning expected")
+        steps = sum(message["role"] == "tool" for message in body["messages"])
+        if steps == 0:
+            return ToolCallReply("execute_sparql", {"thought": thought, "sparql": query})
+        return ToolCallReply("stop", {"thought": "That answers it."})
+
+    return reply
+
+
+@pytest.fixture
+def services(llm_server, wikidata_server):
+    wikidata = wikidata_server(sparql=lambda query: select(["advisor", "advisorLabel"], [
+        {"advisor": "Q124500", "advisorLabel": {"type": "literal", "value": "Johann Bernoulli",
+                                                "xml:lang": "en"}}]))
+    wikidata.add(*euler_entities())
+    return {"wikidata": wikidata, "llm": llm_server(policy())}
+
+
+@pytest.fixture
+def forum(mediawiki, request):
+    """A fresh forum page for each test, so tests do not see each other's replies."""
+    title = f"Wikidata:Request a query/{request.node.name[:60]}"
+    mediawiki.edit_as_human(title, FORUM, "forum page")
+    mediawiki.edit_as_human(f"User:{BOT_USER}/Stop", "", "clear the stop page")
+    return title
+
+
+def run_bot(tmp_path: Path, services, page: str, *options: str, llm=None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYWIKIBOT_DIR": str(PYWIKIBOT_DIR), "OPENAI_API_KEY": "sk-test-secret-value",
+           "OPENAI_BASE_URL": (llm or services["llm"]).base_url,
+           "WIKIDATA_API_URL": services["wikidata"].api_url, "WIKIDATA_SPARQL_URL": services["wikidata"].sparql_url}
+    done = subprocess.run([sys.executable, "-m", "bot.run", "--page", page, "--state", str(tmp_path / "state.sqlite"),
+                           *options], env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert "sk-test-secret-value" not in done.stdout + done.stderr
+    return done
+
+
+def bot_edits(mediawiki, title: str) -> list[dict]:
+    return [revision for revision in mediawiki.revisions(title) if revision["user"] == BOT_USER]
+
+
+def test_only_new_sections_get_one_signed_reply_each(mediawiki, forum, services, tmp_path):
+    first = run_bot(tmp_path, services, forum, "--once", "--live")
+    assert first.returncode == 0, first.stderr
+    assert bot_edits(mediawiki, forum) == []  # the backlog is left alone
+    page = mediawiki.page_text(forum)
+    page += new_section("Doctoral advisors of Euler", "Who were the doctoral advisors of Leonhard Euler?")
+    page += new_section("Please leave me alone", "{{nobots}} A question for humans only.", minute=5)
+    mediawiki.edit_as_human(forum, page, "two new questions")
+
+    second = run_bot(tmp_path, services, forum, "--once", "--live")
+    assert second.returncode == 0, second.stderr
+    edits = bot_edits(mediawiki, forum)
+    assert len(edits) == 1, second.stderr
+    assert edits[0]["comment"].startswith("/* Doctoral advisors of Euler */")
+    assert not edits[0]["minor"]
+    changes = mediawiki.api(action="query", list="recentchanges", rcprop="flags|title", rcuser=BOT_USER,
+                            rclimit="50")["query"]["recentchanges"]
+    assert [change["bot"] for change in changes if change["title"] == forum.replace("_", " ")] == [True]
+    text = mediawiki.page_text(forum)
+    euler = text.split("== Doctoral advisors of Euler ==")[1].split("== Please leave me alone ==")[0]
+    assert "{{SPARQL|query=" + EULER_ADVISORS_QUERY in euler
+    assert re.search(r"\[\[User:SpinachBot\|SpinachBot\]\] \(\[\[User talk:SpinachBot\|talk\]\]\) "
+                     r"\d\d:\d\d, \d+ \w+ \d{4} \(UTC\)", euler)
+    assert "~~~~" not in text
+    assert text.split("== Please leave me alone ==")[1].count("SpinachBot") == 0
+    html = mediawiki.rendered_html(forum)
+    links = re.findall(r'href="https://query\.wikidata\.org/#([^"]+)"', html)
+    assert urllib.parse.unquote(links[-1].replace("&amp;", "&")) == EULER_ADVISORS_QUERY
+    assert "mw-collapsible mw-collapsed" in html
+
+    third = run_bot(tmp_path, services, forum, "--once", "--live")
+    assert third.returncode == 0 and len(bot_edits(mediawiki, forum)) == 1
+
+
+def test_dry_run_prints_the_reply_and_diff_and_edits_nothing(mediawiki, forum, services, tmp_path):
+    run_bot(tmp_path, services, forum, "--once", "--live")
+    mediawiki.edit_as_human(forum, mediawiki.page_text(forum) + new_section("Euler", "Who advised Euler?"))
+    done = run_bot(tmp_path, services, forum, "--once", "--dry-run")
+    assert done.returncode == 0, done.stderr
+    assert "dry run: nothing was saved" in done.stdout and "+:{{SPARQL|query=" in done.stdout
+    assert bot_edits(mediawiki, forum) == []
+    section = run_bot(tmp_path, services, forum, "--section", "Euler")  # --section alone is a dry run too
+    assert "dry run: nothing was saved" in section.stdout and bot_edits(mediawiki, forum) == []
+
+
+def test_section_that_does_not_exist_names_close_matches(mediawiki, forum, services, tmp_path):
+    done = run_bot(tmp_path, services, forum, "--section", "Query timed out")
+    assert done.returncode == 2
+    assert "no section titled 'Query timed out'" in done.stderr and "Query times out" in done.stderr
+
+
+def test_the_stop_page_blocks_every_edit(mediawiki, forum, services, tmp_path):
+    run_bot(tmp_path, services, forum, "--once", "--live")
+    mediawiki.edit_as_human(forum, mediawiki.page_text(forum) + new_section("Euler", "Who advised Euler?"))
+    mediawiki.edit_as_human(f"User:{BOT_USER}/Stop", "stop: the bot posted nonsense", "stop the bot")
+    done = run_bot(tmp_path, services, forum, "--once", "--live")
+    assert done.returncode == 0 and "emergency stop" in done.stderr
+    assert bot_edits(mediawiki, forum) == []
+
+
+def test_a_lost_state_write_after_the_save_causes_no_second_reply(mediawiki, forum, services, tmp_path):
+    run_bot(tmp_path, services, forum, "--once", "--live")
+    shutil.copy(tmp_path / "state.sqlite", tmp_path / "before.sqlite")
+    mediawiki.edit_as_human(forum, mediawiki.page_text(forum) + new_section("Euler", "Who advised Euler?"))
+    assert run_bot(tmp_path, services, forum, "--once", "--live").returncode == 0
+    assert len(bot_edits(mediawiki, forum)) == 1
+    # As if the process died after saving and before recording it: the state knows nothing of the answer.
+    shutil.copy(tmp_path / "before.sqlite", tmp_path / "state.sqlite")
+    assert run_bot(tmp_path, services, forum, "--once", "--live").returncode == 0
+    assert len(bot_edits(mediawiki, forum)) == 1
+
+
+def test_a_human_edit_while_the_agent_works_loses_nothing(mediawiki, forum, services, tmp_path, llm_server):
+    run_bot(tmp_path, services, forum, "--once", "--live")
+    mediawiki.edit_as_human(forum, mediawiki.page_text(forum) + new_section("Euler", "Who advised Euler?"))
+    answer = policy()
+    edited = []
+
+    def edit_then_answer(body):
+        if not edited:
+            edited.append(True)
+            text = mediawiki.page_text(forum)
+            text = text.replace("== Paintings by Vermeer", "== Inserted above ==\nNew text by a human.\n\n"
+                                                         "== Paintings by Vermeer", 1)
+            text += ":A human reply in the same section. [[User:Alice|Alice]] 12:30, 20 November 2026 (UTC)\n"
+            mediawiki.edit_as_human(forum, text, "edit while the bot thinks")
+        return answer(body)
+
+    done = run_bot(tmp_path, services, forum, "--once", "--live", llm=llm_server(edit_then_answer))
+    assert done.returncode == 0, done.stderr
+    text = mediawiki.page_text(forum)
+    assert "New text by a human." in text and ":A human reply in the same section." in text
+    assert len(bot_edits(mediawiki, forum)) == 1
+    euler = text.split("== Euler ==")[1]
+    assert euler.index("A human reply") < euler.index("{{SPARQL|query=")
+
+
+def test_a_failing_model_is_recorded_and_the_pass_goes_on(mediawiki, forum, services, tmp_path, llm_server):
+    run_bot(tmp_path, services, forum, "--once", "--live")
+    mediawiki.edit_as_human(forum, mediawiki.page_text(forum) + new_section("Euler", "Who advised Euler?"))
+    broken = llm_server(lambda body: ErrorReply(400, "the model is not available"))
+    done = run_bot(tmp_path, services, forum, "--once", "--live", llm=broken)
+    assert done.returncode == 0, done.stderr
+    assert "llm_error" in done.stderr and bot_edits(mediawiki, forum) == []
+
+
+def test_hostile_text_stays_inert_on_the_real_wiki(mediawiki, forum, services, tmp_path, llm_server):
+    run_bot(tmp_path, services, forum, "--once", "--live")
+    # The asker quotes the hostile text inertly (raw, it would break the asker's own part of the page);
+    # the agent still reads it as the question, and the model and the data echo it raw.
+    mediawiki.edit_as_human(forum, mediawiki.page_text(forum) + new_section(
+        "Hostile", "<nowiki>" + HOSTILE.replace("<nowiki>", "") + "</nowiki>"))
+    query = 'SELECT ?x WHERE { ?x rdfs:label "' + HOSTILE + '"@en . } # ~~~~ [[Category:Spam]]'
+    hostile_model = llm_server(policy(thought=HOSTILE, query=query))
+    hostile_data = dict(services)
+    hostile_data["wikidata"].sparql = lambda q: select(["x", "xLabel"], [
+        {"x": "Q42", "xLabel": {"type": "literal", "value": HOSTILE, "xml:lang": "en"}}])
+    def categories():
+        return mediawiki.api(action="parse", page=forum, prop="categories")["parse"]["categories"]
+
+    before_categories = categories()  # the asker's own text is live wikitext; the bot's must add nothing
+    before_headings = mediawiki.rendered_html(forum).count("<h2")
+    done = run_bot(tmp_path, hostile_data, forum, "--once", "--live", llm=hostile_model)
+    assert done.returncode == 0, done.stderr
+    text = mediawiki.page_text(forum)
+    reply = text.split("== Hostile ==")[1]
+    assert reply.count("[[User:SpinachBot|SpinachBot]]") == 1
+    assert "[[User:Alice" not in reply.split("\n", 2)[-1]  # no other signature was expanded
+    html = mediawiki.rendered_html(forum)
+    assert "<script>alert" not in html
+    assert categories() == before_categories
+    assert html.count("<h2") == before_headings
+    links = re.findall(r'href="https://query\.wikidata\.org/#([^"]+)"', html)
+    assert urllib.parse.unquote(links[-1].replace("&amp;", "&")) == safe_sparql(query)
