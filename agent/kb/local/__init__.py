@@ -35,9 +35,21 @@ class LocalKB:
         self.directory = Path(store_dir)
         (self.directory / "oxigraph").mkdir(parents=True, exist_ok=True)
         self.language = language
-        self.store = ox.Store(str(self.directory / "oxigraph"))
+        try:
+            self.store = ox.Store(str(self.directory / "oxigraph"))
+        except OSError as error:
+            if "lock" in str(error).lower():
+                raise ValueError(f"the store {self.directory} is open in another process (or object); "
+                                 "close that first") from error
+            raise
         self.index = SearchIndex(self.directory / "search.sqlite", language)
         self.engine = QueryEngine(self.directory / "oxigraph", language, timeout)
+
+    def close(self) -> None:
+        """Release the store, its query worker and its index, so another process may open it."""
+        self.engine.restart()
+        self.index.connection.close()
+        del self.store
 
     # -- loading ----------------------------------------------------------------------------------
 
