@@ -95,8 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     from bot.state import State
     from bot.wiki import ForumPage
 
-    arguments = pywikibot.handle_args(argv if argv is not None else sys.argv[1:])
-    args = build_parser().parse_args(arguments)
+    args, pywikibot_options = build_parser().parse_known_args(argv if argv is not None else sys.argv[1:])
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         config = load_config(args)
@@ -104,9 +103,17 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    site = pywikibot.Site()
-    if config.live:
-        site.login()
+    try:
+        unknown = pywikibot.handle_args(pywikibot_options)
+        if unknown:
+            print(f"error: unknown options: {' '.join(unknown)} (see --help)", file=sys.stderr)
+            return 2
+        site = pywikibot.Site()
+        if config.live:
+            site.login()
+    except (pywikibot.exceptions.Error, ConnectionError, OSError) as error:
+        print(f"error: cannot reach the wiki: {error}", file=sys.stderr)
+        return 2
     forum = ForumPage(site, config.page, config.stop_page, live=config.live)
     state = State(config.state_path)
     watcher = Watcher(forum, state, answer, config)
