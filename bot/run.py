@@ -104,7 +104,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     try:
-        unknown = pywikibot.handle_args(pywikibot_options)
+        # handle_args reads sys.argv when given nothing: only what was left for it can be unknown to it.
+        unknown = [option for option in pywikibot.handle_args(pywikibot_options) if option in pywikibot_options]
         if unknown:
             print(f"error: unknown options: {' '.join(unknown)} (see --help)", file=sys.stderr)
             return 2
