@@ -32,6 +32,7 @@ import logging
 import os
 import signal
 import sys
+import threading
 from datetime import datetime
 from pathlib import Path
 
@@ -149,9 +150,13 @@ def run_scheduled(watcher, config: BotConfig, backlog: bool) -> None:
 
     scheduler = BlockingScheduler()
     first = {"backlog": backlog}
+    busy = threading.Lock()
 
     def run_pass() -> None:
-        watcher.run_pass(answer_backlog=first.pop("backlog", False))
+        if watcher.stopping.is_set():
+            return
+        with busy:
+            watcher.run_pass(answer_backlog=first.pop("backlog", False))
 
     scheduler.add_job(run_pass, "interval", minutes=config.interval_minutes, coalesce=True, max_instances=1,
                       next_run_time=datetime.now())
@@ -164,6 +169,8 @@ def run_scheduled(watcher, config: BotConfig, backlog: bool) -> None:
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)
     scheduler.start()
+    with busy:  # a pass under way finishes its section before the state is closed
+        pass
 
 
 if __name__ == "__main__":

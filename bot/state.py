@@ -53,7 +53,8 @@ class SectionRecord:
 class State:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.connection = sqlite3.connect(self.path, timeout=30)
+        # The watcher's passes run in the scheduler's worker thread, one at a time.
+        self.connection = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
         self.connection.executescript(SCHEMA)
 
     def close(self) -> None:

@@ -210,3 +210,28 @@ def test_hostile_text_stays_inert_on_the_real_wiki(mediawiki, forum, services, t
     assert html.count("<h2") == before_headings
     links = re.findall(r'href="https://query\.wikidata\.org/#([^"]+)"', html)
     assert urllib.parse.unquote(links[-1].replace("&amp;", "&")) == safe_sparql(query)
+
+
+def test_the_watcher_answers_on_schedule_and_stops_cleanly_on_sigterm(mediawiki, forum, services, tmp_path):
+    import signal
+    import time
+
+    run_bot(tmp_path, services, forum, "--once", "--live")  # the first look: backlog
+    mediawiki.edit_as_human(forum, mediawiki.page_text(forum) + new_section("Euler", "Who advised Euler?"))
+    (tmp_path / "bot.ini").write_text("[bot]\ninterval_minutes = 0.02\nmax_sections_per_pass = 1\n")
+    env = {**os.environ, "PYWIKIBOT_DIR": str(PYWIKIBOT_DIR), "OPENAI_API_KEY": "sk-test",
+           "OPENAI_BASE_URL": services["llm"].base_url, "WIKIDATA_API_URL": services["wikidata"].api_url,
+           "WIKIDATA_SPARQL_URL": services["wikidata"].sparql_url}
+    watcher = subprocess.Popen([sys.executable, "-m", "bot.run", "--live", "--page", forum, "--state",
+                                str(tmp_path / "state.sqlite"), "--config", str(tmp_path / "bot.ini")],
+                               env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not bot_edits(mediawiki, forum) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    time.sleep(3)  # a few more passes: none of them may post again
+    watcher.send_signal(signal.SIGTERM)
+    _, stderr = watcher.communicate(timeout=60)
+    assert watcher.returncode == 0, stderr
+    assert "finishing the current section, then stopping" in stderr
+    assert len(bot_edits(mediawiki, forum)) == 1, stderr[-3000:]
+    assert "'unchanged'" in stderr  # later passes saw the same revision and parsed nothing
