@@ -110,33 +110,31 @@ def _value_text(value: Value) -> str:
     return f"{value.text} ({value.id})" if value.id else value.text
 
 
-def _qualifiers(qualifiers: list[Qualifier]) -> dict[str, Any]:
+def _grouped(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """Values by key; a key seen more than once gets a list."""
     grouped: dict[str, Any] = {}
-    for qualifier in qualifiers:
-        key = f"{qualifier.property_label} ({qualifier.property_id})"
-        text = _value_text(qualifier.value)
+    for key, value in pairs:
         if key in grouped:
             previous = grouped[key]
-            grouped[key] = (previous if isinstance(previous, list) else [previous]) + [text]
+            grouped[key] = (previous if isinstance(previous, list) else [previous]) + [value]
         else:
-            grouped[key] = text
+            grouped[key] = value
     return grouped
+
+
+def _qualifiers(qualifiers: list[Qualifier]) -> dict[str, Any]:
+    return _grouped([(f"{q.property_label} ({q.property_id})", _value_text(q.value)) for q in qualifiers])
 
 
 def entry_as_dict(entry: Entry) -> dict[str, Any]:
     """Edges keyed by ``label (PID)``: a value, or a list of values; a value with qualifiers is an object."""
-    edges: dict[str, Any] = {}
+    edges = []
     for claim in entry.claims:
-        key = f"{claim.property_label} ({claim.property_id})"
         value: Any = _value_text(claim.value)
         if claim.qualifiers:
             value = {"value": value, "qualifiers": _qualifiers(claim.qualifiers)}
-        if key in edges:
-            previous = edges[key]
-            edges[key] = (previous if isinstance(previous, list) else [previous]) + [value]
-        else:
-            edges[key] = value
-    return edges
+        edges.append((f"{claim.property_label} ({claim.property_id})", value))
+    return _grouped(edges)
 
 
 def format_entry(entry: Entry) -> str:

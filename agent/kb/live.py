@@ -120,12 +120,7 @@ class LiveWikidata:
             return None
         statements = [claim for claims in entity.get("claims", {}).values() for claim in claims
                       if claim.get("rank") != "deprecated"]
-        referenced = set()
-        for claim in statements:
-            for snak in [claim["mainsnak"], *_qualifier_snaks(claim)]:
-                referenced.add(snak["property"])
-                referenced.update(_snak_entities(snak))
-        labels, datatypes = self._labels(sorted(referenced))
+        labels, datatypes = self._labels(_referenced(statements))
         claims = []
         for claim in statements:
             snak = claim["mainsnak"]
@@ -146,12 +141,7 @@ class LiveWikidata:
         if entity is None:
             return None
         examples = entity.get("claims", {}).get("P1855", [])
-        referenced = set()
-        for claim in examples:
-            for snak in [claim["mainsnak"], *_qualifier_snaks(claim)]:
-                referenced.add(snak["property"])
-                referenced.update(_snak_entities(snak))
-        labels, _ = self._labels(sorted(referenced))
+        labels, _ = self._labels(_referenced(examples))
         found = []
         for claim in examples:
             qualifiers = _qualifier_snaks(claim)
@@ -252,6 +242,16 @@ def _label(entity: dict[str, Any], language: str) -> str:
 
 def _qualifier_snaks(claim: dict[str, Any]) -> list[dict[str, Any]]:
     return [snak for snaks in claim.get("qualifiers", {}).values() for snak in snaks]
+
+
+def _referenced(statements: list[dict[str, Any]]) -> list[str]:
+    """Every property and entity the statements mention, whose labels a reader needs."""
+    referenced: set[str] = set()
+    for claim in statements:
+        for snak in [claim["mainsnak"], *_qualifier_snaks(claim)]:
+            referenced.add(snak["property"])
+            referenced.update(_snak_entities(snak))
+    return sorted(referenced)
 
 
 def _datatype(snak: dict[str, Any], datatypes: dict[str, str]) -> str | None:

@@ -18,16 +18,11 @@ from pathlib import Path
 import pyoxigraph as ox
 
 from agent.kb.base import SearchHit
+from agent.kb.local.loaders import DATATYPES
 
 WD = "http://www.wikidata.org/entity/"
-DATATYPE_NAMES = {
-    "WikibaseItem": "wikibase-item", "WikibaseProperty": "wikibase-property", "String": "string",
-    "ExternalId": "external-id", "Time": "time", "Quantity": "quantity", "Monolingualtext": "monolingualtext",
-    "Url": "url", "GlobeCoordinate": "globe-coordinate", "CommonsMedia": "commonsMedia", "Math": "math",
-    "GeoShape": "geo-shape", "TabularData": "tabular-data", "WikibaseLexeme": "wikibase-lexeme",
-    "WikibaseForm": "wikibase-form", "WikibaseSense": "wikibase-sense", "MusicalNotation": "musical-notation",
-    "EntitySchema": "entity-schema",
-}
+#: Wikibase datatype names by their ontology term (``WikibaseItem`` -> ``wikibase-item``).
+DATATYPE_NAMES = {term: name for name, term in DATATYPES.items()}
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS entities (id TEXT PRIMARY KEY, kind TEXT NOT NULL, number INTEGER NOT NULL,
     label TEXT NOT NULL, description TEXT NOT NULL, datatype TEXT, popularity REAL NOT NULL);
