@@ -8,7 +8,7 @@ An output directory holds:
   predicted SPARQL and answers, F1, EM, steps, actions, stop reason, usage;
 * ``traces.jsonl``: the full agent record of each finished question.
 
-Lines are appended and flushed as questions finish, so an interrupted run
+Lines are appended, flushed and synced to disk as questions finish, so an interrupted run
 continues where it stopped; a question whose run failed for want of the model
 or the knowledge base is not written, and is tried again next time.
 """
@@ -16,6 +16,7 @@ or the knowledge base is not written, and is tried again next time.
 from __future__ import annotations
 
 import json
+import os
 import re
 import threading
 import time
@@ -62,6 +63,7 @@ class _Appender:
         with self.lock, self.path.open("a", encoding="utf-8") as output:
             output.write(json.dumps(record, ensure_ascii=False) + "\n")
             output.flush()
+            os.fsync(output.fileno())
 
 
 def with_gold_answers(examples: list[Example], kb: KnowledgeBase, out_dir: Path,
