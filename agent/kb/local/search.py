@@ -31,17 +31,17 @@ CREATE INDEX IF NOT EXISTS names_by_name ON names (name);
 CREATE TABLE IF NOT EXISTS words (id TEXT NOT NULL, word TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS words_by_word ON words (word);
 """
-ENTITY_FACTS = """
-SELECT ?e ?label ?description ?type ?sitelinks ?pagerank WHERE {
-  VALUES ?e { %s }
-  OPTIONAL { ?e rdfs:label ?label FILTER(LANG(?label) = "%s") }
-  OPTIONAL { ?e schema:description ?description FILTER(LANG(?description) = "%s") }
-  OPTIONAL { ?e wikibase:propertyType ?type }
-  OPTIONAL { ?e wikibase:sitelinks ?sitelinks }
-  OPTIONAL { ?e <https://spinach-bot.invalid/ontology#pagerank> ?pagerank }
-}"""
-PREFIXES = {"rdfs": "http://www.w3.org/2000/01/rdf-schema#", "schema": "http://schema.org/",
-            "wikibase": "http://wikiba.se/ontology#", "skos": "http://www.w3.org/2004/02/skos/core#"}
+#: What the index reads of an entity, by predicate IRI.
+FACTS = {
+    "label": "http://www.w3.org/2000/01/rdf-schema#label",
+    "description": "http://schema.org/description",
+    "alias": "http://www.w3.org/2004/02/skos/core#altLabel",
+    "type": "http://wikiba.se/ontology#propertyType",
+    "sitelinks": "http://wikiba.se/ontology#sitelinks",
+    "pagerank": "https://spinach-bot.invalid/ontology#pagerank",
+}
+#: Past this many entities, one scan of each predicate beats looking entities up one batch at a time.
+SCAN_THRESHOLD = 2000
 
 
 def fold(text: str) -> str:
@@ -61,48 +61,52 @@ class SearchIndex:
         self.connection = sqlite3.connect(self.path, check_same_thread=False)
         self.connection.executescript(SCHEMA)
 
+    def _facts(self, store: ox.Store, iris: list[str]) -> dict[str, dict[str, list[str]]]:
+        """Each entity's labels, descriptions, aliases (in the index language), type and popularity."""
+        facts: dict[str, dict[str, list[str]]] = {iri[len(WD):]: {} for iri in iris}
+        batches = [None] if len(iris) > SCAN_THRESHOLD else [iris[i:i + 500] for i in range(0, len(iris), 500)]
+        for name, predicate in FACTS.items():
+            for batch in batches:
+                values = "" if batch is None else "VALUES ?e { " + " ".join(f"<{iri}>" for iri in batch) + " } "
+                for solution in store.query(f"SELECT ?e ?v WHERE {{ {values}?e <{predicate}> ?v }}"):
+                    entity = facts.get(solution["e"].value[len(WD):]) if solution["e"].value.startswith(WD) \
+                        else None
+                    value = solution["v"]
+                    if entity is None or (isinstance(value, ox.Literal) and value.language
+                                          and value.language != self.language):
+                        continue
+                    entity.setdefault(name, []).append(value.value)
+        return facts
+
     def update(self, store: ox.Store, entity_iris: Iterable[str] | None = None) -> int:
         """(Re)index *entity_iris* (every labelled entity when None); returns how many were indexed."""
         if entity_iris is None:
-            found = store.query(f'SELECT DISTINCT ?e WHERE {{ ?e <{PREFIXES["rdfs"]}label> ?l }}')
+            found = store.query(f'SELECT DISTINCT ?e WHERE {{ ?e <{FACTS["label"]}> ?l }}')
             entity_iris = [solution["e"].value for solution in found]
-        iris = sorted({iri for iri in entity_iris if iri.startswith(WD) and re.fullmatch(r"[QP]\d+", iri[len(WD):])})
+        iris = sorted({iri for iri in entity_iris
+                       if iri.startswith(WD) and re.fullmatch(r"[QP]\d+", iri[len(WD):])})
+        facts = self._facts(store, iris)
         count = 0
         with self.connection:
-            for start in range(0, len(iris), 500):
-                batch = iris[start:start + 500]
-                values = " ".join(f"<{iri}>" for iri in batch)
-                facts: dict[str, dict] = {}
-                query = ENTITY_FACTS % (values, self.language, self.language)
-                for solution in store.query(query, prefixes=PREFIXES):
-                    entity = facts.setdefault(solution["e"].value[len(WD):], {})
-                    for name in ("label", "description", "type", "sitelinks", "pagerank"):
-                        if solution[name] is not None and name not in entity:
-                            entity[name] = solution[name].value
-                aliases: dict[str, list[str]] = {}
-                alias_query = (f"SELECT ?e ?a WHERE {{ VALUES ?e {{ {values} }} ?e skos:altLabel ?a "
-                               f"FILTER(LANG(?a) = \"{self.language}\") }}")
-                for solution in store.query(alias_query, prefixes=PREFIXES):
-                    aliases.setdefault(solution["e"].value[len(WD):], []).append(solution["a"].value)
-                ids = list(facts)
-                self.connection.executemany("DELETE FROM names WHERE id = ?", [(i,) for i in ids])
-                self.connection.executemany("DELETE FROM words WHERE id = ?", [(i,) for i in ids])
-                for entity_id, entity in facts.items():
-                    label = entity.get("label", "")
-                    if not label and entity_id not in aliases:
-                        continue
-                    popularity = float(entity.get("sitelinks") or 0) * 1e6 + float(entity.get("pagerank") or 0)
-                    datatype = entity.get("type", "").rsplit("#", 1)[-1] or None
-                    self.connection.execute(
-                        "INSERT OR REPLACE INTO entities VALUES (?, ?, ?, ?, ?, ?, ?)",
-                        (entity_id, "property" if entity_id.startswith("P") else "item", int(entity_id[1:]),
-                         label or entity_id, entity.get("description", ""),
-                         DATATYPE_NAMES.get(datatype, datatype) if datatype else None, popularity))
-                    names = {fold(name) for name in [label, *aliases.get(entity_id, [])] if name}
-                    self.connection.executemany("INSERT INTO names VALUES (?, ?)", [(entity_id, n) for n in names])
-                    words = set().union(*(_words(name) for name in names)) if names else set()
-                    self.connection.executemany("INSERT INTO words VALUES (?, ?)", [(entity_id, w) for w in words])
-                    count += 1
+            self.connection.executemany("DELETE FROM names WHERE id = ?", [(i,) for i in facts])
+            self.connection.executemany("DELETE FROM words WHERE id = ?", [(i,) for i in facts])
+            for entity_id, entity in facts.items():
+                label = (entity.get("label") or [""])[0]
+                aliases = entity.get("alias", [])
+                if not label and not aliases:
+                    continue
+                popularity = float((entity.get("sitelinks") or [0])[0]) * 1e6 + float((entity.get("pagerank") or [0])[0])
+                datatype = (entity.get("type") or [""])[0].rsplit("#", 1)[-1] or None
+                self.connection.execute(
+                    "INSERT OR REPLACE INTO entities VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (entity_id, "property" if entity_id.startswith("P") else "item", int(entity_id[1:]),
+                     label or entity_id, (entity.get("description") or [""])[0],
+                     DATATYPE_NAMES.get(datatype, datatype) if datatype else None, popularity))
+                names = {fold(name) for name in [label, *aliases] if name}
+                self.connection.executemany("INSERT INTO names VALUES (?, ?)", [(entity_id, n) for n in names])
+                words = set().union(*(_words(name) for name in names)) if names else set()
+                self.connection.executemany("INSERT INTO words VALUES (?, ?)", [(entity_id, w) for w in words])
+                count += 1
         return count
 
     def search(self, text: str, kind: str, limit: int) -> list[SearchHit]:
