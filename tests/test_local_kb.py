@@ -196,3 +196,17 @@ def test_real_entities_and_property_list(shared_dir, tmp_path):
     educated = [claim for claim in entry.claims if claim.property_id == "P69"]
     assert educated and educated[0].property_label == "educated at"
     assert any(qualifier.property_id in ("P580", "P582") for claim in educated for qualifier in claim.qualifiers)
+
+
+def test_the_arnold_subset_in_kgtk_form(shared_dir, tmp_path):
+    arnold = shared_dir / "wikidata" / "arnold"
+    kb = LocalKB(tmp_path / "arnold")
+    names = ["labels.en", "aliases.en", "descriptions.en", "derived.P31", "claims.time",
+             "metadata.pagerank.directed", "metadata.property.datatypes"]
+    kb.load([arnold / f"{name}.tsv.gz" for name in names], progress=False)
+    assert kb.search("Arnold Schwarzenegger").items[0].id == "Q2685"
+    assert kb.search("austria").items[0].id == "Q40"  # the PageRank breaks the tie with other "Austria"s
+    entry = kb.get_entry("Q2685")
+    facts = {(claim.property_label, claim.value.text) for claim in entry.claims}
+    assert ("instance of", "human") in facts and ("date of birth", "1947-07-30") in facts
+    assert kb.search("date of birth").properties[0].datatype == "time"

@@ -251,12 +251,13 @@ def _kgtk_quads(text: IO[str], path: Path) -> Iterator[ox.Quad]:
     if label_column is None and implied is None:
         raise LoadError(f"{path}: line 1: no label column, and the file name does not say what its edges are")
     seen_properties: set[str] = set()
+    needed = max(node1, node2, label_column or 0) + 1  # an id column may be left empty
     for number, line in enumerate(lines, 2):
         fields = line.rstrip("\n").split("\t")
-        if len(fields) < len(header):
+        if len(fields) < needed:
             if not line.strip():
                 continue
-            raise LoadError(f"{path}: line {number}: {len(fields)} columns, the header has {len(header)}")
+            raise LoadError(f"{path}: line {number}: {len(fields)} columns, node1, label and node2 need {needed}")
         subject, label, value = fields[node1], fields[label_column] if label_column is not None else implied, \
             fields[node2]
         if _ENTITY_ID.match(subject):
@@ -287,7 +288,8 @@ def _kgtk_quads(text: IO[str], path: Path) -> Iterator[ox.Quad]:
             yield _triple(node, ox.NamedNode(PQ + label), term)
             continue
         yield _triple(node, ox.NamedNode(WDT + label), term)
-        claim_id = fields[header.index("id")] if "id" in header else f"{subject}-{label}-{number}"
+        claim_id = fields[header.index("id")] if "id" in header and len(fields) > header.index("id") \
+            and fields[header.index("id")] else f"{subject}-{label}-{number}"
         statement = ox.NamedNode(WDS + claim_id)
         yield _triple(node, ox.NamedNode(P + label), statement)
         yield _triple(statement, ox.NamedNode(PS + label), term)

@@ -28,8 +28,10 @@ CREATE TABLE IF NOT EXISTS entities (id TEXT PRIMARY KEY, kind TEXT NOT NULL, nu
     label TEXT NOT NULL, description TEXT NOT NULL, datatype TEXT, popularity REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS names (id TEXT NOT NULL, name TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS names_by_name ON names (name);
+CREATE INDEX IF NOT EXISTS names_by_id ON names (id);
 CREATE TABLE IF NOT EXISTS words (id TEXT NOT NULL, word TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS words_by_word ON words (word);
+CREATE INDEX IF NOT EXISTS words_by_id ON words (id);
 """
 #: What the index reads of an entity, by predicate IRI.
 FACTS = {
