@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     import pywikibot
 
     from bot.forum import close_matches, parse_sections
-    from bot.scheduler import Watcher
+    from bot.watcher import Watcher
     from bot.state import State
     from bot.wiki import ForumPage
 

@@ -1,6 +1,6 @@
 """What the bot knows between passes, in SQLite.
 
-Order of writes around an edit (see :mod:`bot.scheduler`): the trace is
+Order of writes around an edit (see :mod:`bot.watcher`): the trace is
 stored, the reply is saved on the wiki, then the section is marked answered.
 A crash between the save and the mark leaves a section that looks
 unanswered here, but the page itself carries the bot's signature in it, and

@@ -13,7 +13,7 @@ import argparse
 import tempfile
 from pathlib import Path
 
-from agent.datasets import load_dataset
+from harness.datasets import load_dataset
 from agent.kb.local import LocalKB
 
 SETS = (("spinach", "dev"), ("spinach", "test"), ("qald10", "test"))

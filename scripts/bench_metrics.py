@@ -19,7 +19,7 @@ from collections import Counter
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from agent.metrics import gold_rows, predicted_rows, row_major_f1
+from harness.metrics import gold_rows, predicted_rows, row_major_f1
 
 
 def make_results(size: int, seed: int = 0) -> tuple[list[dict], list[dict]]:
@@ -47,7 +47,7 @@ def make_results(size: int, seed: int = 0) -> tuple[list[dict], list[dict]]:
 
 
 def dense_f1(predicted: list[dict], gold: list[dict]) -> float:
-    """Straightforward: the full recall matrix, one assignment, the same tie rule as agent.metrics."""
+    """Straightforward: the full recall matrix, one assignment, the same tie rule as harness.metrics."""
     g, p = gold_rows(gold), predicted_rows(predicted)
     base = min(len(g), len(p)) + 1
     size = len(g[0])

@@ -14,7 +14,7 @@ import os
 import sys
 from pathlib import Path
 
-from agent.datasets import SPLITS, DatasetError, default_split, load_dataset
+from harness.datasets import SPLITS, DatasetError, default_split, load_dataset
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -41,7 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from agent.evaluation import rescore
+    from harness.evaluation import rescore
 
     if args.replay:
         records = rescore(args.replay)
@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
         print("error: --dataset and --out are needed (or --replay DIR)", file=sys.stderr)
         return 2
     from agent import Agent, AgentConfig
-    from agent.evaluation import baseline_answerer, evaluate, with_gold_answers, write_run_info
+    from harness.evaluation import baseline_answerer, evaluate, with_gold_answers, write_run_info
     from agent.kb import open_kb
     from agent.llm import ChatModel, LLMConfig, LLMConfigurationError
 

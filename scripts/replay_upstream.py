@@ -17,7 +17,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from agent.replay import replay
+from harness.replay import replay
 
 
 def main(argv: list[str] | None = None) -> int:

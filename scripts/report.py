@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from agent.reporting import ACTIONS, PAPER, USAGE, compare, plot_f1_against_actions, summarize
+from harness.reporting import ACTIONS, PAPER, USAGE, compare, plot_f1_against_actions, summarize
 
 
 def print_report(directories: list[Path]) -> None:

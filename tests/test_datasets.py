@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from agent.datasets import DatasetError, load_dataset
+from harness.datasets import DatasetError, load_dataset
 
 
 @pytest.mark.parametrize("dataset, split, count, with_gold", [

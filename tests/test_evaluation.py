@@ -2,7 +2,7 @@
 
 import json
 
-from agent.datasets import load_dataset
+from harness.datasets import load_dataset
 from scripts.evaluate import main as evaluate_main
 from scripts.report import main as report_main
 from tests.support.euler import EULER_ADVISORS_QUERY, euler_entities

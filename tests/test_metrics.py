@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent.metrics import exact_match, gold_rows, predicted_rows, recall, row_major_f1
+from harness.metrics import exact_match, gold_rows, predicted_rows, recall, row_major_f1
 
 
 def item(qid):
@@ -145,7 +145,7 @@ def test_reproduces_the_upstream_f1_question_by_question(shared_dir):
 @settings(max_examples=150, deadline=None)
 @given(predicted=rows, gold=rows)
 def test_the_sparse_solver_finds_the_same_optimum_as_the_dense_one(predicted, gold):
-    from agent.metrics import _solve, _solve_sparse, _weights
+    from harness.metrics import _solve, _solve_sparse, _weights
 
     g, p = gold_rows(gold), predicted_rows(predicted)
     if not g or not p:

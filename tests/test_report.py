@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from agent.reporting import bootstrap_interval, compare, summarize
+from harness.reporting import bootstrap_interval, compare, summarize
 
 
 def record(key, f1, actions, question="q"):

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from agent.replay import comparable_sparql, replay
+from harness.replay import comparable_sparql, replay
 
 
 @pytest.fixture(scope="module")

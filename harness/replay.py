@@ -3,7 +3,7 @@
 Each recorded thought and action becomes the model's reply (through the real
 ``openai`` client, over an in-process transport instead of the network), and
 each recorded observation becomes the knowledge base's answer
-(:class:`agent.kb.recorded.RecordedKB`).  When the recorded replies run out,
+(:class:`harness.recorded_kb.RecordedKB`).  When the recorded replies run out,
 the model says ``stop()``.  Comparing what our agent then does with what the
 upstream agent did shows where our rollbacks and budgets change a run.
 """
@@ -20,7 +20,7 @@ import httpx2
 import openai
 
 from agent.actions import ACTIONS, check_argument
-from agent.kb.recorded import RecordedKB
+from harness.recorded_kb import RecordedKB
 from agent.llm import ChatModel
 from agent.loop import Agent, AgentConfig
 from agent.trace import AgentResult

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agent.evaluation import read_jsonl
+from harness.evaluation import read_jsonl
 
 #: The paper's figures (EM, F1) for the SPINACH agent with GPT-4o.
 PAPER = {

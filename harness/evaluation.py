@@ -29,10 +29,10 @@ from typing import Any
 
 from tqdm import tqdm
 
-from agent.datasets import Example
+from harness.datasets import Example
 from agent.kb.base import KnowledgeBase
 from agent.llm import ChatModel, LLMUnavailable
-from agent.metrics import exact_match, row_major_f1
+from harness.metrics import exact_match, row_major_f1
 from agent.observations import format_query_result
 from agent.prompts import render
 from agent.trace import AgentResult, Step, Usage
