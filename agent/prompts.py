@@ -1,20 +1,19 @@
-"""Load the Jinja2 prompt templates in ``prompts/``.
+"""Load the Jinja2 prompt templates shipped in the ``prompts`` package.
 
-``StrictUndefined`` turns a misspelt variable into an error at render time
-instead of a silently empty hole in a prompt.
+The templates are package data, read through ``jinja2.PackageLoader`` (which
+uses :mod:`importlib.resources`), so an installed wheel renders the same
+prompts as a checkout.  ``StrictUndefined`` turns a misspelt variable into an
+error at render time instead of a silently empty hole in a prompt.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import jinja2
 
-PROMPTS_DIR = Path(__file__).resolve().parent.parent / "prompts"
-
 _environment = jinja2.Environment(
-    loader=jinja2.FileSystemLoader(PROMPTS_DIR),
+    loader=jinja2.PackageLoader("prompts", "."),
     undefined=jinja2.StrictUndefined,
     keep_trailing_newline=False,
     trim_blocks=True,
@@ -23,6 +22,11 @@ _environment = jinja2.Environment(
 )
 
 
+def template_names() -> list[str]:
+    """The names :func:`render` accepts: every ``*.j2`` file of the package, without its suffix."""
+    return sorted(name.removesuffix(".j2") for name in _environment.list_templates(extensions=["j2"]))
+
+
 def render(name: str, **variables: Any) -> str:
-    """Render ``prompts/<name>.j2``."""
+    """Render the prompt template ``<name>.j2``."""
     return _environment.get_template(f"{name}.j2").render(**variables).strip()

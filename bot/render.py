@@ -9,8 +9,6 @@ oldest steps).
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import jinja2
 
 from agent.observations import shorten_iri
@@ -21,7 +19,7 @@ from bot.wikitext import inline, preformatted, sparql_template, syntaxhighlight
 PREVIEW_ROWS = 5
 CELL_CHARS = 200
 THOUGHT_CHARS = 1000
-_environment = jinja2.Environment(loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
+_environment = jinja2.Environment(loader=jinja2.PackageLoader("bot", "templates"),
                                   undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
                                   autoescape=False)
 
