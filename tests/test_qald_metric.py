@@ -1,0 +1,108 @@
+"""QALD's official metric, rule by rule on hand-made answers, and the QALD-JSON export."""
+
+import json
+
+import pytest
+
+from harness.metrics import row_major_f1
+from harness.qald_json import to_qald_json
+from harness.qald_metric import aggregate, answer_set, score_question
+
+XSD = "http://www.w3.org/2001/XMLSchema#"
+
+
+def item(qid, var="x"):
+    return {var: {"type": "uri", "value": f"http://www.wikidata.org/entity/{qid}"}}
+
+
+def number(value, datatype="decimal", var="n"):
+    return {var: {"type": "literal", "value": value, "datatype": XSD + datatype}}
+
+
+def scores(score):
+    return score.precision, score.recall, score.f1
+
+
+def test_empty_gold_scores_one_only_for_an_empty_answer():
+    assert scores(score_question([], [])) == (1.0, 1.0, 1.0)
+    assert scores(score_question(None, [])) == (1.0, 1.0, 1.0)
+    assert scores(score_question([item("Q1")], [])) == (0.0, 0.0, 0.0)
+
+
+def test_an_empty_answer_to_a_non_empty_gold_is_a_decline():
+    assert scores(score_question([], [item("Q1")])) == (1.0, 0.0, 0.0)
+    assert scores(score_question(None, [item("Q1")])) == (1.0, 0.0, 0.0)
+
+
+def test_precision_and_recall_over_answer_sets():
+    gold = [item("Q1"), item("Q2"), item("Q3"), item("Q4")]
+    system = [item("Q1"), item("Q2"), item("Q9")]
+    assert scores(score_question(system, gold)) == pytest.approx((2 / 3, 1 / 2, 2 * (2 / 3) * (1 / 2) / (2 / 3 + 1 / 2)))
+    assert scores(score_question([item("Q9")], gold)) == (0.0, 0.0, 0.0)
+
+
+def test_answers_are_sets_of_values_of_every_column_without_labels():
+    rows = [{**item("Q1"), **item("Q2", "y"), "xLabel": {"type": "literal", "value": "one", "xml:lang": "en"}},
+            item("Q1")]
+    assert len(answer_set(rows)) == 2  # duplicates collapse, the label column is left out
+    assert scores(score_question([item("Q1", "a"), item("Q2", "b")], rows)) == (1.0, 1.0, 1.0)
+
+
+def test_a_boolean_is_a_one_element_set():
+    assert scores(score_question(True, True)) == (1.0, 1.0, 1.0)
+    assert scores(score_question(False, True)) == (0.0, 0.0, 0.0)
+    assert scores(score_question([item("Q1")], True)) == (0.0, 0.0, 0.0)
+    assert scores(score_question(None, False)) == (1.0, 0.0, 0.0)
+
+
+def test_f1_qald_is_the_harmonic_mean_of_the_mean_precision_and_recall():
+    per_question = [score_question([item("Q1")], [item("Q1"), item("Q2")]),  # P 1, R 0.5, F 2/3
+                    score_question([], [item("Q3")]),  # P 1, R 0, F 0
+                    score_question([item("Q4"), item("Q5")], [item("Q4")])]  # P 0.5, R 1, F 2/3
+    total = aggregate(per_question)
+    precision, recall = (1 + 1 + 0.5) / 3, (0.5 + 0 + 1) / 3
+    assert total.macro_precision == pytest.approx(precision) and total.macro_recall == pytest.approx(recall)
+    assert total.f1_qald == pytest.approx(2 * precision * recall / (precision + recall))
+    assert total.macro_f1 == pytest.approx((2 / 3 + 0 + 2 / 3) / 3)
+    assert total.f1_qald != pytest.approx(total.macro_f1)
+    # Micro: 2 shared values of 3 given and of 4 expected.
+    assert total.micro_precision == pytest.approx(2 / 3) and total.micro_recall == pytest.approx(2 / 4)
+    assert total.micro_f1 == pytest.approx(2 * (2 / 3) * 0.5 / (2 / 3 + 0.5))
+
+
+def test_no_questions_is_an_error():
+    with pytest.raises(ValueError, match="no questions"):
+        aggregate([])
+
+
+def test_numeric_literals_compared_by_value_only_when_asked():
+    gold = [number("+100")]
+    for system in ([number("100")], [number("100.0")], [number("1E2", "double")], [number("100", "integer")]):
+        assert score_question(system, gold).f1 == 0.0
+        assert score_question(system, gold, numbers_by_value=True).f1 == 1.0
+        assert row_major_f1(system, gold) == 0.0
+        assert row_major_f1(system, gold, numbers_by_value=True) == 1.0
+    assert score_question([number("101")], gold, numbers_by_value=True).f1 == 0.0
+    assert score_question([number("-0")], [number("+0")], numbers_by_value=True).f1 == 1.0
+    not_a_number = [number("about 100")]
+    assert score_question(not_a_number, not_a_number, numbers_by_value=True).f1 == 1.0
+    strings = [{"n": {"type": "literal", "value": "+100"}}]
+    assert score_question([{"n": {"type": "literal", "value": "100"}}], strings, numbers_by_value=True).f1 == 0.0
+
+
+def test_the_export_is_qald_json_with_the_scored_columns():
+    records = [
+        {"id": "7", "question": "Who?", "predicted_sparql": "SELECT ?x ?xLabel WHERE {}",
+         "predicted_answer": [{**item("Q1"), "xLabel": {"type": "literal", "value": "one"}}],
+         "predicted_variables": ["x", "xLabel"]},
+        {"id": "8", "question": "Is it?", "predicted_sparql": "ASK {}", "predicted_answer": True},
+        {"id": "9", "question": "Nothing?", "predicted_sparql": None, "predicted_answer": None},
+    ]
+    document = json.loads(json.dumps(to_qald_json(records, "qald-10-test", "de")))
+    assert document["dataset"] == {"id": "qald-10-test"}
+    first, second, third = document["questions"]
+    assert first["question"] == [{"language": "de", "string": "Who?"}]
+    assert first["query"] == {"sparql": "SELECT ?x ?xLabel WHERE {}"}
+    assert first["answers"] == [{"head": {"vars": ["x"]}, "results": {"bindings": [item("Q1")]}}]
+    assert second["answers"] == [{"head": {}, "boolean": True}]
+    assert third["answers"] == [{"head": {"vars": []}, "results": {"bindings": []}}] and third["query"]["sparql"] == ""
