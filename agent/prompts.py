@@ -8,6 +8,7 @@ error at render time instead of a silently empty hole in a prompt.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import jinja2
@@ -25,6 +26,15 @@ _environment = jinja2.Environment(
 def template_names() -> list[str]:
     """The names :func:`render` accepts: every ``*.j2`` file of the package, without its suffix."""
     return sorted(name.removesuffix(".j2") for name in _environment.list_templates(extensions=["j2"]))
+
+
+def fingerprint() -> str:
+    """A short hash of every template's name and text: two runs with the same value used the same prompts."""
+    digest = hashlib.sha256()
+    for name in _environment.list_templates(extensions=["j2"]):
+        source, _, _ = _environment.loader.get_source(_environment, name)
+        digest.update(name.encode() + b"\0" + source.encode() + b"\0")
+    return digest.hexdigest()[:12]
 
 
 def render(name: str, **variables: Any) -> str:

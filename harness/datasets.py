@@ -48,7 +48,21 @@ def default_split(dataset: str) -> str:
     return "test" if "test" in SPLITS[dataset] else next(iter(SPLITS[dataset]))
 
 
+@dataclass
+class LoadedDataset:
+    """The examples of one split, and the ids of questions left out for want of text in the language asked."""
+
+    examples: list[Example]
+    without_language: list[str]
+
+
 def load_dataset(dataset: str, split: str | None, data_dir: str | Path, language: str = "en") -> list[Example]:
+    """The examples of *dataset*'s *split* in *language* (QALD-10 questions without that language left out)."""
+    return read_dataset(dataset, split, data_dir, language).examples
+
+
+def read_dataset(dataset: str, split: str | None, data_dir: str | Path, language: str = "en") -> LoadedDataset:
+    """Like :func:`load_dataset`, also saying which questions had no text in *language* (QALD-10 in ``zh``: 12)."""
     if dataset not in SPLITS:
         raise DatasetError(f"unknown dataset {dataset!r}; choose one of {', '.join(SPLITS)}")
     split = split or default_split(dataset)
@@ -63,8 +77,12 @@ def load_dataset(dataset: str, split: str | None, data_dir: str | Path, language
         raise DatasetError(f"{path} is not valid JSON: {error}") from error
     try:
         if dataset == "qald10":
-            return [_qald(item, language, dataset, split) for item in data["questions"]]
-        return [_flat(item, dataset, split) for item in data]
+            examples = [_qald(item, language, dataset, split) for item in data["questions"]]
+            if not any(examples):
+                raise DatasetError(f"{path}: no question has text in {language!r}")
+            return LoadedDataset([example for example in examples if example],
+                                 [str(item["id"]) for item, example in zip(data["questions"], examples) if not example])
+        return LoadedDataset([_flat(item, dataset, split) for item in data], [])
     except (KeyError, TypeError, IndexError) as error:
         raise DatasetError(f"{path}: an entry lacks a field or has the wrong shape ({error!r})") from error
 
@@ -76,10 +94,10 @@ def _flat(item: dict[str, Any], dataset: str, split: str) -> Example:
                    gold_answer=results if isinstance(results, list) else None, source=dataset, split=split)
 
 
-def _qald(item: dict[str, Any], language: str, dataset: str, split: str) -> Example:
+def _qald(item: dict[str, Any], language: str, dataset: str, split: str) -> Example | None:
     strings = {entry["language"]: entry["string"] for entry in item["question"]}
-    if language not in strings:
-        raise KeyError(f"question {item['id']} has no {language!r} text")
+    if not strings.get(language):
+        return None
     answer = item["answers"][0] if item.get("answers") else None
     gold: list[Binding] | bool | None = None
     if answer is not None:

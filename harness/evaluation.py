@@ -2,15 +2,21 @@
 
 An output directory holds:
 
-* ``run.json``: what was run (dataset, split, model, baseline or agent);
-* ``gold.jsonl``: gold answers fetched by running gold queries (with when);
+* ``run.json``: what was run, part by part (see :mod:`harness.run_info`);
+* ``gold.jsonl``: gold answers fetched by running gold queries, with their
+  status and retrieval time (the last line for a question wins);
 * ``results.jsonl``: one line per finished question: question, gold and
-  predicted SPARQL and answers, F1, EM, steps, actions, stop reason, usage;
-* ``traces.jsonl``: the full agent record of each finished question.
+  predicted SPARQL and answers, row-major F1 and EM, QALD's per-question
+  precision/recall/F1, actions on the final path, stop reason, usage;
+* ``traces.jsonl``: the full agent record of each finished question;
+* ``failures.jsonl``: every run that failed for want of the model or the
+  knowledge base (tried again on the next run of the same command).
 
-Lines are appended, flushed and synced to disk as questions finish, so an interrupted run
-continues where it stopped; a question whose run failed for want of the model
-or the knowledge base is not written, and is tried again next time.
+Lines are appended, flushed and synced to disk as questions finish, so an
+interrupted run continues where it stopped.  A question's trace is written
+before its result, and on resuming a trace without a result (a kill between
+the two writes) is removed, so each finished question has exactly one trace;
+a line cut short by a crash is cut off before anything is appended after it.
 """
 
 from __future__ import annotations
@@ -23,22 +29,29 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from tqdm import tqdm
 
-from harness.datasets import Example
-from agent.kb.base import KnowledgeBase
+from agent.kb.base import KBUnavailable, KnowledgeBase
 from agent.llm import ChatModel, LLMUnavailable
-from harness.metrics import exact_match, row_major_f1
 from agent.observations import format_query_result
 from agent.prompts import render
 from agent.trace import AgentResult, Step, Usage
+from harness.datasets import Example
+from harness.metrics import exact_match, row_major_f1
+from harness.qald_metric import score_question
 
 Answerer = Callable[[Example], AgentResult]
 UNFINISHED = ("llm_error", "kb_error")
+#: Gold statuses that are final: a usable answer, an empty one (the question is dropped), a cut one (excluded).
+GOLD_FINAL = ("ok", "empty", "cut")
+
+
+def now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -54,70 +67,153 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
     return records
 
 
+def _cut_partial_line(path: Path) -> None:
+    """Drop a last line a crash left without its newline, so the next append starts a line of its own."""
+    if not path.exists():
+        return
+    with path.open("rb+") as handle:
+        data = handle.read()
+        if data and not data.endswith(b"\n"):
+            handle.truncate(data.rfind(b"\n") + 1)
+
+
+def _write_lines(path: Path, records: list[dict[str, Any]]) -> None:
+    """Replace *path* with *records* in one step (a crash leaves the old file or the new one)."""
+    temporary = path.with_name(path.name + ".tmp")
+    with temporary.open("w", encoding="utf-8") as output:
+        output.writelines(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
+        output.flush()
+        os.fsync(output.fileno())
+    os.replace(temporary, path)
+
+
 class _Appender:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.lock = threading.Lock()
+        _cut_partial_line(path)
 
-    def write(self, record: dict[str, Any]) -> None:
+    def write(self, *records: dict[str, Any]) -> None:
         with self.lock, self.path.open("a", encoding="utf-8") as output:
-            output.write(json.dumps(record, ensure_ascii=False) + "\n")
+            for record in records:
+                output.write(json.dumps(record, ensure_ascii=False) + "\n")
             output.flush()
             os.fsync(output.fileno())
 
 
-def with_gold_answers(examples: list[Example], kb: KnowledgeBase, out_dir: Path,
-                      progress: bool = True) -> tuple[list[Example], int]:
-    """Examples with a gold answer: the file's own, else the gold query's result (stored with its time).
+@dataclass
+class GoldSummary:
+    """What became of the questions on the way to a gold answer."""
 
-    Questions whose gold query returns nothing are dropped, as the paper did; their number is returned.
+    #: Gold query returned nothing: dropped, as in the paper.
+    empty: list[str] = field(default_factory=list)
+    #: Gold result cut at the size limit: excluded, since it cannot be scored.
+    cut: list[str] = field(default_factory=list)
+    #: Gold query failed (status: ids); tried again on the next run.
+    failed: dict[str, list[str]] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def with_gold_answers(examples: list[Example], kb: KnowledgeBase, out_dir: Path,
+                      progress: bool = True) -> tuple[list[Example], GoldSummary]:
+    """Examples with a usable gold answer: the file's own, else the gold query's result (stored with its time).
+
+    Questions whose gold query returns nothing are dropped, as the paper did;
+    a result cut at the size limit excludes its question; a query that timed
+    out, failed, or met an unreachable knowledge base is recorded with its
+    status and run again the next time, until it gives a final answer.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     stored = {record["id"]: record for record in read_jsonl(out_dir / "gold.jsonl")}
     appender = _Appender(out_dir / "gold.jsonl")
-    kept: list[Example] = []
-    dropped = 0
-    missing = [example for example in examples if example.gold_answer is None and example.id not in stored]
+    missing = [example for example in examples if example.gold_answer is None
+               and stored.get(example.id, {}).get("status") not in GOLD_FINAL]
     for example in tqdm(missing, desc="gold answers", unit="query", disable=not progress or not missing):
-        result = kb.execute(example.gold_sparql)
-        stored[example.id] = {"id": example.id, "answer": result.answer, "status": result.status,
-                              "retrieved_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        try:
+            result = kb.execute(example.gold_sparql)
+        except KBUnavailable as error:
+            stored[example.id] = {"id": example.id, "answer": None, "status": "unreachable",
+                                  "message": str(error), "retrieved_at": now()}
+        else:
+            status = "cut" if result.truncated else result.status
+            stored[example.id] = {"id": example.id, "answer": result.answer if status in GOLD_FINAL else None,
+                                  "status": status, "message": result.message, "retrieved_at": now()}
         appender.write(stored[example.id])
+    kept: list[Example] = []
+    summary = GoldSummary()
     for example in examples:
         if example.gold_answer is None:
-            answer = stored[example.id]["answer"]
-            if answer is None or answer == []:
-                dropped += 1
+            record = stored[example.id]
+            if record["status"] == "cut":
+                summary.cut.append(example.id)
                 continue
-            example = replace(example, gold_answer=answer)
+            if record["status"] not in GOLD_FINAL:
+                summary.failed.setdefault(record["status"], []).append(example.id)
+                continue
+            if not record["answer"]:
+                summary.empty.append(example.id)
+                continue
+            example = replace(example, gold_answer=record["answer"])
         kept.append(example)
-    return kept, dropped
+    return kept, summary
 
 
-def score(record: dict[str, Any]) -> dict[str, Any]:
-    record["f1"] = row_major_f1(record["predicted_answer"], record["gold_answer"])
-    record["em"] = exact_match(record["predicted_answer"], record["gold_answer"])
+def score(record: dict[str, Any], numbers_by_value: bool = False) -> dict[str, Any]:
+    """Add row-major F1 and EM, and QALD's per-question figures, to a result *record*."""
+    predicted, gold = record["predicted_answer"], record["gold_answer"]
+    record["f1"] = row_major_f1(predicted, gold, numbers_by_value)
+    record["em"] = exact_match(predicted, gold, numbers_by_value)
+    record["qald"] = asdict(score_question(predicted, gold, numbers_by_value))
     return record
 
 
-def result_record(example: Example, result: AgentResult) -> dict[str, Any]:
+def result_record(example: Example, result: AgentResult, part: int = 0,
+                  numbers_by_value: bool = False) -> dict[str, Any]:
+    """One line of ``results.jsonl``; ``actions`` counts the final path only, as the paper's Table 5 does."""
     return score({
         "id": example.id, "question": example.question, "source": example.source, "split": example.split,
-        "gold_sparql": example.gold_sparql, "gold_answer": example.gold_answer,
+        "part": part, "gold_sparql": example.gold_sparql, "gold_answer": example.gold_answer,
         "predicted_sparql": result.final_sparql, "predicted_answer": result.answer,
-        "steps": len(result.path), "actions": dict(Counter(step.action for step in result.steps)),
+        "predicted_variables": result.variables, "steps": len(result.path),
+        "actions": dict(Counter(step.action for step in result.path)),
+        "rolled_back": sum(step.rolled_back for step in result.steps),
         "stop_reason": result.stop_reason, "usage": result.usage.to_dict(),
-    })
+    }, numbers_by_value)
 
 
-def evaluate(examples: list[Example], answer: Answerer, out_dir: Path, workers: int = 4,
-             progress: bool = True) -> list[dict[str, Any]]:
-    """Answer every example not already in ``results.jsonl``; return all finished records."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    results_path = out_dir / "results.jsonl"
+def _repair(out_dir: Path) -> set[str]:
+    """Make results and traces agree after a crash; return the ids of finished questions."""
+    results_path, traces_path = out_dir / "results.jsonl", out_dir / "traces.jsonl"
+    for path in (results_path, traces_path):
+        _cut_partial_line(path)
     finished = {record["id"] for record in read_jsonl(results_path)}
+    traces = read_jsonl(traces_path)
+    kept, seen = [], set()
+    for trace in traces:
+        if trace["id"] in finished and trace["id"] not in seen:
+            kept.append(trace)
+            seen.add(trace["id"])
+    if len(kept) != len(traces):
+        _write_lines(traces_path, kept)
+    return finished
+
+
+def evaluate(examples: list[Example], answer: Answerer, out_dir: Path, workers: int = 4, progress: bool = True,
+             part: int = 0, numbers_by_value: bool = False) -> tuple[list[dict[str, Any]], Counter[str]]:
+    """Answer every example not already in ``results.jsonl``.
+
+    Returns all finished records and the number of this run's failures by
+    kind (``llm_error``, ``kb_error``), which are recorded in
+    ``failures.jsonl`` and tried again next time.
+    """
+    out_dir.mkdir(parents=True, exist_ok=True)
+    finished = _repair(out_dir)
     pending = [example for example in examples if example.id not in finished]
-    results, traces = _Appender(results_path), _Appender(out_dir / "traces.jsonl")
+    results, traces = _Appender(out_dir / "results.jsonl"), _Appender(out_dir / "traces.jsonl")
+    failures_log = _Appender(out_dir / "failures.jsonl")
+    failures: Counter[str] = Counter()
 
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool, \
             tqdm(total=len(examples), initial=len(examples) - len(pending), desc="questions", unit="q",
@@ -128,18 +224,25 @@ def evaluate(examples: list[Example], answer: Answerer, out_dir: Path, workers: 
             result = future.result()
             bar.update(1)
             if result.stop_reason in UNFINISHED:
+                failures[result.stop_reason] += 1
+                failures_log.write({"id": example.id, "kind": result.stop_reason, "message": result.stop_message,
+                                    "part": part, "at": now()})
                 bar.write(f"{example.id}: {result.stop_reason}: {result.stop_message} (will be retried)")
                 continue
             traces.write({"id": example.id, "trace": result.to_dict()})
-            results.write(result_record(example, result))
-    return read_jsonl(results_path)
+            results.write(result_record(example, result, part, numbers_by_value))
+    wanted = {example.id for example in examples}
+    return [record for record in read_jsonl(out_dir / "results.jsonl") if record["id"] in wanted], failures
 
 
-def rescore(out_dir: Path) -> list[dict[str, Any]]:
+def rescore(out_dir: Path, numbers_by_value: bool = False) -> list[dict[str, Any]]:
     """Score stored predictions again (after a metric change, say): no model, no network."""
-    records = [score(record) for record in read_jsonl(out_dir / "results.jsonl")]
+    if not out_dir.is_dir():
+        raise FileNotFoundError(f"{out_dir} is not a directory: name the --out directory of an earlier run")
     path = out_dir / "results.jsonl"
-    path.write_text("".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records), encoding="utf-8")
+    records = [score(record, numbers_by_value) for record in read_jsonl(path)]
+    if records:
+        _write_lines(path, records)
     return records
 
 
@@ -147,7 +250,11 @@ _FENCED = re.compile(r"```(?:sparql)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
 
 
 def baseline_answerer(llm: ChatModel, kb: KnowledgeBase) -> Answerer:
-    """The paper's "LLM writes SPARQL directly": one call, no exploration, the query run once."""
+    """The paper's "LLM writes SPARQL directly": one call, no exploration, the query run once.
+
+    A model or knowledge base that cannot be reached ends the question as
+    ``llm_error`` or ``kb_error``, recorded and retried like the agent's.
+    """
 
     def answer(example: Example) -> AgentResult:
         started = time.monotonic()
@@ -161,24 +268,16 @@ def baseline_answerer(llm: ChatModel, kb: KnowledgeBase) -> Answerer:
         usage.completion_tokens, usage.cached_tokens = completion.completion_tokens, completion.cached_tokens
         fenced = _FENCED.search(completion.content)
         sparql = (fenced.group(1) if fenced else completion.content).strip()
-        result = kb.execute(sparql)
-        usage.kb_calls, usage.seconds = 1, round(time.monotonic() - started, 3)
+        usage.kb_calls = 1
+        try:
+            result = kb.execute(sparql)
+        except KBUnavailable as error:
+            usage.seconds = round(time.monotonic() - started, 3)
+            return AgentResult(example.question, sparql, None, [], [], "kb_error", str(error), usage)
+        usage.seconds = round(time.monotonic() - started, 3)
         step = Step(completion.content, "execute_sparql", sparql, format_query_result(result),
                     query_status=result.status)
         return AgentResult(example.question, sparql, result.answer, result.variables, [step], "stop",
                            "one query written directly", usage)
 
     return answer
-
-
-def write_run_info(out_dir: Path, **info: Any) -> None:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / "run.json"
-    if path.exists():
-        previous = json.loads(path.read_text())
-        changed = {key for key in ("dataset", "split", "baseline") if previous.get(key) != info.get(key)}
-        if changed:
-            raise ValueError(f"{out_dir} holds a run with another {', '.join(sorted(changed))}; "
-                             "use a new --out directory")
-    path.write_text(json.dumps(info, indent=1))
-

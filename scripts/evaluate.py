@@ -1,10 +1,14 @@
 """Score the agent (or the one-call baseline) on a benchmark, resumably.
 
     python -m scripts.evaluate --dataset qald10 --out runs/qald10-gpt4o
+    python -m scripts.evaluate --dataset qald10 --gold live --out runs/qald10-live   # gold from the query service
     python -m scripts.evaluate --dataset spinach --split dev --limit 20 --kb stores/wikidata --out runs/dev20
-    python -m scripts.evaluate --replay runs/qald10-gpt4o      # re-score stored predictions, no model, no network
+    python -m scripts.evaluate --rescore runs/qald10-gpt4o     # score stored predictions again, no model, no network
 
-Run the same command again after an interruption: finished questions are kept.
+Run the same command again after an interruption: finished questions are kept,
+failed ones (model, knowledge base, gold query) are tried again.  Resuming a
+directory with another model, split, language, knowledge base or prompt is
+refused unless --force.  Also installed as ``spinach-eval``.
 """
 
 from __future__ import annotations
@@ -12,18 +16,23 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 
-from harness.datasets import SPLITS, DatasetError, default_split, load_dataset
+from harness.datasets import SPLITS, DatasetError, default_split, read_dataset
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m scripts.evaluate", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m scripts.evaluate", description=__doc__.splitlines()[0],
+                                     epilog="Environment: OPENAI_API_KEY, OPENAI_BASE_URL, SPINACH_MODEL, "
+                                            "WIKIDATA_API_URL, WIKIDATA_SPARQL_URL, SPINACH_CONTACT.")
     parser.add_argument("--dataset", choices=sorted(SPLITS), help="which benchmark")
     parser.add_argument("--split", help="dev, test or train (default: test, or the only split)")
     parser.add_argument("--data", default="data", metavar="DIR",
                         help="where the dataset files are (default: data; see scripts/download_datasets.py)")
-    parser.add_argument("--language", default="en", help="question language for QALD-10 (default: en)")
+    parser.add_argument("--language", default="en",
+                        help="question language for QALD-10 (default: en); questions without it are skipped "
+                             "and counted")
     parser.add_argument("--limit", type=int, metavar="N", help="only the first N questions")
     parser.add_argument("--model", help="model name (default: SPINACH_MODEL or gpt-4o)")
     parser.add_argument("--base-url", help="OpenAI-compatible endpoint (default: OPENAI_BASE_URL or OpenAI)")
@@ -33,45 +42,87 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--offline", action="store_true", help="answer Wikidata requests from the cache only")
     parser.add_argument("--workers", type=int, default=4, help="questions answered at once (default: 4)")
     parser.add_argument("--baseline", action="store_true", help="one LLM call writes the query, no exploration")
+    parser.add_argument("--gold", choices=("file", "live"), default="file",
+                        help="gold answers from the dataset file where it has them (default), or from running "
+                             "every gold query on the knowledge base (as the paper did for QALD-10)")
+    parser.add_argument("--numbers", choices=("value", "lexical"),
+                        help="compare typed numeric literals by value (\"+100\"^^xsd:decimal = 100) or by their "
+                             "text (default: value for QALD-10's file answers, lexical otherwise)")
     parser.add_argument("--out", type=Path, metavar="DIR", help="where results and traces go")
-    parser.add_argument("--replay", type=Path, metavar="DIR", help="re-score the predictions stored in DIR")
+    parser.add_argument("--force", action="store_true",
+                        help="resume OUT even if it was run with other settings (recorded as a new part)")
+    parser.add_argument("--rescore", type=Path, metavar="DIR", help="score the predictions stored in DIR again")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     return parser
 
 
+def default_numbers(dataset: str, gold: str) -> str:
+    """Numbers by value for QALD-10's file answers, whose 14 signed decimals no query service writes."""
+    return "value" if dataset == "qald10" and gold == "file" else "lexical"
+
+
+def rescore_main(directory: Path) -> int:
+    from harness.evaluation import rescore
+    from harness.run_info import read_run_info
+
+    try:
+        info = read_run_info(directory) if directory.is_dir() else {}
+        records = rescore(directory, numbers_by_value=info.get("numbers") == "value")
+    except (OSError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    if not records:
+        print(f"error: {directory} holds no results", file=sys.stderr)
+        return 2
+    print(f"re-scored {len(records)} questions (numbers compared {info.get('numbers', 'lexical')}ly): "
+          f"F1 {100 * sum(r['f1'] for r in records) / len(records):.1f}, "
+          f"EM {100 * sum(r['em'] for r in records) / len(records):.1f}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from harness.evaluation import rescore
-
-    if args.replay:
-        records = rescore(args.replay)
-        if not records:
-            print(f"error: {args.replay} holds no results", file=sys.stderr)
-            return 2
-        print(f"re-scored {len(records)} questions: F1 {100 * sum(r['f1'] for r in records) / len(records):.1f}, "
-              f"EM {100 * sum(r['em'] for r in records) / len(records):.1f}")
-        return 0
+    if args.rescore:
+        return rescore_main(args.rescore)
     if not args.dataset or not args.out:
-        print("error: --dataset and --out are needed (or --replay DIR)", file=sys.stderr)
+        print("error: --dataset and --out are needed (or --rescore DIR)", file=sys.stderr)
         return 2
     from agent import Agent, AgentConfig
-    from harness.evaluation import baseline_answerer, evaluate, with_gold_answers, write_run_info
     from agent.kb import open_kb
     from agent.llm import ChatModel, LLMConfig, LLMConfigurationError
+    from agent.prompts import fingerprint
+    from harness.evaluation import baseline_answerer, evaluate, now, with_gold_answers
+    from harness.run_info import begin_part, finish_part
 
     split = args.split or default_split(args.dataset)
+    numbers = args.numbers or default_numbers(args.dataset, args.gold)
+    model = args.model or os.environ.get("SPINACH_MODEL") or "gpt-4o"
+    settings = {"dataset": args.dataset, "split": split, "language": args.language, "model": model,
+                "kb": args.kb or "wikidata", "prompt": fingerprint(), "baseline": args.baseline, "gold": args.gold,
+                "numbers": numbers}
     try:
-        examples = load_dataset(args.dataset, split, args.data, args.language)[: args.limit]
-        write_run_info(args.out, dataset=args.dataset, split=split, baseline=args.baseline,
-                       model=args.model or os.environ.get("SPINACH_MODEL") or "gpt-4o", kb=args.kb)
+        loaded = read_dataset(args.dataset, split, args.data, args.language)
+        examples = loaded.examples[: args.limit]
+        if args.gold == "live":
+            examples = [replace(example, gold_answer=None) for example in examples]
+        part = begin_part(args.out, settings, now(), force=args.force)
         kb = open_kb(args.kb, cache_path=args.cache or args.out / "wikidata-cache.sqlite", offline=args.offline)
         llm = ChatModel.from_config(LLMConfig.from_env(os.environ, base_url=args.base_url, model=args.model))
     except (DatasetError, LLMConfigurationError, ValueError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    examples, dropped = with_gold_answers(examples, kb, args.out, progress=not args.quiet)
-    if dropped:
-        print(f"{dropped} questions dropped: their gold query returns nothing", file=sys.stderr)
+    if loaded.without_language:
+        print(f"{len(loaded.without_language)} questions skipped: no {args.language!r} text "
+              f"({', '.join(loaded.without_language)})", file=sys.stderr)
+    asked = len(examples)
+    examples, gold = with_gold_answers(examples, kb, args.out, progress=not args.quiet)
+    if gold.empty:
+        print(f"{len(gold.empty)} questions dropped: their gold query returns nothing", file=sys.stderr)
+    if gold.cut:
+        print(f"{len(gold.cut)} questions excluded: their gold result was cut at the size limit", file=sys.stderr)
+    for status, ids in sorted(gold.failed.items()):
+        print(f"{len(ids)} questions without gold yet: gold query {status} (retried next run): "
+              f"{', '.join(ids[:10])}{' ...' if len(ids) > 10 else ''}", file=sys.stderr)
     if args.baseline:
         answer = baseline_answerer(llm, kb)
     else:
@@ -80,13 +131,19 @@ def main(argv: list[str] | None = None) -> int:
         def answer(example):
             return agent.run(example.question)
 
-    records = evaluate(examples, answer, args.out, workers=args.workers, progress=not args.quiet)
+    records, failures = evaluate(examples, answer, args.out, workers=args.workers, progress=not args.quiet,
+                                 part=part, numbers_by_value=numbers == "value")
     unfinished = len(examples) - len(records)
+    gold_failed = sum(len(ids) for ids in gold.failed.values())
+    finish_part(args.out, part, {
+        "in_split": len(loaded.examples) + len(loaded.without_language), "skipped_language": loaded.without_language,
+        "asked": asked, "gold": gold.to_dict(), "scored": len(records), "failures": dict(failures),
+        "finished_at": now()})
     if records:
         print(f"{len(records)} questions: F1 {100 * sum(r['f1'] for r in records) / len(records):.1f}, "
               f"EM {100 * sum(r['em'] for r in records) / len(records):.1f}"
               + (f"; {unfinished} unfinished (run again to retry them)" if unfinished else ""))
-    return 0 if not unfinished else 1
+    return 0 if not unfinished and not gold_failed else 1
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from harness.datasets import DatasetError, load_dataset
+from harness.datasets import DatasetError, load_dataset, read_dataset
 
 
 @pytest.mark.parametrize("dataset, split, count, with_gold", [
@@ -26,6 +26,14 @@ def test_qald10_questions_in_other_languages_and_boolean_answers(shared_dir):
     assert english[0].question == "After whom is the Riemannian geometry named?"
     assert german[0].question != english[0].question and german[0].gold_answer == english[0].gold_answer
     assert any(example.gold_answer is True for example in english)
+
+
+def test_qald10_in_chinese_skips_and_names_the_12_questions_without_chinese_text(shared_dir):
+    loaded = read_dataset("qald10", None, shared_dir / "datasets", language="zh")
+    assert len(loaded.examples) == 382 and len(loaded.without_language) == 12
+    assert "130" in loaded.without_language and all(example.question for example in loaded.examples)
+    with pytest.raises(DatasetError, match="no question has text in 'xx'"):
+        read_dataset("qald10", None, shared_dir / "datasets", language="xx")
 
 
 def test_bad_inputs_name_the_file(tmp_path):

@@ -1,26 +1,37 @@
-"""A whole small evaluation run, offline: the stand-in model and Wikidata, interrupted and resumed."""
+"""Whole small evaluation runs, offline: the stand-in model and Wikidata, interrupted, killed and resumed."""
 
 import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
 
 from harness.datasets import load_dataset
+from harness.evaluation import with_gold_answers
+from agent.kb.live import LiveWikidata, WikidataConfig
 from scripts.evaluate import main as evaluate_main
 from scripts.report import main as report_main
 from tests.support.euler import EULER_ADVISORS_QUERY, euler_entities
 from tests.support.llm_server import ErrorReply, TextReply, ToolCallReply
-from tests.support.wikidata_server import select
+from tests.support.wikidata_server import SparqlReply, select, timed_out
 
+ROOT = Path(__file__).resolve().parent.parent
 ADVISOR = [{"advisor": {"type": "uri", "value": "http://www.wikidata.org/entity/Q124500"}}]
+EMPTY_QUERY = "SELECT ?x WHERE { wd:Q1 wdt:P1 ?x }"
 QUESTIONS = [
     {"id": "1", "question": "Who advised Euler?", "sparql": EULER_ADVISORS_QUERY},
     {"id": "2", "question": "Who else advised Euler?", "sparql": EULER_ADVISORS_QUERY},
-    {"id": "3", "question": "Nothing here", "sparql": "SELECT ?x WHERE { wd:Q1 wdt:P1 ?x }"},
+    {"id": "3", "question": "Nothing here", "sparql": EMPTY_QUERY},
 ]
 
 
-def write_dataset(tmp_path):
+def write_dataset(tmp_path, questions=QUESTIONS):
     data = tmp_path / "data"
-    (data / "qald7").mkdir(parents=True)
-    (data / "qald7" / "test.json").write_text(json.dumps(QUESTIONS))
+    (data / "qald7").mkdir(parents=True, exist_ok=True)
+    (data / "qald7" / "test.json").write_text(json.dumps(questions))
     return data
 
 
@@ -44,49 +55,241 @@ def environment(monkeypatch, llm, wikidata):
     monkeypatch.setenv("OPENAI_API_KEY", "test")
     monkeypatch.setenv("WIKIDATA_API_URL", wikidata.api_url)
     monkeypatch.setenv("WIKIDATA_SPARQL_URL", wikidata.sparql_url)
+    monkeypatch.delenv("SPINACH_MODEL", raising=False)
+
+
+def lines(path):
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def euler_wikidata(wikidata_server):
+    wikidata = wikidata_server(sparql={EULER_ADVISORS_QUERY: select(["advisor"], [{"advisor": "Q124500"}])})
+    wikidata.add(*euler_entities())
+    return wikidata
+
+
+def run(data, out, *extra):
+    return evaluate_main(["--dataset", "qald7", "--data", str(data), "--out", str(out), "--quiet", *extra])
 
 
 def test_a_run_is_interrupted_then_resumed_without_rerunning_finished_questions(
         tmp_path, monkeypatch, llm_server, wikidata_server, capsys):
     data = write_dataset(tmp_path)
-    wikidata = wikidata_server(sparql={EULER_ADVISORS_QUERY: select(["advisor"], [{"advisor": "Q124500"}])})
-    wikidata.add(*euler_entities())
+    wikidata = euler_wikidata(wikidata_server)
     out = tmp_path / "run"
     broken = llm_server(agent_script(fail_after=2))  # one question, then the model goes away
     environment(monkeypatch, broken, wikidata)
-    status = evaluate_main(["--dataset", "qald7", "--data", str(data), "--out", str(out), "--workers", "1",
-                            "--quiet"])
-    assert status == 1
-    first = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
-    assert [record["id"] for record in first] == ["1"]
-    gold = [json.loads(line) for line in (out / "gold.jsonl").read_text().splitlines()]
+    assert run(data, out, "--workers", "1") == 1
+    assert [record["id"] for record in lines(out / "results.jsonl")] == ["1"]
+    gold = lines(out / "gold.jsonl")
     assert {record["id"] for record in gold} == {"1", "2", "3"} and all(r["retrieved_at"] for r in gold)
+    [failure] = lines(out / "failures.jsonl")
+    assert failure["id"] == "2" and failure["kind"] == "llm_error"
 
     healthy = llm_server(agent_script())
     environment(monkeypatch, healthy, wikidata)
-    status = evaluate_main(["--dataset", "qald7", "--data", str(data), "--out", str(out), "--workers", "2",
-                            "--quiet"])
-    assert status == 0
-    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert run(data, out, "--workers", "2") == 0
+    records = lines(out / "results.jsonl")
     assert sorted(record["id"] for record in records) == ["1", "2"]  # 3 was dropped: empty gold result
     assert len(healthy.requests) == 2  # only question 2 was run again: two model calls
     assert all(record["f1"] == 1.0 and record["em"] for record in records)
     assert records[0]["gold_answer"] == ADVISOR and records[0]["stop_reason"] == "stop"
     assert records[0]["actions"] == {"execute_sparql": 1, "stop": 1}
-    traces = [json.loads(line) for line in (out / "traces.jsonl").read_text().splitlines()]
+    assert records[0]["qald"]["f1"] == 1.0 and records[0]["qald"]["gold"] == 1
+    traces = lines(out / "traces.jsonl")
     assert len(traces) == 2 and traces[0]["trace"]["final_sparql"] == EULER_ADVISORS_QUERY
     assert "1 questions dropped" in capsys.readouterr().err
+    info = json.loads((out / "run.json").read_text())
+    assert [part["summary"]["scored"] for part in info["parts"]] == [1, 2]
+    assert info["parts"][1]["summary"]["gold"]["empty"] == ["3"]
 
-    # Replay: scores again from what is stored, with no model and no network.
-    environment(monkeypatch, broken, wikidata)
+    # Re-scoring: from what is stored, with no model and no network.
     wikidata.close()
-    assert evaluate_main(["--replay", str(out)]) == 0
-    assert "re-scored 2 questions: F1 100.0, EM 100.0" in capsys.readouterr().out
+    assert evaluate_main(["--rescore", str(out)]) == 0
+    assert "re-scored 2 questions (numbers compared lexically): F1 100.0, EM 100.0" in capsys.readouterr().out
 
-    assert report_main([str(out)]) == 0
-    report = capsys.readouterr().out
-    assert "qald7 test" in report and "100.0" in report and "62.2/74.6" in report
-    assert (out / "f1_vs_actions.png").stat().st_size > 1000
+
+def test_rescoring_a_missing_directory_is_a_clear_error(tmp_path, capsys):
+    assert evaluate_main(["--rescore", str(tmp_path / "nowhere")]) == 2
+    assert "is not a directory" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit:  # the old name is gone: re-scoring is not the upstream replay
+        evaluate_main(["--replay", str(tmp_path)])
+    assert exit.value.code == 2 and "unrecognized arguments: --replay" in capsys.readouterr().err
+
+
+def test_gold_failures_are_reported_by_kind_and_retried_on_resume(
+        tmp_path, monkeypatch, llm_server, wikidata_server, capsys):
+    questions = [*QUESTIONS[:1], {"id": "2", "question": "Slow?", "sparql": "SELECT ?slow WHERE { ?a ?b ?slow }"},
+                 {"id": "3", "question": "Unreachable?", "sparql": "SELECT ?far WHERE { ?a ?b ?far }"}]
+    data = write_dataset(tmp_path, questions)
+    healthy = {"slow": False, "far": False}
+
+    def answer(query):
+        if "?slow" in query and not healthy["slow"]:
+            return timed_out()
+        if "?far" in query and not healthy["far"]:
+            return SparqlReply(503, "Service Unavailable", {"Retry-After": "0"})
+        if query == EULER_ADVISORS_QUERY or "?a ?b" in query:
+            return select(["advisor"], [{"advisor": "Q124500"}])
+        return select([], [])
+
+    wikidata = wikidata_server(sparql=answer)
+    environment(monkeypatch, llm_server(agent_script()), wikidata)
+    out = tmp_path / "run"
+    assert run(data, out, "--workers", "1") == 1
+    err = capsys.readouterr().err
+    assert "1 questions without gold yet: gold query timeout (retried next run): 2" in err
+    assert "1 questions without gold yet: gold query unreachable (retried next run): 3" in err
+    assert "Traceback" not in err
+    assert [record["id"] for record in lines(out / "results.jsonl")] == ["1"]
+    summary = json.loads((out / "run.json").read_text())["parts"][0]["summary"]
+    assert summary["gold"]["failed"] == {"timeout": ["2"], "unreachable": ["3"]}
+
+    healthy.update(slow=True, far=True)
+    assert run(data, out, "--workers", "1") == 0
+    assert sorted(record["id"] for record in lines(out / "results.jsonl")) == ["1", "2", "3"]
+
+
+def test_a_gold_answer_cut_at_the_size_limit_excludes_its_question(tmp_path, wikidata_server):
+    rows = [{"x": f"Q{n}"} for n in range(1, 400)]
+    wikidata = wikidata_server(sparql=lambda query: select(["x"], rows))
+    kb = LiveWikidata(WikidataConfig(api_url=wikidata.api_url, sparql_url=wikidata.sparql_url,
+                                     max_response_bytes=2000))
+    examples = load_dataset("qald7", None, write_dataset(tmp_path))
+    kept, summary = with_gold_answers(examples, kb, tmp_path / "run", progress=False)
+    assert kept == [] and summary.cut == ["1", "2", "3"] and summary.failed == {}
+    # A cut answer is final: not fetched again on resume.
+    asked = len(wikidata.requests)
+    with_gold_answers(examples, kb, tmp_path / "run", progress=False)
+    assert len(wikidata.requests) == asked
+
+
+KILL_AFTER_TRACE = """
+import os, signal, sys
+real_fsync = os.fsync
+
+def fsync(fd):
+    real_fsync(fd)
+    if os.readlink(f"/proc/self/fd/{fd}").endswith("traces.jsonl"):
+        os.kill(os.getpid(), signal.SIGKILL)  # after the trace, before the result
+
+os.fsync = fsync
+from scripts.evaluate import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_a_kill_between_trace_and_result_leaves_one_trace_per_question(
+        tmp_path, monkeypatch, llm_server, wikidata_server):
+    data = write_dataset(tmp_path)
+    environment(monkeypatch, llm_server(agent_script()), euler_wikidata(wikidata_server))
+    out = tmp_path / "run"
+    killed = subprocess.run([sys.executable, "-c", KILL_AFTER_TRACE, "--dataset", "qald7", "--data", str(data),
+                             "--out", str(out), "--workers", "1", "--quiet"], cwd=ROOT, env=os.environ.copy(),
+                            capture_output=True, text=True, timeout=120)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    assert len(lines(out / "traces.jsonl")) == 1 and lines(out / "results.jsonl") == []
+
+    assert run(data, out, "--workers", "1") == 0
+    results, traces = lines(out / "results.jsonl"), lines(out / "traces.jsonl")
+    assert sorted(record["id"] for record in results) == ["1", "2"]
+    assert sorted(trace["id"] for trace in traces) == ["1", "2"]
+
+
+def test_a_line_cut_by_a_crash_does_not_swallow_the_next_one(tmp_path, monkeypatch, llm_server, wikidata_server):
+    data = write_dataset(tmp_path)
+    environment(monkeypatch, llm_server(agent_script()), euler_wikidata(wikidata_server))
+    out = tmp_path / "run"
+    assert run(data, out, "--limit", "1") == 0
+    with (out / "results.jsonl").open("a") as results:
+        results.write('{"id": "2", "question": "cut sho')  # what a crash mid-write leaves
+    assert run(data, out) == 0
+    assert sorted(record["id"] for record in lines(out / "results.jsonl")) == ["1", "2"]
+
+
+def test_resuming_with_other_settings_is_refused_unless_forced(
+        tmp_path, monkeypatch, llm_server, wikidata_server, capsys):
+    data = write_dataset(tmp_path)
+    environment(monkeypatch, llm_server(agent_script()), euler_wikidata(wikidata_server))
+    out = tmp_path / "run"
+    assert run(data, out, "--limit", "1", "--model", "model-a") == 0
+    capsys.readouterr()
+    assert run(data, out, "--model", "model-b") == 2
+    assert ("holds a run made with another model 'model-a' (now 'model-b'); use a new --out directory, "
+            "or --force") in capsys.readouterr().err
+    assert run(data, out, "--model", "model-a", "--split", "test", "--language", "de") == 2
+    assert "another language 'en' (now 'de')" in capsys.readouterr().err
+    assert len(lines(out / "results.jsonl")) == 1
+
+    assert run(data, out, "--model", "model-b", "--force") == 0
+    info = json.loads((out / "run.json").read_text())
+    assert [part["settings"]["model"] for part in info["parts"]] == ["model-a", "model-b"]
+    assert all(len(part["settings"]["prompt"]) == 12 for part in info["parts"])
+    assert {record["id"]: record["part"] for record in lines(out / "results.jsonl")} == {"1": 0, "2": 1}
+
+
+QALD10 = {"dataset": {"id": "qald-10"}, "questions": [
+    {"id": 0, "question": [{"language": "en", "string": "Who advised Euler?"},
+                           {"language": "zh", "string": "欧拉的导师是谁？"}],
+     "query": {"sparql": EULER_ADVISORS_QUERY},
+     "answers": [{"head": {"vars": ["advisor"]}, "results": {"bindings": ADVISOR}}]},
+    {"id": 1, "question": [{"language": "en", "string": "How many advisors?"}],
+     "query": {"sparql": "SELECT (COUNT(*) AS ?n) WHERE { wd:Q7604 wdt:P184 ?a }"},
+     "answers": [{"head": {"vars": ["n"]}, "results": {"bindings": [
+         {"n": {"type": "literal", "value": "+1", "datatype": "http://www.w3.org/2001/XMLSchema#decimal"}}]}}]},
+]}
+
+
+def test_qald10_skips_questions_without_text_in_the_language_and_counts_them(
+        tmp_path, monkeypatch, llm_server, wikidata_server, capsys):
+    data = tmp_path / "data"
+    (data / "qald10").mkdir(parents=True)
+    (data / "qald10" / "qald_10.json").write_text(json.dumps(QALD10, ensure_ascii=False))
+    wikidata = euler_wikidata(wikidata_server)
+    environment(monkeypatch, llm_server(agent_script()), wikidata)
+    out = tmp_path / "zh"
+    assert evaluate_main(["--dataset", "qald10", "--data", str(data), "--language", "zh", "--out", str(out),
+                          "--quiet"]) == 0
+    assert "1 questions skipped: no 'zh' text (1)" in capsys.readouterr().err
+    [record] = lines(out / "results.jsonl")
+    assert record["question"] == "欧拉的导师是谁？" and record["f1"] == 1.0
+    summary = json.loads((out / "run.json").read_text())["parts"][0]["summary"]
+    assert summary["in_split"] == 2 and summary["skipped_language"] == ["1"]
+    assert not [r for r in wikidata.requests if r["params"].get("query") == EULER_ADVISORS_QUERY][1:]
+
+
+def test_qald10_gold_from_the_live_service_and_numbers_by_value(
+        tmp_path, monkeypatch, llm_server, wikidata_server):
+    data = tmp_path / "data"
+    (data / "qald10").mkdir(parents=True)
+    (data / "qald10" / "qald_10.json").write_text(json.dumps(QALD10, ensure_ascii=False))
+    count_query = QALD10["questions"][1]["query"]["sparql"]
+    number = {"type": "literal", "value": "1", "datatype": "http://www.w3.org/2001/XMLSchema#integer"}
+    wikidata = wikidata_server(sparql={
+        EULER_ADVISORS_QUERY: select(["advisor"], [{"advisor": "Q124500"}, {"advisor": "Q1"}]),
+        count_query: select(["n"], [{"n": number}])})
+
+    def script(body):
+        steps = sum(message["role"] == "tool" for message in body["messages"])
+        wanted = count_query if "How many" in json.dumps(body["messages"]) else EULER_ADVISORS_QUERY
+        if steps == 0:
+            return ToolCallReply("execute_sparql", {"thought": "run", "sparql": wanted})
+        return ToolCallReply("stop", {"thought": "done"})
+
+    environment(monkeypatch, llm_server(script), wikidata)
+    file_run, live_run = tmp_path / "file", tmp_path / "live"
+    common = ["--dataset", "qald10", "--data", str(data), "--quiet", "--workers", "1"]
+    assert evaluate_main([*common, "--out", str(file_run)]) == 0
+    assert evaluate_main([*common, "--out", str(live_run), "--gold", "live"]) == 0
+    by_file = {r["id"]: r for r in lines(file_run / "results.jsonl")}
+    by_live = {r["id"]: r for r in lines(live_run / "results.jsonl")}
+    # The file's "+1"^^xsd:decimal equals the service's "1"^^xsd:integer by value (the default for file answers).
+    assert by_file["1"]["f1"] == 1.0 and json.loads((file_run / "run.json").read_text())["numbers"] == "value"
+    # The file has one advisor; the live service two (and the agent's query returns both).
+    assert by_file["0"]["f1"] < 1.0 and by_live["0"]["f1"] == 1.0
+    assert len(by_live["0"]["gold_answer"]) == 2
+    assert json.loads((live_run / "run.json").read_text())["numbers"] == "lexical"
+    assert {line["id"] for line in lines(live_run / "gold.jsonl")} == {"0", "1"}
 
 
 def test_the_baseline_writes_one_query_in_one_call(tmp_path, monkeypatch, llm_server, wikidata_server):
@@ -95,21 +298,50 @@ def test_the_baseline_writes_one_query_in_one_call(tmp_path, monkeypatch, llm_se
     llm = llm_server(lambda body: TextReply(f"```sparql\n{EULER_ADVISORS_QUERY}\n```"))
     environment(monkeypatch, llm, wikidata)
     out = tmp_path / "baseline"
-    assert evaluate_main(["--dataset", "qald7", "--data", str(data), "--out", str(out), "--baseline",
-                          "--limit", "1", "--quiet"]) == 0
-    [record] = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert run(data, out, "--baseline", "--limit", "1") == 0
+    [record] = lines(out / "results.jsonl")
     assert record["predicted_sparql"] == EULER_ADVISORS_QUERY and record["f1"] == 1.0
     assert record["usage"]["llm_calls"] == 1 and "tools" not in llm.requests[0]
 
 
-def test_a_directory_cannot_mix_two_runs(tmp_path, monkeypatch, llm_server, wikidata_server, capsys):
+def test_the_baseline_records_an_unreachable_knowledge_base_and_retries_it(
+        tmp_path, monkeypatch, llm_server, wikidata_server, capsys):
     data = write_dataset(tmp_path)
-    (tmp_path / "run").mkdir()
-    (tmp_path / "run" / "run.json").write_text(json.dumps({"dataset": "spinach", "split": "dev", "baseline": False}))
-    environment(monkeypatch, llm_server([]), wikidata_server())
-    assert evaluate_main(["--dataset", "qald7", "--data", str(data), "--out", str(tmp_path / "run")]) == 2
-    assert "another dataset" in capsys.readouterr().err
+    down = {"on": False}
+
+    def answer(query):
+        if down["on"]:
+            return SparqlReply(503, "Service Unavailable", {"Retry-After": "0"})
+        return select(["advisor"], [{"advisor": "Q124500"}])
+
+    wikidata = wikidata_server(sparql=answer)
+    environment(monkeypatch, llm_server(lambda body: TextReply(EULER_ADVISORS_QUERY)), wikidata)
+    out = tmp_path / "baseline"
+    with_gold_answers(load_dataset("qald7", None, data)[:1], LiveWikidata(WikidataConfig(
+        api_url=wikidata.api_url, sparql_url=wikidata.sparql_url)), out, progress=False)  # gold while it is up
+    down["on"] = True
+    assert run(data, out, "--baseline", "--limit", "1") == 1
+    assert "Traceback" not in capsys.readouterr().err
+    [failure] = lines(out / "failures.jsonl")
+    assert failure["kind"] == "kb_error" and "503" in failure["message"]
+    assert lines(out / "results.jsonl") == []
+    down["on"] = False
+    assert run(data, out, "--baseline", "--limit", "1") == 0
+    assert [record["f1"] for record in lines(out / "results.jsonl")] == [1.0]
 
 
 def test_loading_examples_keeps_the_file_order(tmp_path):
     assert [e.id for e in load_dataset("qald7", None, write_dataset(tmp_path))] == ["1", "2", "3"]
+
+
+def test_the_report_of_a_run_names_its_settings(tmp_path, monkeypatch, llm_server, wikidata_server, capsys):
+    data = write_dataset(tmp_path)
+    environment(monkeypatch, llm_server(agent_script()), euler_wikidata(wikidata_server))
+    out = tmp_path / "run"
+    assert run(data, out) == 0
+    capsys.readouterr()
+    assert report_main([str(out)]) == 0
+    report = capsys.readouterr().out
+    assert "qald7 test" in report and "100.0" in report and "62.2/74.6" in report
+    assert "dropped 1 (gold empty)" in report
+    assert (out / "f1_vs_actions.png").stat().st_size > 1000 and (out / "f1_vs_actions.svg").exists()
