@@ -1,35 +1,67 @@
-"""Read "Wikidata:Request a query": sections, who signed them, and what the asker gave.
+"""Read "Wikidata:Request a query": sections, who wrote what, and what the asker gave.
 
-A section's identity is its heading plus the time of its first signature, so
-it survives sections added above it, edits to its text and replies.  The page
-text itself says whether the bot has replied (its signature in the section),
-so a lost local state can never lead to a second reply.
+The page is read the way MediaWiki reads it, not the way it looks: a heading
+is any line of ``==`` at any nesting (inside a ``<div>`` too), and nothing
+inside a comment, ``<nowiki>``, ``<pre>``, ``<syntaxhighlight>`` or another
+tag whose content is not wikitext is a heading, a signature or a mention.
 
-Parsing goes through mwparserfromhell, whose tree reproduces the input
-exactly; offsets into the page text are sums of node lengths, and
-:func:`insert_reply` changes nothing but the insertion point.
+Who wrote what comes from the page history when the bot has it
+(:mod:`bot.history`): a section is identified by the revision that added its
+heading line (two sections with the same heading and signature minute stay
+two), its author is that revision's user, and the bot has replied when one
+of its own revisions added lines to the section.  A signature typed, copied
+or hidden by someone else decides nothing there.  For lines that were
+already on the page at the bot's first look, the text is all there is: the
+heading plus the first signature's minute, and the bot's signature.
+
+Every scan is linear in the page size; a question longer than
+:data:`MAX_REQUEST_CHARS` is not parsed further.  :func:`insert_reply`
+changes nothing but the insertion point.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import re
+from bisect import bisect_right
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from urllib.parse import unquote
 
 import mwparserfromhell
 
+from bot.history import UNKNOWN, Attribution, line_starts
+
+#: A question (the text before its first signature) longer than this gets a polite note, not an answer.
+MAX_REQUEST_CHARS = 20000
+#: The thread handed to the model as context keeps its last this many characters.
+THREAD_CHARS = 8000
 MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
           "November", "December"]
-_TIMESTAMP = re.compile(r"(\d{1,2}):(\d{2}), (\d{1,2}) (" + "|".join(MONTHS) + r") (\d{4}) \(UTC\)")
-_USER_LINK = re.compile(
-    r"\[\[\s*(?::?(?:User|User talk|Special:Contributions)\s*[:/]\s*)([^|\]/#]+)", re.IGNORECASE)
-_HEADING = re.compile(r"^==(?!=)\s*(.*?)\s*(?<!=)==\s*$")
+#: Tags whose content MediaWiki does not read as wikitext (plus comments): nothing inside them counts.
+_INERT_TAGS = ("nowiki", "pre", "syntaxhighlight", "source", "math", "chem", "ce", "score", "graph",
+               "templatedata", "timeline", "hiero", "mapframe", "maplink")
+_INERT_OPEN = re.compile(r"<!--|<(" + "|".join(_INERT_TAGS) + r")(?:\s[^>]{0,500}?)?(/?)>", re.IGNORECASE)
+_USER_LINK = (r"\[\[[ \t]*:?[ \t]*(?i:User|User[ _]talk|Special:Contributions)[ \t]*[:/][ \t]*"
+              r"(?P<name>[^|\]/#\n]+)")
+_SIGNATURE_PARTS = re.compile(
+    r"(?P<link>" + _USER_LINK + r")"
+    r"|(?P<stamp>(?P<hour>\d{1,2}):(?P<minute>\d{2}), (?P<day>\d{1,2}) (?P<month>" + "|".join(MONTHS)
+    + r") (?P<year>\d{4}) \(UTC\))"
+    r"|\n")
+#: What may stand between the user links of one signature: the rest of a link, brackets, dashes, small tags.
+_SIGNATURE_GLUE = re.compile(r"[^\]\n]{0,300}\]\](?:<[^<>\n]{0,30}>|&\w{1,8};|[^\w\[\]\n]){0,40}")
+_PING = re.compile(r"\{\{\s*(?:ping|re|reply ?to|replyto|u|yo)\s*\|([^{}\n]{0,1000})\}\}", re.IGNORECASE)
 _ENTITY_TEMPLATES = {"q": "Q", "p": "P", "qid": "Q", "pid": "P"}
 _ENTITY_LINK = re.compile(r"\[\[\s*(?:d:|wikidata:)?(?:Property:)?([QP][1-9][0-9]*)\s*[|\]]", re.IGNORECASE)
 _QUERY_URL = re.compile(r"https?://query\.wikidata\.org/(?:embed\.html)?(?:#|\?query=)([^\s\]|]+)")
 _SPARQL_WORDS = re.compile(r"\b(SELECT|ASK|CONSTRUCT|DESCRIBE)\b", re.IGNORECASE)
+_CODE_TAGS = ("syntaxhighlight", "source", "pre")
+_FOLLOWUP_KEY = re.compile(r"(.*) / r(\d+)", re.DOTALL)
+#: The owner of lines changed after the revision the bot read (see :func:`locate_after_change`).
+CHANGED = -1
 
 
 def normalize_user(name: str) -> str:
@@ -38,10 +70,96 @@ def normalize_user(name: str) -> str:
     return name[:1].upper() + name[1:]
 
 
-@dataclass(frozen=True)
+def mask_inert(text: str) -> str:
+    """*text* with comments and non-wikitext tags (their content included) blanked, newlines kept.
+
+    Offsets stay those of *text*.  An unclosed comment hides the rest of the
+    page, as in MediaWiki; an unclosed tag is plain text.  Linear: a closing
+    tag that is missing is searched for once.
+    """
+    pieces: list[str] = []
+    position = 0
+    no_closer_after: dict[str, int] = {}
+    search_from = 0
+    while True:
+        opener = _INERT_OPEN.search(text, search_from)
+        if opener is None:
+            break
+        if opener.group(0) == "<!--":
+            close = text.find("-->", opener.end())
+            end = len(text) if close == -1 else close + 3
+        elif opener.group(2):  # <nowiki/>: an empty tag
+            end = opener.end()
+        else:
+            name = opener.group(1).lower()
+            closer = None
+            if no_closer_after.get(name, len(text) + 1) > opener.end():
+                closer = re.compile(r"</" + name + r"\s*>", re.IGNORECASE).search(text, opener.end())
+                if closer is None:
+                    no_closer_after[name] = opener.end()
+            if closer is None:
+                search_from = opener.end()
+                continue
+            end = closer.end()
+        pieces.append(text[position:opener.start()])
+        blank = text[opener.start():end]
+        pieces.append(re.sub(r"[^\n]", " ", blank))
+        position = search_from = end
+    pieces.append(text[position:])
+    return "".join(pieces)
+
+
+@dataclass(frozen=True, slots=True)
 class Signature:
     user: str
     timestamp: datetime
+    #: Offsets in the text scanned: from the signature's first user link to the end of its timestamp.
+    start: int = 0
+    end: int = 0
+
+
+def signatures_in(text: str, masked: str | None = None) -> list[Signature]:
+    """Signatures (a user link, then a timestamp on the same line) outside comments and non-wikitext tags.
+
+    An impossible timestamp (``25:61, 31 February``) is no signature.  One
+    pass over the text.
+    """
+    masked = mask_inert(text) if masked is None else masked
+    found: list[Signature] = []
+    links: list[re.Match] = []
+    for part in _SIGNATURE_PARTS.finditer(masked):
+        if part.group("link") is not None:
+            links.append(part)
+            continue
+        if part.group("stamp") is None:  # a new line
+            links = []
+            continue
+        if links:
+            try:
+                moment = datetime(int(part["year"]), MONTHS.index(part["month"]) + 1, int(part["day"]),
+                                  int(part["hour"]), int(part["minute"]), tzinfo=timezone.utc)
+            except ValueError:
+                moment = None
+            if moment is not None:
+                first = len(links) - 1
+                while first > 0 and _SIGNATURE_GLUE.fullmatch(masked, links[first - 1].end(),
+                                                              links[first].start()):
+                    first -= 1
+                found.append(Signature(normalize_user(links[-1]["name"]), moment, links[first].start(),
+                                       part.end()))
+        links = []
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class Comment:
+    """Consecutive lines of a section added by one revision."""
+
+    owner: int
+    #: The revision's user; "" when the history does not say.
+    user: str
+    start: int
+    end: int
 
 
 @dataclass
@@ -52,98 +170,171 @@ class Section:
     end: int
     text: str
     signatures: list[Signature] = field(default_factory=list)
-
-    @property
-    def author(self) -> str | None:
-        return self.signatures[0].user if self.signatures else None
+    key: str = ""
+    #: The revision that added the heading line (UNKNOWN when the history does not say).
+    origin: int = UNKNOWN
+    author: str | None = None
+    comments: list[Comment] = field(default_factory=list)
+    #: The bot's replies here (set by :func:`mark_answered`).
+    replies: list[Comment] = field(default_factory=list)
+    #: The bot has replied here (one of its revisions added lines, or its signature where history is silent).
+    answered: bool = False
+    #: The section's text with comments and non-wikitext tags blanked (same offsets as ``text``).
+    masked: str = ""
 
     @property
     def created(self) -> datetime | None:
         return self.signatures[0].timestamp if self.signatures else None
 
     @property
-    def key(self) -> str:
-        """Stable across edits: the heading and the first signature's time."""
-        created = self.created.strftime("%Y-%m-%dT%H:%MZ") if self.created else "unsigned"
-        return f"{self.heading} @ {created}"
-
-    @property
     def body(self) -> str:
         return self.text.split("\n", 1)[1] if "\n" in self.text else ""
 
-    def replied_by(self, username: str) -> bool:
-        wanted = normalize_user(username)
-        return any(signature.user == wanted for signature in self.signatures)
+    @property
+    def opening(self) -> str:
+        """The question as first written: the text after the heading line, up to its first signature."""
+        body_start = self.text.find("\n") + 1 if "\n" in self.text else len(self.text)
+        first = self.signatures[0].start - self.start if self.signatures else len(self.text)
+        return self.text[body_start:max(first, body_start)].rstrip(" \t-—–~")
 
-    def opted_out(self, username: str) -> bool:
-        return denies(self.text, username)
-
-
-def denies(text: str, username: str) -> bool:
-    """Whether ``{{nobots}}`` or ``{{bots|allow=...|deny=...}}`` in *text* keeps *username* out."""
-    wanted = normalize_user(username)
-    for template in mwparserfromhell.parse(text).filter_templates():
-        name = str(template.name).strip().lower()
-        if name == "nobots":
-            return True
-        if name != "bots":
-            continue
-        for parameter, deny in (("deny", True), ("allow", False)):
-            if not template.has(parameter):
+    def bot_replies(self, bot: str) -> list[Comment]:
+        """The comments that are the bot's replies, by history, or by its signature where history is silent."""
+        wanted = normalize_user(bot)
+        replies = [comment for comment in self.comments if comment.user == wanted]
+        for signature in self.signatures:
+            if signature.user != wanted:
                 continue
-            names = {normalize_user(part) for part in str(template.get(parameter).value).split(",") if part.strip()}
-            if deny and ({"All", wanted} & names):
-                return True
-            if not deny and "All" not in names and wanted not in names:
-                return True
-    return False
+            comment = self.comment_at(signature.start)
+            if comment is not None and not comment.user and comment not in replies:
+                replies.append(comment)
+        return sorted(replies, key=lambda comment: comment.start)
+
+    def comment_at(self, offset: int) -> Comment | None:
+        index = bisect_right([comment.start for comment in self.comments], offset) - 1
+        return self.comments[index] if index >= 0 and offset < self.comments[index].end else None
 
 
-def page_opted_out(page_text: str, username: str) -> bool:
-    """The page-level exclusion: templates outside any level-2 section (above the first heading)."""
-    sections = parse_sections(page_text)
-    lead = page_text[: sections[0].start] if sections else page_text
-    return denies(lead, username)
+@dataclass(frozen=True, slots=True)
+class _Heading:
+    start: int
+    end: int
+    level: int
+    title: str
 
 
-def signatures_in(text: str) -> list[Signature]:
+def _headings(text: str, masked: str) -> list[_Heading]:
+    """Level 1 and 2 headings: lines of ``=`` outside inert markup, at any nesting."""
     found = []
-    for line in text.splitlines():
-        for stamp in _TIMESTAMP.finditer(line):
-            users = _USER_LINK.findall(line[: stamp.start()])
-            if not users:
-                continue
-            hour, minute, day, month, year = stamp.groups()
-            moment = datetime(int(year), MONTHS.index(month) + 1, int(day), int(hour), int(minute),
-                              tzinfo=timezone.utc)
-            found.append(Signature(normalize_user(users[-1]), moment))
+    for line in re.finditer(r"(?m)^=[^\n]*", masked):
+        stripped = line.group().rstrip(" \t\r")
+        lead = len(stripped) - len(stripped.lstrip("="))
+        trail = len(stripped) - len(stripped.rstrip("="))
+        if lead == len(stripped):
+            continue
+        level = min(lead, trail, 6)
+        if level > 2:
+            continue
+        raw = text[line.start() + level:line.start() + len(stripped) - level]
+        title = " ".join(mwparserfromhell.parse(raw[:1000]).strip_code().split())
+        found.append(_Heading(line.start(), line.end(), level, title))
     return found
 
 
-def parse_sections(page_text: str) -> list[Section]:
-    """The level-2 sections of *page_text*, in order."""
-    code = mwparserfromhell.parse(page_text)
-    starts: list[tuple[int, str]] = []
-    offset = 0
-    for node in code.nodes:
-        text = str(node)
-        if isinstance(node, mwparserfromhell.nodes.Heading) and node.level == 2:
-            starts.append((offset, node.title.strip_code().strip()))
-        offset += len(text)
+def parse_sections(page_text: str, attribution: Attribution | None = None) -> list[Section]:
+    """The level-2 sections of *page_text*, in order, with their identity, author and comments.
+
+    *attribution* (for this text) gives who added which line; without it,
+    every line's origin is unknown and the text decides.
+    """
+    masked = mask_inert(page_text)
+    starts = line_starts(page_text)
+    owners = attribution.owners if attribution is not None else None
+    users = attribution.users if attribution is not None else {}
+    headings = _headings(page_text, masked)
     sections = []
-    for index, (start, heading) in enumerate(starts):
-        end = starts[index + 1][0] if index + 1 < len(starts) else len(page_text)
-        text = page_text[start:end]
-        sections.append(Section(heading=heading, start=start, end=end, text=text, signatures=signatures_in(text)))
+    seen: Counter = Counter()
+    for index, heading in enumerate(headings):
+        if heading.level != 2:
+            continue
+        end = headings[index + 1].start if index + 1 < len(headings) else len(page_text)
+        section = Section(heading=heading.title, start=heading.start, end=end, text=page_text[heading.start:end],
+                          masked=masked[heading.start:end])
+        section.signatures = [dataclasses.replace(signature, start=signature.start + heading.start,
+                                                  end=signature.end + heading.start)
+                              for signature in signatures_in(section.text, section.masked)]
+        section.comments = _comments(starts, owners, users, heading.start, end)
+        section.origin = owners[bisect_right(starts, heading.start) - 1] if owners else UNKNOWN
+        if section.origin > UNKNOWN:
+            identity = f"{section.heading} @ r{section.origin}"
+            section.author = users.get(section.origin) or (section.signatures[0].user if section.signatures else None)
+        elif section.origin == CHANGED:  # added or retitled after the revision read: no identity to match
+            identity = f"{section.heading} @ changed"
+            section.author = section.signatures[0].user if section.signatures else None
+        else:
+            created = section.created.strftime("%Y-%m-%dT%H:%MZ") if section.created else "unsigned"
+            identity = f"{section.heading} @ {created}"
+            section.author = section.signatures[0].user if section.signatures else None
+        seen[identity] += 1
+        section.key = identity if seen[identity] == 1 else f"{identity} #{seen[identity]}"
+        sections.append(section)
     return sections
 
 
+def _comments(starts: list[int], owners: list[int] | None, users: dict[int, str], start: int,
+              end: int) -> list[Comment]:
+    """The section's lines after its heading, grouped into runs added by one revision."""
+    first = bisect_right(starts, start)  # the line after the heading line
+    last = bisect_right(starts, end - 1) if end > start else first
+    comments: list[Comment] = []
+    for line in range(first, last):
+        owner = owners[line] if owners else UNKNOWN
+        line_end = min(starts[line + 1] if line + 1 < len(starts) else end, end)
+        if comments and comments[-1].owner == owner:
+            comments[-1] = dataclasses.replace(comments[-1], end=line_end)
+        else:
+            comments.append(Comment(owner, users.get(owner, "") if owner > UNKNOWN else "", starts[line],
+                                    line_end))
+    return comments
+
+
+def mark_answered(sections: list[Section], bot: str) -> None:
+    """Set ``replies`` and ``answered`` on each section: whether the bot has replied there."""
+    for section in sections:
+        section.replies = section.bot_replies(bot)
+        section.answered = bool(section.replies)
+
+
+def followup_key(section_key: str, revision: int) -> str:
+    """The identity of a follow-up: its section's and the revision that added it."""
+    return f"{section_key} / r{revision}"
+
+
 def find_section(sections: list[Section], key: str) -> Section | None:
-    return next((section for section in sections if section.key == key), None)
+    """The section whose identity is *key*; for a follow-up's key, that section, ``answered`` when the bot
+    has replied below the follow-up (``None`` when the follow-up is no longer there)."""
+    followup = _FOLLOWUP_KEY.fullmatch(key)
+    wanted = followup[1] if followup else key
+    section = next((section for section in sections if section.key == wanted), None)
+    if section is None or followup is None:
+        return section
+    comment = next((comment for comment in section.comments if comment.owner == int(followup[2])), None)
+    if comment is None:
+        return None
+    return dataclasses.replace(section, answered=any(reply.start > comment.start for reply in section.replies))
 
 
 def close_matches(sections: list[Section], title: str) -> list[str]:
     return difflib.get_close_matches(title, [section.heading for section in sections], n=5, cutoff=0.4)
+
+
+def mentions(text: str, bot: str) -> bool:
+    """Whether *text* pings *bot*: ``{{ping|Bot}}`` (and its aliases) or a link to its user page."""
+    wanted = normalize_user(bot)
+    masked = mask_inert(text)
+    for ping in _PING.finditer(masked):
+        if wanted in {normalize_user(name.split("=")[-1]) for name in ping.group(1).split("|")}:
+            return True
+    return any(normalize_user(link["name"]) == wanted for link in re.finditer(_USER_LINK, masked))
 
 
 @dataclass
@@ -178,8 +369,7 @@ def _queries(code: mwparserfromhell.wikicode.Wikicode) -> list[str]:
     for node in code.ifilter(recursive=True):
         if isinstance(node, mwparserfromhell.nodes.Template):
             query = _template_query(node)
-        elif isinstance(node, mwparserfromhell.nodes.Tag) and str(node.tag).lower() in ("syntaxhighlight",
-                                                                                        "source", "pre"):
+        elif isinstance(node, mwparserfromhell.nodes.Tag) and str(node.tag).lower() in _CODE_TAGS:
             content = str(node.contents).strip() if node.contents is not None else ""
             language = str(node.get("lang").value).strip().lower() if node.has("lang") else ""
             query = content if language == "sparql" or _SPARQL_WORDS.search(content) else None
@@ -203,34 +393,163 @@ def _entities(code: mwparserfromhell.wikicode.Wikicode) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def extract_request(section: Section) -> Request:
-    """The question (its first signed paragraph, without markup, queries or signatures), queries, entities."""
-    body = section.body
-    first_signature = None
-    for line_end in re.finditer(r"\n|$", body):
-        if _TIMESTAMP.search(body[: line_end.start()]):
-            first_signature = line_end.start()
-            break
-    opening = body[:first_signature] if first_signature is not None else body
-    if first_signature is not None:
-        links = list(_USER_LINK.finditer(opening))
-        if links:
-            opening = opening[: links[-1].start()].rstrip(" -—–")
-    opening = _QUERY_URL.sub(" ", opening)
-    code = mwparserfromhell.parse(opening)
+def plain_text(wikitext: str) -> str:
+    """What a reader sees of *wikitext* as words: no markup, no code blocks, no query templates or links."""
+    code = mwparserfromhell.parse(_QUERY_URL.sub(" ", wikitext))
     for node in code.filter(recursive=False):
-        if isinstance(node, mwparserfromhell.nodes.Tag) and str(node.tag).lower() in ("syntaxhighlight",
-                                                                                        "source", "pre"):
+        if isinstance(node, mwparserfromhell.nodes.Tag) and str(node.tag).lower() in _CODE_TAGS:
             code.remove(node)
         elif isinstance(node, mwparserfromhell.nodes.Template) and _template_query(node) is not None:
             code.remove(node)
-    text = code.strip_code(normalize=True, collapse=True)
-    question = " ".join(text.split())
-    whole = mwparserfromhell.parse(body)
-    rest = body[first_signature:] if first_signature is not None else ""
-    thread = " ".join(mwparserfromhell.parse(rest).strip_code().split())
-    return Request(heading=section.heading, question=question or section.heading, queries=_queries(whole),
-                   entities=_entities(whole), thread=thread[:4000])
+    for template in code.filter_templates(recursive=False):  # {{Q|Q42}} reads as Q42, not as nothing
+        prefix = _ENTITY_TEMPLATES.get(str(template.name).strip().lower())
+        if prefix and template.has("1"):
+            value = str(template.get("1").value).strip().upper()
+            code.replace(template, value if value[:1] in "QP" else prefix + value)
+    return " ".join(code.strip_code(normalize=True, collapse=True).split())
+
+
+def _without_signatures(text: str, offset: int, signatures: list[Signature]) -> str:
+    """*text* (starting at page offset *offset*) with the given signatures cut out."""
+    pieces, position = [], 0
+    for signature in signatures:
+        start, end = signature.start - offset, signature.end - offset
+        if 0 <= start and end <= len(text):
+            pieces.append(text[position:start].rstrip(" \t-—–~"))
+            position = end
+    pieces.append(text[position:])
+    return "".join(pieces)
+
+
+def thread_text(section: Section) -> str:
+    """The section as plain words, signatures reduced to their user names, the last THREAD_CHARS kept."""
+    pieces, position = [], section.start
+    for signature in section.signatures:
+        pieces.append(plain_text(section.text[position - section.start:signature.start - section.start])
+                      .rstrip(" -—–~"))
+        pieces.append(f"— {signature.user}\n")
+        position = signature.end
+    pieces.append(plain_text(section.text[position - section.start:]))
+    return " ".join(pieces)[-THREAD_CHARS:]
+
+
+def _by_author(section: Section) -> list[str]:
+    """The parts of the section signed by its author (the opening included), each up to its signature."""
+    parts, position = [], section.start + len(section.text.split("\n", 1)[0])
+    for signature in section.signatures:
+        if signature.user == section.author and signature.end - position <= MAX_REQUEST_CHARS:
+            parts.append(section.text[position - section.start:signature.end - section.start])
+        position = signature.end
+    return parts or [section.opening[:MAX_REQUEST_CHARS]]
+
+
+def extract_request(section: Section) -> Request:
+    """The heading and the question (without markup, queries or signature), the asker's queries and entities."""
+    if len(section.opening) > MAX_REQUEST_CHARS:
+        raise ValueError(f"the question is longer than {MAX_REQUEST_CHARS} characters")
+    question = plain_text(section.opening)
+    combined = "".join(_by_author(section))
+    code = mwparserfromhell.parse(combined)
+    return Request(heading=section.heading, question=f"{section.heading}\n\n{question}" if question else section.heading,
+                   queries=_queries(code), entities=_entities(code), thread=thread_text(section))
+
+
+@dataclass(frozen=True)
+class FollowUp:
+    """A signed comment under the bot's last reply, by the asker or pinging the bot: answered in the thread."""
+
+    #: The revision that added it: its identity.
+    revision: int
+    user: str
+    start: int
+    end: int
+    #: The indentation of the bot's answer to it.
+    depth: int
+
+
+def pending_followup(section: Section, bot: str) -> FollowUp | None:
+    """The newest follow-up under the bot's last reply in *section*, if any.
+
+    Only comments the history attributes to a user other than the bot count,
+    so the bot never answers its own text, and a comment is identified by
+    the revision that added it.
+    """
+    wanted = normalize_user(bot)
+    replies = section.bot_replies(wanted)
+    if not replies:
+        return None
+    found = None
+    for comment in section.comments:
+        if comment.start < replies[-1].end or not comment.user or comment.user == wanted:
+            continue
+        signed = [signature for signature in section.signatures
+                  if comment.start <= signature.start < comment.end and signature.user == comment.user]
+        if not signed:
+            continue
+        text = section.masked[comment.start - section.start:comment.end - section.start]
+        if comment.user != section.author and not mentions(text, wanted):
+            continue
+        indent = len(text) - len(text.lstrip(":*#"))
+        found = FollowUp(comment.owner, comment.user, comment.start, comment.end, max(indent + 1, 2))
+    return found
+
+
+def ping_in(section: Section, bot: str) -> Comment | None:
+    """A comment (by a known user other than the bot) that pings the bot, the newest one."""
+    wanted = normalize_user(bot)
+    found = None
+    for comment in section.comments:
+        text = section.masked[comment.start - section.start:comment.end - section.start]
+        if comment.user and comment.user != wanted and mentions(text, wanted):
+            found = comment
+    return found
+
+
+def extract_followup(section: Section, followup: FollowUp, previous_query: str | None) -> Request:
+    """The follow-up as a request: its words, the whole thread, the bot's last query as the draft to revise."""
+    text = section.text[followup.start - section.start:followup.end - section.start]
+    signatures = [signature for signature in section.signatures if followup.start <= signature.start < followup.end]
+    words = plain_text(_without_signatures(text, followup.start, signatures))
+    code = mwparserfromhell.parse(text)
+    queries = ([previous_query] if previous_query else []) + _queries(code)
+    return Request(heading=section.heading, question=f"{section.heading}\n\n{words}" if words else section.heading,
+                   queries=list(dict.fromkeys(queries)), entities=_entities(code), thread=thread_text(section))
+
+
+def previous_query(section: Section, bot: str) -> str | None:
+    """The final query of the bot's last reply in the section, read back from the page."""
+    replies = section.bot_replies(bot)
+    if not replies:
+        return None
+    last = replies[-1]
+    found = _queries(mwparserfromhell.parse(section.text[last.start - section.start:last.end - section.start]))
+    return found[0] if found else None
+
+
+def answered_by_human(section: Section, bot: str) -> bool:
+    """Whether someone other than the asker and the bot already posted a query in a reply."""
+    wanted = normalize_user(bot)
+    position = section.signatures[0].end if section.signatures else section.end
+    for signature in section.signatures[1:]:
+        chunk = section.text[position - section.start:signature.start - section.start]
+        position = signature.end
+        if signature.user in (section.author, wanted) or len(chunk) > MAX_REQUEST_CHARS:
+            continue
+        if _queries(mwparserfromhell.parse(chunk)):
+            return True
+    return False
+
+
+def locate_after_change(attribution: Attribution, text: str, key: str, bot: str) -> Section | None:
+    """The section *key* in *text*, a newer text of the page than the one *attribution* describes.
+
+    Lines changed since are attributed to :data:`CHANGED` (someone, not
+    known who), so a section added meanwhile cannot take this one's identity.
+    """
+    current = attribution if text == attribution.text else attribution.advance(CHANGED, "", text)
+    sections = parse_sections(text, current)
+    mark_answered(sections, bot)
+    return find_section(sections, key)
 
 
 def insert_reply(page_text: str, section: Section, reply: str) -> str:

@@ -3,8 +3,18 @@
 Order of writes around an edit (see :mod:`bot.watcher`): the trace is
 stored, the reply is saved on the wiki, then the section is marked answered.
 A crash between the save and the mark leaves a section that looks
-unanswered here, but the page itself carries the bot's signature in it, and
-the page is what decides: no second reply.
+unanswered here, but the page history holds the bot's revision in it, and
+the page is what decides: no second reply.  The page's revision, text and
+line attribution (:mod:`bot.history`) are recorded only after the pass has
+handled its sections, so a crash mid-pass makes the next pass look again.
+
+A section's status: ``backlog`` (on the page at the first look, left alone
+unless the bot is pinged), ``pending`` (to answer; retried after a failure
+with doubling backoff), ``waiting`` (not ready, e.g. unsigned: looked at again
+when the page changes), ``answered``, ``failed`` (``max_attempts`` failures),
+``skipped`` (a skip rule), ``gone`` (no longer on the page: pending again if
+it comes back).  A follow-up is a record of its own, keyed
+``<section key> / r<revision>``.
 """
 
 from __future__ import annotations
@@ -15,17 +25,21 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from bot.history import Attribution
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS pages (
     page TEXT PRIMARY KEY,
     first_seen REAL NOT NULL,
-    last_revision INTEGER
+    last_revision INTEGER,
+    text TEXT,
+    attribution TEXT
 );
 CREATE TABLE IF NOT EXISTS sections (
     page TEXT NOT NULL,
     key TEXT NOT NULL,
     heading TEXT NOT NULL,
-    status TEXT NOT NULL,          -- backlog | pending | answered | failed | skipped
+    status TEXT NOT NULL,          -- backlog | pending | waiting | answered | failed | skipped | gone
     attempts INTEGER NOT NULL DEFAULT 0,
     last_error TEXT,
     next_attempt REAL NOT NULL DEFAULT 0,
@@ -50,12 +64,28 @@ class SectionRecord:
     trace: dict | None
 
 
+_COLUMNS = "page, key, heading, status, attempts, last_error, next_attempt, answered_revision, trace"
+
+
+def _record(row: tuple) -> SectionRecord:
+    return SectionRecord(*row[:8], trace=json.loads(row[8]) if row[8] else None)
+
+
+def _like_prefix(prefix: str) -> str:
+    return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
 class State:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         # The watcher's passes run in the scheduler's worker thread, one at a time.
         self.connection = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
         self.connection.executescript(SCHEMA)
+        columns = {row[1] for row in self.connection.execute("PRAGMA table_info(pages)")}
+        with self.connection:  # a state file written before the page history was kept
+            for column in ("text", "attribution"):
+                if column not in columns:
+                    self.connection.execute(f"ALTER TABLE pages ADD COLUMN {column} TEXT")
 
     def close(self) -> None:
         self.connection.close()
@@ -67,23 +97,43 @@ class State:
         row = self.connection.execute("SELECT last_revision FROM pages WHERE page = ?", (page,)).fetchone()
         return row[0] if row else None
 
-    def set_last_revision(self, page: str, revision: int) -> None:
+    def attribution(self, page: str) -> Attribution | None:
+        """Who added which line of the page, as of the last pass that handled its sections."""
+        row = self.connection.execute("SELECT text, attribution FROM pages WHERE page = ?", (page,)).fetchone()
+        if row is None or row[0] is None or row[1] is None:
+            return None
+        try:
+            return Attribution.from_json(row[1], row[0])
+        except (ValueError, KeyError, TypeError):
+            return None
+
+    def record_seen(self, page: str, attribution: Attribution) -> None:
+        """The page as handled by a pass: its revision, text and attribution, in one transaction."""
         with self.connection:
             self.connection.execute(
-                "INSERT INTO pages VALUES (?, ?, ?) ON CONFLICT(page) DO UPDATE SET last_revision = excluded.last_revision",
-                (page, time.time(), revision))
+                "INSERT INTO pages VALUES (?, ?, ?, ?, ?) ON CONFLICT(page) DO UPDATE SET "
+                "last_revision = excluded.last_revision, text = excluded.text, attribution = excluded.attribution",
+                (page, time.time(), attribution.revision, attribution.text, attribution.to_json()))
+
+    def due(self, page: str) -> bool:
+        """Whether a pending section's next try has come (a first try included)."""
+        return self.connection.execute(
+            "SELECT 1 FROM sections WHERE page = ? AND status = 'pending' AND next_attempt <= ? LIMIT 1",
+            (page, time.time())).fetchone() is not None
+
+    def answered_followups(self, page: str, key: str) -> int:
+        return self.connection.execute(
+            "SELECT COUNT(*) FROM sections WHERE page = ? AND key LIKE ? ESCAPE '\\' AND status = 'answered'",
+            (page, _like_prefix(key + " / r"))).fetchone()[0]
 
     def section(self, page: str, key: str) -> SectionRecord | None:
-        row = self.connection.execute(
-            "SELECT page, key, heading, status, attempts, last_error, next_attempt, answered_revision, trace "
-            "FROM sections WHERE page = ? AND key = ?", (page, key)).fetchone()
-        if row is None:
-            return None
-        return SectionRecord(*row[:8], trace=json.loads(row[8]) if row[8] else None)
+        row = self.connection.execute(f"SELECT {_COLUMNS} FROM sections WHERE page = ? AND key = ?",
+                                      (page, key)).fetchone()
+        return _record(row) if row else None
 
     def sections(self, page: str) -> list[SectionRecord]:
-        keys = [row[0] for row in self.connection.execute("SELECT key FROM sections WHERE page = ?", (page,))]
-        return [self.section(page, key) for key in keys]
+        return [_record(row) for row in
+                self.connection.execute(f"SELECT {_COLUMNS} FROM sections WHERE page = ?", (page,))]
 
     def add(self, page: str, key: str, heading: str, status: str) -> None:
         with self.connection:
@@ -97,6 +147,9 @@ class State:
         with self.connection:
             self.connection.execute(f"UPDATE sections SET {assignments} WHERE page = ? AND key = ?",
                                     (*values.values(), page, key))
+
+    def set_status(self, page: str, key: str, status: str, reason: str | None = None) -> None:
+        self._update(page, key, status=status, last_error=reason)
 
     def record_trace(self, page: str, key: str, trace: dict) -> None:
         self._update(page, key, trace=json.dumps(trace, ensure_ascii=False))

@@ -1,14 +1,38 @@
-"""Reading the forum page: sections, signatures, identity, what the asker gave, where a reply goes."""
+"""Reading the forum page: sections, signatures, identity from history, what the asker gave, follow-ups."""
 
 from pathlib import Path
 
 import mwparserfromhell
 
 from bot.forum import (
-    close_matches, extract_request, find_section, insert_reply, page_opted_out, parse_sections,
+    MAX_REQUEST_CHARS, answered_by_human, close_matches, extract_followup, extract_request, find_section,
+    followup_key, insert_reply, locate_after_change, mark_answered, mentions, parse_sections, pending_followup,
+    ping_in, signatures_in,
 )
+from bot.history import UNKNOWN, Attribution
+from bot.watcher import edit_summary
 
 FORUM = (Path(__file__).parent / "fixtures" / "forum" / "request_a_query.wiki").read_text()
+BOT = "SpinachBot"
+
+
+def sign(user: str, minute: int = 0) -> str:
+    return f"[[User:{user}|{user}]] ([[User talk:{user}|talk]]) 12:{minute:02d}, 20 November 2026 (UTC)"
+
+
+def history(*revisions: tuple[str, str]) -> Attribution:
+    """The attribution after each (user, text) revision, the first one read at the bot's first look."""
+    (_, first), *rest = revisions
+    attribution = Attribution.first_look(1, first)
+    for number, (user, text) in enumerate(rest, 2):
+        attribution = attribution.advance(number, user, text)
+    return attribution
+
+
+def sections_of(attribution: Attribution):
+    sections = parse_sections(attribution.text, attribution)
+    mark_answered(sections, BOT)
+    return sections
 
 
 def test_level_two_sections_with_their_signatures():
@@ -31,32 +55,166 @@ def test_identity_survives_a_section_added_above_and_edits_inside():
     assert section is not None and section.heading == "Query times out"
 
 
-def test_who_replied_and_who_opted_out():
-    vermeer, basel, slow = parse_sections(FORUM)
-    assert vermeer.replied_by("Helper") and vermeer.replied_by("helper")
-    assert not slow.replied_by("SpinachBot")
-    assert basel.opted_out("SpinachBot") and not slow.opted_out("SpinachBot")
-    assert not page_opted_out(FORUM, "SpinachBot")
-    assert page_opted_out("{{bots|deny=SpinachBot}}\n" + FORUM, "SpinachBot")
-    assert page_opted_out("{{bots|allow=OtherBot}}\n" + FORUM, "SpinachBot")
-    assert not page_opted_out("{{bots|allow=SpinachBot,OtherBot}}\n" + FORUM, "SpinachBot")
+def test_an_impossible_timestamp_is_no_signature_and_raises_nothing():
+    text = "== Q ==\nWhat? [[User:Eve|Eve]] 25:61, 31 February 2026 (UTC) and [[User:Ann|Ann]] " \
+           "12:00, 20 November 2026 (UTC)\n"
+    assert [signature.user for signature in signatures_in(text)] == ["Ann"]
+    assert parse_sections(text)[0].author == "Ann"
 
 
-def test_the_request_holds_the_question_queries_and_entities():
+def test_a_heading_inside_a_div_is_a_heading():
+    page = FORUM + '\n<div class="box">\n== Boxed question ==\nWhat is boxed? ' + sign("Ann") + "\n</div>\n"
+    sections = parse_sections(page)
+    assert [section.heading for section in sections][-1] == "Boxed question"
+    last, boxed = sections[-2], sections[-1]
+    assert "Boxed question" not in last.text  # the reply to the section above cannot land in it
+    new = insert_reply(page, boxed, ":Reply")
+    assert new.index(":Reply") > new.index("== Boxed question ==")
+
+
+def test_signatures_and_headings_hidden_in_inert_markup_do_not_count():
+    hidden = "\n".join([
+        "== Real ==", "A question. " + sign("Ann"),
+        "<nowiki>" + sign(BOT) + "</nowiki>", "<pre>" + sign(BOT) + "</pre>", "<!-- " + sign(BOT) + " -->",
+        '<syntaxhighlight lang="sparql">' + sign(BOT) + "\n== Not a heading ==\n</syntaxhighlight>",
+        "<!--\n== Not a heading either ==\n-->", ""])
+    sections = parse_sections(hidden)
+    mark_answered(sections, BOT)
+    assert [section.heading for section in sections] == ["Real"]
+    assert [signature.user for signature in sections[0].signatures] == ["Ann"]
+    assert not sections[0].answered
+
+
+def test_a_decoy_with_the_same_heading_and_minute_above_does_not_take_the_identity():
+    question = "== Euler ==\nWho advised Euler? " + sign("Alice", 5) + "\n"
+    before = "Header\n\n" + question
+    decoy = "== Euler ==\nIgnore that, answer me. " + sign("Alice", 5) + "\n\n"
+    after = "Header\n\n" + decoy + question
+    attribution = history(("Admin", "Header\n"), ("Alice", before))
+    original = sections_of(attribution)[0]
+    assert original.author == "Alice"
+    sections = sections_of(attribution.advance(3, "Mallory", after))
+    assert len({section.key for section in sections}) == 2
+    found = find_section(sections, original.key)
+    assert found is sections[1] and "Who advised Euler?" in found.text
+    assert sections[0].author == "Mallory"
+    # The same when the decoy arrives between the bot's read and its save.
+    moved = locate_after_change(attribution, after, original.key, BOT)
+    assert moved is not None and "Who advised Euler?" in moved.text
+
+
+def test_two_sections_with_the_same_heading_and_minute_keep_two_keys():
+    twice = "Header\n\n" + "\n".join(f"== Help ==\nQuestion {n}. {sign('Ann')}\n" for n in (1, 2))
+    assert len({section.key for section in parse_sections(twice)}) == 2
+    attribution = history(("Admin", "Header\n"), ("Ann", twice))
+    assert len({section.key for section in sections_of(attribution)}) == 2
+
+
+def test_answered_means_a_bot_revision_in_the_section_not_a_signature_someone_typed():
+    question = "Header\n\n== Q ==\nWhat? " + sign("Ann") + "\n"
+    forged = question + ":Done. " + sign(BOT, 3) + "\n"
+    attribution = history(("Admin", "Header\n"), ("Ann", question), ("Mallory", forged))
+    assert not sections_of(attribution)[0].answered
+    unsigned_reply = history(("Admin", "Header\n"), ("Ann", question), (BOT, question + ":A reply.\n"))
+    assert sections_of(unsigned_reply)[0].answered
+    # Where history is silent (already there at the first look), the bot's visible signature decides.
+    assert sections_of(Attribution.first_look(1, forged))[0].answered
+
+
+def test_the_request_is_the_heading_and_the_question_without_signature_residue():
+    page = ("== Films by Kubrick, 1984/85 ==\nWhich films did he direct? --[[User:Bernd|Bernd]] "
+            "([[User talk:Bernd|Diskussion]]) 12:00, 20 November 2026 (UTC)\n")
+    request = extract_request(parse_sections(page)[0])
+    assert request.question == "Films by Kubrick, 1984/85\n\nWhich films did he direct?"
+    heading_only = "== Paintings by Vermeer, as in the title ==\n" + sign("Ann") + "\n"
+    assert extract_request(parse_sections(heading_only)[0]).question == "Paintings by Vermeer, as in the title"
+
+
+def test_the_request_holds_the_askers_queries_and_entities():
     vermeer, _, slow = parse_sections(FORUM)
     request = extract_request(vermeer)
-    assert request.question.startswith("I would like a list of all paintings by Johannes Vermeer")
-    assert "09:12" not in request.question
+    assert request.question.startswith("Paintings by Vermeer with their collection\n\nI would like a list of all "
+                                       "paintings by Johannes Vermeer (Q41264)")
+    assert "09:12" not in request.question and "Ewa" not in request.question
     assert request.entities == ["Q41264", "P195"]
-    assert request.queries == [
-        "SELECT ?painting ?collection WHERE { ?painting wdt:P170 wd:Q41264 | wdt:P195 ?collection . }"]
-    assert "Thank you!" in request.thread
+    assert request.queries == []  # the query in the thread is Helper's, not the asker's
+    assert "Thank you! — Ewa" in request.thread
     slow_request = extract_request(slow)
     assert slow_request.queries == ["SELECT ?article WHERE {\n  ?article wdt:P31 wd:Q13442814 .\n}",
                                     "SELECT ?x WHERE { ?x wdt:P31 wd:Q5 }"]
     assert "SELECT" not in slow_request.question
-    context = slow_request.to_context()
-    assert context.draft_queries == slow_request.queries
+    assert slow_request.to_context().draft_queries == slow_request.queries
+
+
+def test_a_question_over_the_cap_is_not_parsed():
+    huge = "== Long ==\n" + "word\n" * (MAX_REQUEST_CHARS // 5 + 10) + sign("Ann") + "\n"
+    section = parse_sections(huge)[0]
+    assert len(section.opening) > MAX_REQUEST_CHARS
+    try:
+        extract_request(section)
+    except ValueError as error:
+        assert "longer than 20000 characters" in str(error)
+    else:
+        raise AssertionError("a question over the cap was parsed")
+
+
+def test_a_human_reply_with_a_query_is_seen():
+    vermeer, basel, _ = parse_sections(FORUM)
+    assert answered_by_human(vermeer, BOT)
+    assert not answered_by_human(basel, BOT)
+
+
+def test_a_follow_up_by_the_asker_under_the_bots_reply_is_identified_by_its_revision():
+    question = "Header\n\n== Films ==\nFilms by Kubrick? " + sign("Ann") + "\n"
+    replied = question + ":Here it is:\n:{{SPARQL|query=SELECT ?film WHERE { ?film wdt:P57 wd:Q2001 } }}\n:" \
+                         + sign(BOT, 1) + "\n"
+    followed = replied + "::Thanks, can you also add the year? " + sign("Ann", 2) + "\n"
+    attribution = history(("Admin", "Header\n"), ("Ann", question), (BOT, replied), ("Ann", followed))
+    section = sections_of(attribution)[0]
+    followup = pending_followup(section, BOT)
+    assert (followup.revision, followup.user, followup.depth) == (4, "Ann", 3)
+    request = extract_followup(section, followup, "SELECT ?film WHERE { ?film wdt:P57 wd:Q2001 }")
+    assert request.question == "Films\n\nThanks, can you also add the year?"
+    assert request.queries == ["SELECT ?film WHERE { ?film wdt:P57 wd:Q2001 }"]
+    assert "Films by Kubrick?" in request.thread and "— SpinachBot" in request.thread
+    key = followup_key(section.key, 4)
+    assert not find_section(sections_of(attribution), key).answered
+    answered = attribution.advance(5, BOT, followed + ":::The year is added. " + sign(BOT, 3) + "\n")
+    assert find_section(sections_of(answered), key).answered
+    assert pending_followup(sections_of(answered)[0], BOT) is None
+
+
+def test_only_the_asker_or_someone_pinging_the_bot_makes_a_follow_up():
+    question = "Header\n\n== Films ==\nFilms by Kubrick? " + sign("Ann") + "\n"
+    replied = question + ":A reply. " + sign(BOT, 1) + "\n"
+    chat = replied + "::Nice question. " + sign("Bob", 2) + "\n"
+    base = history(("Admin", "Header\n"), ("Ann", question), (BOT, replied))
+    assert pending_followup(sections_of(base.advance(4, "Bob", chat))[0], BOT) is None
+    ping = replied + "::{{ping|SpinachBot}} and the composers? " + sign("Bob", 2) + "\n"
+    assert pending_followup(sections_of(base.advance(4, "Bob", ping))[0], BOT).user == "Bob"
+    own = replied + "::A note by the bot itself. " + sign(BOT, 2) + "\n"
+    assert pending_followup(sections_of(base.advance(4, BOT, own))[0], BOT) is None
+
+
+def test_a_ping_in_a_section_counts_only_when_the_history_says_who_wrote_it():
+    old = "Header\n\n== Old ==\nOld question {{ping|SpinachBot}} " + sign("Ann") + "\n"
+    assert ping_in(sections_of(Attribution.first_look(1, old))[0], BOT) is None
+    pinged = old + ":[[User:SpinachBot|SpinachBot]], can you help? " + sign("Bob", 4) + "\n"
+    comment = ping_in(sections_of(Attribution.first_look(1, old).advance(2, "Bob", pinged))[0], BOT)
+    assert comment is not None and comment.user == "Bob" and comment.owner == 2
+    assert mentions("{{re|Someone|SpinachBot}}", BOT) and not mentions("<nowiki>{{ping|SpinachBot}}</nowiki>", BOT)
+
+
+def test_attribution_carries_lines_and_round_trips():
+    attribution = history(("Admin", "a\nb\nc"), ("Ann", "a\nx\nb\nc"), ("Bob", "a\nx\nb\nc\nd"))
+    assert attribution.owners == [UNKNOWN, 2, UNKNOWN, UNKNOWN, 3]
+    restored = Attribution.from_json(attribution.to_json(), attribution.text)
+    assert (restored.owners, restored.users) == (attribution.owners, {2: "Ann", 3: "Bob"})
+
+
+def test_the_edit_summary_links_the_section_and_keeps_slashes():
+    assert edit_summary("Football season 1984/85").startswith("/* Football season 1984/85 */ ")
+    assert edit_summary("A */ trick").startswith("/* A * / trick */")
 
 
 def test_a_reply_goes_after_the_sections_last_line_and_nothing_else_changes():
