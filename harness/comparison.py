@@ -1,0 +1,81 @@
+"""Two runs question by question: what changed, and whether the change in mean F1 is more than chance.
+
+Questions are paired by (dataset, split, id), so runs over several datasets
+never pair two different questions that share an id.  The test is a paired
+approximate randomization (``scipy.stats.permutation_test`` swapping each
+question's two scores, exact when there are few questions) on per-question
+row-major F1; the interval of the mean difference is a paired bootstrap.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+Key = tuple[str, str, str]
+
+
+@dataclass
+class Change:
+    key: Key
+    question: str
+    before: float
+    after: float
+
+
+@dataclass
+class Comparison:
+    better: list[Change]
+    worse: list[Change]
+    only_before: list[Change]
+    only_after: list[Change]
+    paired: int
+    mean_before: float
+    mean_after: float
+    #: 95% paired bootstrap interval of mean(after - before).
+    difference_interval: tuple[float, float]
+    #: Two-sided p-value of the paired randomization test (1.0 when nothing changed).
+    p_value: float
+
+
+def question_key(record: dict[str, Any]) -> Key:
+    return (record.get("source", "?"), record.get("split", "?"), str(record["id"]))
+
+
+def _natural(key: Key) -> tuple:
+    """Sort ids as people count: 2 before 10."""
+    return (key[0], key[1], [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", key[2])])
+
+
+def compare_records(first: list[dict[str, Any]], second: list[dict[str, Any]], resamples: int = 9999,
+                    seed: int = 0) -> Comparison:
+    old = {question_key(record): record for record in first}
+    new = {question_key(record): record for record in second}
+    shared = sorted(set(old) & set(new), key=_natural)
+    changes = [Change(key, new[key]["question"], old[key]["f1"], new[key]["f1"]) for key in shared]
+    before = np.array([change.before for change in changes], dtype=float)
+    after = np.array([change.after for change in changes], dtype=float)
+    interval, p_value = (0.0, 0.0), 1.0
+    if len(changes) >= 2 and np.any(before != after):
+        p_value = float(stats.permutation_test(
+            (before, after), lambda x, y, axis: np.mean(y - x, axis=axis), permutation_type="samples",
+            vectorized=True, n_resamples=resamples, random_state=seed).pvalue)
+        bootstrap = stats.bootstrap((before, after), lambda x, y, axis: np.mean(y - x, axis=axis), paired=True,
+                                    vectorized=True, n_resamples=resamples, method="percentile", random_state=seed)
+        interval = (float(bootstrap.confidence_interval.low), float(bootstrap.confidence_interval.high))
+    elif changes:
+        difference = float(np.mean(after - before))
+        interval = (difference, difference)
+    return Comparison(
+        better=[change for change in changes if change.after > change.before],
+        worse=[change for change in changes if change.after < change.before],
+        only_before=[Change(key, old[key]["question"], old[key]["f1"], 0.0)
+                     for key in sorted(set(old) - set(new), key=_natural)],
+        only_after=[Change(key, new[key]["question"], 0.0, new[key]["f1"])
+                    for key in sorted(set(new) - set(old), key=_natural)],
+        paired=len(changes), mean_before=float(before.mean()) if len(changes) else 0.0,
+        mean_after=float(after.mean()) if len(changes) else 0.0, difference_interval=interval, p_value=p_value)
