@@ -3,8 +3,13 @@
 # Values come from the environment so that no name or secret has to be written into this file.
 import os
 
-family = os.environ.get("SPINACH_BOT_FAMILY", "wikidata")
-mylang = os.environ.get("SPINACH_BOT_LANG", "wikidata")
+# Another wiki: SPINACH_BOT_API_URL is its api.php (e.g. https://test.wikidata.org/w/api.php); pywikibot then
+# builds the family in memory from the URL and writes no family file.  Without it: Wikidata itself.
+_api_url = os.environ.get("SPINACH_BOT_API_URL", "")
+family = os.environ.get("SPINACH_BOT_FAMILY", "spinachwiki" if _api_url else "wikidata")
+mylang = os.environ.get("SPINACH_BOT_LANG", family if _api_url else "wikidata")
+if _api_url:
+    family_files[family] = _api_url  # noqa: F821 (pywikibot defines it)
 # The bot account; log in with a BotPassword (Special:BotPasswords, grants: basic, highvolume, editpage).
 usernames[family][mylang] = os.environ.get("SPINACH_BOT_USER", "")  # noqa: F821 (pywikibot defines it)
 # A file holding the line ('BotName', BotPassword('suffix', 'secret')), readable by the bot's user only.

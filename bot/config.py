@@ -18,12 +18,19 @@ max_attempts            3                                tries per section befor
 retry_minutes           30                               wait after a failed try (doubles each time)
 reply_max_chars         20000                            hard cap on a reply's size
 reply_without_answer    true                             post an honest "no query found" reply
+max_followups           3                                follow-ups answered per section at most
+skip_human_answered     true                             leave a section where someone posted a query
 kb_dir                  (live Wikidata)                  answer from a local Oxigraph store
 cache_path              (none)                           SQLite cache of Wikidata responses
+api_key_file            (OPENAI_API_KEY)                 file holding the model endpoint's key
+base_url                (OPENAI_BASE_URL)                an OpenAI-compatible endpoint
+model                   (SPINACH_MODEL, else gpt-4o)     the model's name
 ======================  ===============================  ==========================================
 
-The language model comes from ``OPENAI_BASE_URL``, ``OPENAI_API_KEY`` (or
-``api_key_file`` here) and ``SPINACH_MODEL``; secrets are never logged.
+The language model settings here win over the environment variables named in
+brackets; secrets are never logged.  Which wiki the bot edits is pywikibot's
+business: see ``user-config.py`` (``SPINACH_BOT_API_URL`` points it at any
+MediaWiki).
 """
 
 from __future__ import annotations
@@ -45,9 +52,13 @@ class BotConfig:
     retry_minutes: float = 30.0
     reply_max_chars: int = 20000
     reply_without_answer: bool = True
+    max_followups: int = 3
+    skip_human_answered: bool = True
     kb_dir: str | None = None
     cache_path: str | None = None
     api_key_file: str | None = None
+    base_url: str | None = None
+    model: str | None = None
 
     @classmethod
     def from_file(cls, path: str | Path) -> BotConfig:

@@ -13,11 +13,17 @@ that appear later (``--backlog`` answers them too).
 
 Who the bot is and which wiki it edits come from pywikibot's
 ``user-config.py`` (family, user name, BotPassword file, throttle, maxlag,
-User-Agent); pywikibot's own options (``-simulate``, ``-user:``, ``-family:``,
-``-lang:``, ...) are accepted first.  What the bot does comes from the
+User-Agent), itself filled from the environment variables listed under
+``--help``; pywikibot's own options (``-simulate``, ``-user:``, ...) are
+accepted too.  ``-simulate`` is a dry run.  What the bot does comes from the
 ``[bot]`` section of ``--config`` (see :mod:`bot.config`).  The language model
-is configured by ``OPENAI_BASE_URL``, ``OPENAI_API_KEY`` or ``api_key_file``,
-and ``SPINACH_MODEL``.
+is configured by ``OPENAI_BASE_URL``/``base_url``, ``OPENAI_API_KEY``/
+``api_key_file`` and ``SPINACH_MODEL``/``model``.
+
+One live bot process at a time per state file: a second one (say
+``--section X --live`` while the watcher runs) waits up to
+``--wait-for-lock`` seconds for the lock file next to the state, then
+refuses, naming the process that holds it.
 
 Stop the watcher with Ctrl-C or SIGTERM: it finishes the section it is
 answering, or abandons it safely (the page, not the local state, decides
@@ -33,17 +39,21 @@ import os
 import signal
 import sys
 import threading
+import urllib.parse
 from datetime import datetime
 from pathlib import Path
 
 from bot.config import BotConfig
+from bot.lock import LockBusy, ProcessLock
+from bot.redact import install as install_logging
+from bot.redact import remember
 
 log = logging.getLogger("bot")
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m bot.run", description=__doc__.splitlines()[0],
-                                     epilog="pywikibot options (-simulate, -user:NAME, ...) may come first.")
+                                     epilog=ENVIRONMENT, formatter_class=argparse.RawDescriptionHelpFormatter)
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--once", action="store_true", help="one pass over the page, then exit")
     mode.add_argument("--section", metavar="TITLE", help="answer this section now (by its heading)")
@@ -56,7 +66,27 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--state", metavar="FILE", help="the SQLite state file (default: bot-state.sqlite)")
     parser.add_argument("--backlog", action="store_true",
                         help="on the first look at a page, answer the sections already there too")
+    parser.add_argument("--wait-for-lock", metavar="SECONDS", type=float, default=0.0,
+                        help="with --live, wait this long for another live bot process using the same state "
+                             "to finish (default: refuse at once)")
     return parser
+
+
+ENVIRONMENT = """environment:
+  OPENAI_API_KEY             key of the language model's endpoint (or api_key_file in bot.ini)
+  OPENAI_BASE_URL            any OpenAI-compatible endpoint (or base_url in bot.ini)
+  SPINACH_MODEL              the model's name (or model in bot.ini; default gpt-4o)
+  WIKIDATA_API_URL           the Wikibase Action API the agent explores (default: Wikidata's)
+  WIKIDATA_SPARQL_URL        the SPARQL endpoint the agent queries (default: Wikidata's)
+  SPINACH_CONTACT            the operator's contact, sent in the User-Agent
+  SPINACH_BOT_USER           the bot account on the wiki
+  SPINACH_BOT_PASSWORD_FILE  file holding ('BotName', BotPassword('suffix', 'secret'))
+  SPINACH_BOT_API_URL        another wiki's api.php (default: Wikidata); no family file is written
+  SPINACH_BOT_FAMILY         pywikibot family name of the wiki (default: wikidata)
+  SPINACH_BOT_LANG           pywikibot code of the wiki in that family (default: wikidata)
+  PYWIKIBOT_DIR              directory of user-config.py (default: the current directory)
+
+pywikibot options (-simulate, -user:NAME, ...) may come first; -simulate is a dry run."""
 
 
 def load_config(args: argparse.Namespace) -> BotConfig:
@@ -82,37 +112,62 @@ def make_answerer(config: BotConfig):
     from agent.llm import ChatModel, LLMConfig
 
     api_key = Path(config.api_key_file).read_text().strip() if config.api_key_file else None
-    llm = ChatModel.from_config(LLMConfig.from_env(os.environ, api_key=api_key))
+    llm_config = LLMConfig.from_env(os.environ, api_key=api_key, base_url=config.base_url, model=config.model)
+    if not llm_config.api_key and not llm_config.base_url:
+        raise ValueError("no language model is configured: set OPENAI_API_KEY (or api_key_file in bot.ini) for "
+                         "OpenAI, or OPENAI_BASE_URL (or base_url in bot.ini) for another OpenAI-compatible "
+                         "endpoint; see python -m bot.run --help")
+    remember(llm_config.api_key)
+    remember(urllib.parse.urlsplit(llm_config.base_url or "").password)
+    llm = ChatModel.from_config(llm_config)
     kb = open_kb(config.kb_dir, cache_path=config.cache_path)
     agent = Agent(llm=llm, kb=kb, config=AgentConfig(answer_guaranteed=False))
     return lambda request: agent.run(request.question, context=request.to_context())
 
 
 def main(argv: list[str] | None = None) -> int:
+    args, pywikibot_options = build_parser().parse_known_args(argv if argv is not None else sys.argv[1:])
+    # pywikibot reads user-config.py when imported: only after --help had its chance.
     import pywikibot
+    from pywikibot.exceptions import NoUsernameError
 
     from bot.forum import close_matches, parse_sections
-    from bot.watcher import Watcher
     from bot.state import State
+    from bot.watcher import Watcher
     from bot.wiki import ForumPage
 
-    args, pywikibot_options = build_parser().parse_known_args(argv if argv is not None else sys.argv[1:])
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    install_logging()
     try:
         config = load_config(args)
         answer = make_answerer(config)
     except (ValueError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    # handle_args reads sys.argv when given nothing: only what was left for it can be unknown to it.
+    unknown = [option for option in pywikibot.handle_args(pywikibot_options) if option in pywikibot_options]
+    if unknown:
+        print(f"error: unknown options: {' '.join(unknown)} (see --help)", file=sys.stderr)
+        return 2
+    if config.live and pywikibot.config.simulate:
+        log.warning("-simulate: this is a dry run, nothing will be saved")
+        config.live = False
     try:
-        # handle_args reads sys.argv when given nothing: only what was left for it can be unknown to it.
-        unknown = [option for option in pywikibot.handle_args(pywikibot_options) if option in pywikibot_options]
-        if unknown:
-            print(f"error: unknown options: {' '.join(unknown)} (see --help)", file=sys.stderr)
-            return 2
+        lock = ProcessLock.acquire(Path(config.state_path), wait_seconds=args.wait_for_lock) if config.live else None
+    except LockBusy as busy:
+        print(f"error: {busy}", file=sys.stderr)
+        return 2
+    try:
         site = pywikibot.Site()
         if config.live:
             site.login()
+            if not site.logged_in():
+                print(f"error: cannot log in to {site} as {site.username()!r}: check the BotPassword in "
+                      "SPINACH_BOT_PASSWORD_FILE (see --help)", file=sys.stderr)
+                return 2
+    except NoUsernameError as error:
+        print(f"error: the bot account is missing or unknown to the wiki ({error}); set SPINACH_BOT_USER and "
+              "SPINACH_BOT_PASSWORD_FILE (see --help)", file=sys.stderr)
+        return 2
     except (pywikibot.exceptions.Error, ConnectionError, OSError) as error:
         print(f"error: cannot reach the wiki: {error}", file=sys.stderr)
         return 2
@@ -120,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     state = State(config.state_path)
     watcher = Watcher(forum, state, answer, config)
     log.info("%s %s as %s (%s)", "watching" if not (args.once or args.section) else "reading", config.page,
-             site.username() or "nobody", "live" if config.live else "dry run: nothing will be saved")
+             site.username() or "nobody", "live" if forum.writes else "dry run: nothing will be saved")
     try:
         if args.section:
             text, _ = forum.read()
@@ -141,6 +196,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         log.info("done: %s", dict(watcher.counter) or "nothing to do")
         state.close()
+        if lock:
+            lock.release()
     return 0
 
 
@@ -149,14 +206,15 @@ def run_scheduled(watcher, config: BotConfig, backlog: bool) -> None:
     from apscheduler.schedulers.blocking import BlockingScheduler
 
     scheduler = BlockingScheduler()
-    first = {"backlog": backlog}
     busy = threading.Lock()
 
     def run_pass() -> None:
         if watcher.stopping.is_set():
             return
         with busy:
-            watcher.run_pass(answer_backlog=first.pop("backlog", False))
+            # --backlog matters only on the first look at the page, which may take several passes if the
+            # wiki cannot be reached at first: it is passed to every pass.
+            watcher.run_pass(answer_backlog=backlog)
 
     scheduler.add_job(run_pass, "interval", minutes=config.interval_minutes, coalesce=True, max_instances=1,
                       next_run_time=datetime.now())

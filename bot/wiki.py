@@ -1,40 +1,60 @@
-"""The only place that writes to the wiki.
+"""The only place that writes to the wiki, and the only place that decides whether the bot may.
 
 Every safety rule lives here, so no caller can forget one:
 
-* the emergency stop page is read before every edit; any text on it halts edits;
-* ``{{nobots}}`` / ``{{bots|deny=...}}`` on the page or in the section are honoured;
-* a dry run (the default until the operator says ``live``) computes the edit and
-  shows its diff, and never saves;
-* the reply is inserted into the *current* page text, located by the section's
-  identity, and saved against the revision it was built on; an edit conflict
+* **may I write** (:meth:`ForumPage.refusal`, :attr:`ForumPage.writes`): a dry
+  run (the default until the operator says ``live``) and pywikibot's
+  ``-simulate`` compute the edit and show its diff, and never save; the
+  emergency stop page is read before every edit and any text on it halts
+  edits (for that edit only: they resume when the page is emptied);
+  ``{{bots}}``/``{{nobots}}`` are read exactly as pywikibot's
+  ``Page.botMayEdit`` reads them (comments removed, ``Template:`` prefix,
+  name lists; ``{{nobots|OtherBot}}`` does not keep this bot out), applied to
+  the page's lead and to the section being answered;
+* the reply is inserted into the *current* page text, located by the
+  section's identity, and saved against that revision's **id**
+  (``baserevid``: MediaWiki's timestamp check has one-second resolution, so a
+  human edit in the same second would be overwritten); an edit conflict
   means re-read, re-locate, re-insert, a bounded number of times;
-* before saving, the new text must equal the old text plus the reply and
-  nothing else, so no one else's text can be lost or altered;
-* the bot's own signature already in the section means "answered": nothing is
-  posted twice, whatever the local state says.
+* before saving, the new text must equal the old text plus the reply, and
+  MediaWiki's own pre-save transform and parser must agree
+  (:mod:`bot.edit_check`); otherwise nothing is saved;
+* after saving, the stored revision is read back: its parent must be the
+  revision the reply was built on (else the human edit in between is
+  restored by undoing the bot's edit, and the reply is inserted again) and
+  its text must be what was sent (else the bot's edit is undone at once);
+* "posted" is reported only when the wiki reports a new revision;
+* the bot's own signature already in the section means "answered": nothing
+  is posted twice, whatever the local state says.
 
-Edits are bot edits, not minor; pywikibot adds ``assert=user`` to every write,
-applies ``put_throttle`` and ``maxlag`` from ``user-config.py``.
+Edits are bot edits, not minor; pywikibot adds ``assert=user`` to every
+write, applies ``put_throttle`` and ``maxlag`` from ``user-config.py``.
 """
 
 from __future__ import annotations
 
 import difflib
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pywikibot
-from pywikibot.exceptions import EditConflictError, NoPageError
+from pywikibot import textlib
+from pywikibot.exceptions import EditConflictError, Error, NoPageError
+from pywikibot.login import LoginStatus
+from pywikibot.site import Namespace
 
-from bot.forum import Section, find_section, insert_reply, page_opted_out, parse_sections
+from bot.edit_check import Allowance, EditRefused, checked_text, measure_allowance
+from bot.forum import Section, find_section, insert_reply, locate_after_change, mark_answered, parse_sections
+from bot.history import Attribution
 
 log = logging.getLogger(__name__)
 MAX_CONFLICT_RETRIES = 3
 
+__all__ = ["EditRefused", "EmergencyStop", "ForumPage", "PostOutcome", "bots_allow", "verify_only_added"]
+
 
 class EmergencyStop(RuntimeError):
-    """The stop page has text: the bot edits nothing."""
+    """The stop page has text: the bot edits nothing until it is emptied."""
 
 
 @dataclass
@@ -45,6 +65,42 @@ class PostOutcome:
     diff: str = ""
 
 
+class _Fragment(pywikibot.Page):
+    """A page whose text is one piece of another (its lead, or one section), for pywikibot's own check."""
+
+    def __init__(self, site: pywikibot.site.BaseSite, title: str, fragment: str) -> None:
+        super().__init__(site, title)
+        self._fragment = fragment
+
+    def templatesWithParams(self) -> list[tuple[pywikibot.Page, list[str]]]:  # noqa: N802 (pywikibot's name)
+        """The templates of the fragment, shaped as ``Page.templatesWithParams`` shapes them."""
+        found = []
+        for name, arguments in textlib.extract_templates_and_params(self._fragment, remove_disabled_parts=True,
+                                                                    strip=True):
+            try:
+                link = pywikibot.Link(name, self.site, default_namespace=Namespace.TEMPLATE)
+                if link.namespace != Namespace.TEMPLATE:
+                    continue
+                template = pywikibot.Page(link)
+            except Error:  # a parser function or a magic word
+                continue
+            numbered = {int(key): value for key, value in arguments.items() if key.isdigit()}
+            positional = []
+            for index in range(1, len(numbered) + 1):
+                if index not in numbered:
+                    break
+                positional.append(numbered.pop(index))
+            named = {**{str(key): value for key, value in numbered.items()},
+                     **{key: value for key, value in arguments.items() if not key.isdigit()}}
+            found.append((template, positional + [f"{key}={value}" for key, value in named.items()]))
+        return found
+
+
+def bots_allow(site: pywikibot.site.BaseSite, title: str, text: str) -> bool:
+    """Whether ``{{bots}}``/``{{nobots}}`` in *text* let this bot edit, decided by pywikibot's ``botMayEdit``."""
+    return _Fragment(site, title, text).botMayEdit()
+
+
 @dataclass
 class ForumPage:
     """One forum page of one site, read and written through pywikibot."""
@@ -53,10 +109,21 @@ class ForumPage:
     title: str
     stop_page: str
     live: bool = False
+    _allowance: Allowance | None = field(default=None, repr=False)
 
     @property
     def username(self) -> str:
         return self.site.username() or ""
+
+    @property
+    def stop_title(self) -> str:
+        """The stop page's real name (``{username}`` filled in)."""
+        return self.stop_page.format(username=self.username)
+
+    @property
+    def writes(self) -> bool:
+        """Live and not simulating: pywikibot's ``-simulate`` is a dry run, never a fake success."""
+        return self.live and not pywikibot.config.simulate
 
     def page(self) -> pywikibot.Page:
         return pywikibot.Page(self.site, self.title)
@@ -77,44 +144,126 @@ class ForumPage:
         return text, page.latest_revision_id
 
     def stopped(self) -> bool:
-        stop = pywikibot.Page(self.site, self.stop_page.format(username=self.username))
+        stop = pywikibot.Page(self.site, self.stop_title)
         return stop.exists() and bool(stop.get(force=True).strip())
 
-    def post_reply(self, key: str, reply: str, summary: str) -> PostOutcome:
-        """Add *reply* at the end of the section whose identity is *key*, once."""
+    def refusal(self, page_text: str, section: Section | None = None) -> str | None:
+        """Why the bot may not edit (the page's lead or *section* opts out), or ``None``."""
+        sections = parse_sections(page_text)
+        lead = page_text[: sections[0].start] if sections else page_text
+        if not bots_allow(self.site, self.title, lead):
+            return "the page opts out of bots"
+        if section is not None and not bots_allow(self.site, self.title, section.text):
+            return "the section opts out of bots"
+        return None
+
+    def ensure_login(self) -> None:
+        """Log in again when a failed re-login left pywikibot's login state stuck (it never retries by itself)."""
+        if self.site.logged_in() and self.site._loginstatus == LoginStatus.AS_USER:
+            return
+        # pywikibot leaves the status IN_PROGRESS when a re-login raised; from then on it neither refreshes
+        # tokens nor logs in again.  Reset it so that this login is a real one.
+        self.site._loginstatus = LoginStatus.NOT_ATTEMPTED
+        del self.site.userinfo
+        self.site.login()
+        if not self.site.logged_in():
+            raise Error(f"cannot log in to {self.site} as {self.username}")
+
+    def locate(self, text: str, key: str, attribution: Attribution | None = None) -> Section | None:
+        """The section *key* in *text* (a newer text than *attribution* describes, if given), answered or not."""
+        if attribution is not None:
+            return locate_after_change(attribution, text, key, self.username)
+        sections = parse_sections(text)
+        mark_answered(sections, self.username)
+        return find_section(sections, key)
+
+    def post_reply(self, key: str, reply: str, summary: str, attribution: Attribution | None = None) -> PostOutcome:
+        """Add *reply* at the end of the section whose identity is *key*, once.
+
+        *attribution* is who added which line as of the revision the watcher read (see
+        :mod:`bot.history`); without it the section is found by its text alone.
+        """
         for attempt in range(MAX_CONFLICT_RETRIES + 1):
             page = self.page()
             old = page.get(force=True)
-            section = find_section(parse_sections(old), key)
+            base = page.latest_revision_id
+            section = self.locate(old, key, attribution)
             if section is None:
                 return PostOutcome("section-gone")
-            if section.replied_by(self.username):
+            if section.answered:
                 return PostOutcome("already-answered")
-            if page_opted_out(old, self.username) or section.opted_out(self.username):
+            if self.refusal(old, section):
                 return PostOutcome("opted-out")
             new = insert_reply(old, section, reply)
-            verify_only_added(old, new, section, reply)
+            point = verify_only_added(old, new, section, reply)
             diff = "".join(difflib.unified_diff(old.splitlines(True), new.splitlines(True),
                                                 self.title, self.title + " (with the reply)"))
-            if not self.live:
+            if not self.writes:
                 return PostOutcome("previewed", diff=diff)
             if self.stopped():
-                raise EmergencyStop(f"{self.stop_page.format(username=self.username)} is not empty")
-            page.text = new
+                raise EmergencyStop(f"{self.stop_title} is not empty")
+            self.ensure_login()
+            if self._allowance is None:
+                self._allowance = measure_allowance(self.site, self.title)
+            checked = checked_text(self.site, self.title, old, base, point, reply, self._allowance)
+            page.text = checked.text
             try:
-                # force: pywikibot's own check reads {{nobots}} anywhere on the page as a ban on the whole
-                # forum; ours above honours it where it stands, on the page's lead or in its section.
-                page.save(summary=summary, minor=False, bot=True, quiet=True, force=True)
+                # pywikibot's own {{bots}} check reads the whole page: force only where it refuses and ours,
+                # which reads the lead and this section, allows.
+                page.save(summary=summary, minor=False, bot=True, quiet=True, force=not page.botMayEdit(),
+                          apply_cosmetic_changes=False, baserevid=base, basetimestamp=None)
             except EditConflictError:
                 log.info("edit conflict on %s (try %d), reading the page again", self.title, attempt + 1)
                 continue
-            return PostOutcome("posted", revision=page.latest_revision_id, diff=diff)
+            revision = page.latest_revision_id
+            if revision == base:
+                raise Error(f"the wiki reported no new revision of {self.title}; the reply was not saved")
+            if self._confirm(revision, base, checked.text, section, checked.reply):
+                return PostOutcome("posted", revision=revision, diff=diff)
         raise EditConflictError(self.page())
 
+    def _revision(self, revision: int) -> dict:
+        answer = self.site.simple_request(action="query", prop="revisions", revids=revision,
+                                          rvprop="ids|user|content", rvslots="main", formatversion=2).submit()
+        return answer["query"]["pages"][0]["revisions"][0]
 
-def verify_only_added(old: str, new: str, section: Section, reply: str) -> None:
-    """Refuse any edit other than the reply inserted right after the section's last non-blank line."""
+    def _confirm(self, revision: int, base: int, sent: str, section: Section, signed_reply: str) -> bool:
+        """Read back *revision*: ``True`` when it holds exactly our edit; otherwise undo it.
+
+        A parent other than *base* means someone saved in between and MediaWiki merged; the merge is
+        kept only if it equals their text plus the reply, else their text is restored and ``False``
+        asks for another try.  A text other than *sent* (a normalisation, a strip marker) is undone
+        and refused.
+        """
+        saved = self._revision(revision)
+        text = saved["slots"]["main"]["content"]
+        if saved["parentid"] != base:
+            parent = self._revision(saved["parentid"])["slots"]["main"]["content"]
+            moved = find_section(parse_sections(parent), section.key) if section.key else None
+            merged = moved is not None and text == insert_reply(parent, moved, signed_reply)
+            if merged:
+                return True
+            self._undo(revision, "restore the edit saved while the bot was replying")
+            log.warning("revision %d of %s was built on %d but saved after %d: restored, trying again",
+                        revision, self.title, base, saved["parentid"])
+            return False
+        if text != sent:
+            self._undo(revision, "undo the bot's reply: the wiki stored something other than what was sent")
+            raise EditRefused(f"revision {revision} differs from what was sent; the bot's edit was undone")
+        return True
+
+    def _undo(self, revision: int, summary: str) -> None:
+        self.site.simple_request(action="edit", title=self.title, undo=revision, summary=summary, bot=True,
+                                 nocreate=True, token=self.site.tokens["csrf"]).submit()
+
+
+def verify_only_added(old: str, new: str, section: Section, reply: str) -> int:
+    """Refuse any edit other than the reply inserted right after the section's last non-blank line.
+
+    Returns the insertion point in *old*.
+    """
     point = section.start + len(old[section.start:section.end].rstrip())
     inserted = "\n" + reply.rstrip("\n")
     if new != old[:point] + inserted + old[point:]:
         raise ValueError("the edit would change more than adding the reply; nothing was saved")
+    return point

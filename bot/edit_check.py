@@ -1,0 +1,237 @@
+"""MediaWiki's own verdict on an edit, before it is saved and after.
+
+Our own check (:func:`bot.wiki.verify_only_added`) proves the new *wikitext*
+is the old one plus the reply.  That is not enough: the parser can read a
+few characters of the reply as markup that reaches outside it (a strip
+marker, a tag closed with a space, an unexpanded signature).  So the wiki
+that will store the edit is asked, through pywikibot's API request:
+
+* the pre-save transform (``action=parse&onlypst``) of the new text must
+  leave every character of the old text alone and turn the reply's ``~~~~``
+  into the bot's signature, nothing else;
+* the parse of the transformed text must show the same sections, categories,
+  templates, external links, user links, images, language links and page
+  properties as the parse of the revision it was built on, except what the
+  reply's own markup adds: the ``{{SPARQL}}`` and ``{{Q}}`` templates (and
+  what they transclude), the "Try it!" link to the query service, entity
+  links and the bot's signature links;
+* the reply's collapsible block must come out of the parser closed.
+
+Any difference raises :class:`EditRefused` naming it; nothing is saved.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections import Counter
+from dataclasses import dataclass
+from html.parser import HTMLParser
+
+import pywikibot
+
+QUERY_SERVICE = "https://query.wikidata.org/"
+#: Markup a reply may hold: the query template, entity templates and the signature.
+REPLY_SAMPLE = "{{SPARQL|query=SELECT ?x WHERE { ?x ?p ?o }}}{{Q|Q1}} ~~~~"
+ENTITY_LINK = re.compile(r"^(?:[A-Za-z ]+:)?[QPL][1-9]\d*$")
+PARSE_PROPS = "sections|categories|templates|externallinks|links|images|properties|langlinks|iwlinks|text"
+COLLAPSIBLE = re.compile(r"""class=["'][^"']*\bmw-collapsible\b""")
+USER_NAMESPACES = (2, 3)
+
+
+class EditRefused(RuntimeError):
+    """The wiki's parser shows the edit would change more than adding the reply; nothing was saved."""
+
+
+@dataclass(frozen=True)
+class CheckedEdit:
+    """The exact page text to save, and the reply as it stands in it (signature expanded)."""
+
+    text: str
+    reply: str
+
+
+@dataclass(frozen=True)
+class Rendering:
+    """What a parse of a page shows, in the terms a reader or a category page would notice."""
+
+    sections: tuple[tuple[str, str], ...]
+    categories: frozenset[str]
+    templates: frozenset[str]
+    external_links: frozenset[str]
+    links: frozenset[str]
+    images: frozenset[str]
+    properties: frozenset[tuple[str, str]]
+    langlinks: frozenset[str]
+    collapsibles: int
+    #: How many times each user page or user talk page is linked: a second link to one pings its user again.
+    user_links: tuple[tuple[str, int], ...]
+
+    @classmethod
+    def from_parse(cls, parse: dict) -> Rendering:
+        properties = parse.get("properties") or {}
+        if isinstance(properties, list):  # formatversion 1 shape
+            properties = {item["name"]: item.get("*", "") for item in properties}
+        text = parse.get("text", "")
+        users = sorted({item["title"] for item in parse.get("links", []) if item.get("ns") in USER_NAMESPACES})
+        return cls(
+            sections=tuple((str(item["level"]), item["line"]) for item in parse.get("sections", [])),
+            categories=frozenset(item["category"] for item in parse.get("categories", [])),
+            templates=frozenset(item["title"] for item in parse.get("templates", [])),
+            external_links=frozenset(parse.get("externallinks", [])),
+            links=frozenset(item["title"] for item in parse.get("links", []))
+            | frozenset(f"{item['prefix']}:{item['title']}" for item in parse.get("iwlinks", [])),
+            images=frozenset(parse.get("images", [])),
+            properties=frozenset((name, str(value)) for name, value in properties.items()),
+            langlinks=frozenset(f"{item['lang']}:{item['title']}" for item in parse.get("langlinks", [])),
+            collapsibles=len(COLLAPSIBLE.findall(text)),
+            user_links=tuple((title, len(re.findall(r'title="' + re.escape(html.escape(title)) + r'[" ]', text)))
+                             for title in users),
+        )
+
+
+@dataclass(frozen=True)
+class Allowance:
+    """What the reply's own markup may add to a page: measured on this wiki, once."""
+
+    templates: frozenset[str]
+    links: frozenset[str]
+
+    def allows_link(self, title: str) -> bool:
+        return title in self.links or bool(ENTITY_LINK.match(title))
+
+
+def parse(site: pywikibot.site.APISite, title: str, *, text: str | None = None, oldid: int | None = None,
+          props: str = PARSE_PROPS) -> dict:
+    """One ``action=parse`` of *text* as the page *title* would hold it, or of revision *oldid*."""
+    params = {"action": "parse", "prop": props, "formatversion": 2, "disablelimitreport": True,
+              "disableeditsection": True}
+    if oldid is not None:
+        params["oldid"] = oldid
+    else:
+        params.update(title=title, text=text, contentmodel="wikitext")
+    return site.simple_request(**params).submit()["parse"]
+
+
+def pre_save_transform(site: pywikibot.site.APISite, title: str, text: str) -> str:
+    """*text* as MediaWiki would store it (signatures expanded, ``subst:`` done, trailing space gone)."""
+    params = {"action": "parse", "title": title, "text": text, "contentmodel": "wikitext", "onlypst": True,
+              "formatversion": 2}
+    return site.simple_request(**params).submit()["parse"]["text"]
+
+
+def measure_allowance(site: pywikibot.site.APISite, title: str) -> Allowance:
+    """Parse a sample reply on this wiki: the templates and links its markup brings are the allowed ones."""
+    sample = Rendering.from_parse(parse(site, title, text=pre_save_transform(site, title, REPLY_SAMPLE)))
+    return Allowance(templates=sample.templates, links=sample.links)
+
+
+def differences(old: Rendering, new: Rendering, allowance: Allowance, reply_collapsibles: int) -> list[str]:
+    """Every way *new* differs from *old* beyond what a reply may add, in words."""
+    found = []
+    if new.sections != old.sections:
+        added = [line for _, line in new.sections if (_, line) not in old.sections]
+        found.append(f"the sections change (new or moved: {added[:5]})")
+    for name, before, after, allowed in (
+            ("categories", old.categories, new.categories, lambda item: False),
+            ("templates", old.templates, new.templates, allowance.templates.__contains__),
+            ("external links", old.external_links, new.external_links,
+             lambda url: url.startswith(QUERY_SERVICE)),
+            ("links", old.links, new.links, allowance.allows_link),
+            ("images", old.images, new.images, lambda item: False),
+            ("page properties", old.properties, new.properties, lambda item: False),
+            ("language links", old.langlinks, new.langlinks, lambda item: False)):
+        lost = sorted(before - after)
+        gained = sorted(item for item in after - before if not allowed(item))
+        if lost:
+            found.append(f"{name} would disappear: {lost[:5]}")
+        if gained:
+            found.append(f"{name} would appear: {gained[:5]}")
+    before, after = Counter(dict(old.user_links)), Counter(dict(new.user_links))
+    pinged = sorted(title for title in after if after[title] > before[title] and title not in allowance.links)
+    if pinged:
+        found.append(f"user links would appear: {pinged[:5]}")
+    unlinked = sorted(title for title in before if after[title] < before[title])
+    if unlinked:
+        found.append(f"user links would disappear: {unlinked[:5]}")
+    if new.collapsibles != old.collapsibles + reply_collapsibles:
+        found.append(f"the page would hold {new.collapsibles} collapsible blocks, not "
+                     f"{old.collapsibles} + {reply_collapsibles}")
+    return found
+
+
+SENTINEL = "SpinachReplyEndSentinel"
+
+
+class _Balance(HTMLParser):
+    """Finds whether text placed after the reply lands inside one of its collapsible elements."""
+
+    VOID = {"br", "hr", "img", "input", "meta", "link", "wbr", "col", "source", "area", "base", "embed", "track"}
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.stack: list[tuple[str, bool]] = []
+        self.swallowed = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in self.VOID:
+            return
+        collapsible = any(name == "class" and value and "mw-collapsible" in value.split() for name, value in attrs)
+        self.stack.append((tag, collapsible))
+
+    def handle_endtag(self, tag: str) -> None:
+        for index in range(len(self.stack) - 1, -1, -1):
+            if self.stack[index][0] == tag:
+                del self.stack[index:]
+                return
+
+    def handle_data(self, data: str) -> None:
+        if SENTINEL in data and any(collapsible for _, collapsible in self.stack):
+            self.swallowed = True
+
+
+def collapsible_closed(site: pywikibot.site.APISite, title: str, reply: str) -> bool:
+    """Whether the reply's collapsible blocks end inside it: a paragraph after it is not swallowed."""
+    balance = _Balance()
+    balance.feed(parse(site, title, text=reply + "\n\n" + SENTINEL, props="text")["text"])
+    balance.close()
+    return not balance.swallowed
+
+
+def transformed_reply(reply: str, signature: str, timestamp: str) -> str:
+    """The reply as the pre-save transform must leave it: only its ``~~~~`` expanded."""
+    return reply.replace("~~~~", f"{signature} {timestamp}")
+
+
+def checked_text(site: pywikibot.site.APISite, title: str, old: str, base: int, point: int, reply: str,
+                 allowance: Allowance) -> CheckedEdit:
+    """The exact text to save: old text plus reply, transformed and verified by the wiki; or :class:`EditRefused`.
+
+    *point* is where the reply goes in *old*; the new text is
+    ``old[:point] + "\\n" + reply + old[point:]``.  The signature and its
+    time are expanded in the same request as the page, so they match.
+    """
+    reply = reply.rstrip("\n")
+    if "~~~~" not in reply:
+        raise EditRefused("the reply has no signature")
+    new = old[:point] + "\n" + reply + old[point:]
+    signature, timestamp, transformed = pre_save_transform(site, title, "~~~\n~~~~~\n" + new).split("\n", 2)
+    signed = transformed_reply(reply, signature, timestamp)
+    expected = old[:point] + "\n" + signed + old[point:]
+    if transformed != expected.rstrip():
+        raise EditRefused(_first_difference("MediaWiki's pre-save transform changes more than the signature",
+                                            expected.rstrip(), transformed))
+    before = Rendering.from_parse(parse(site, title, oldid=base))
+    after = Rendering.from_parse(parse(site, title, text=transformed))
+    found = differences(before, after, allowance, len(COLLAPSIBLE.findall(reply)))
+    if not collapsible_closed(site, title, signed):
+        found.append("the reply's collapsible block is not closed")
+    if found:
+        raise EditRefused("MediaWiki's parser shows the edit would do more than add the reply: " + "; ".join(found))
+    return CheckedEdit(text=transformed, reply=signed)
+
+
+def _first_difference(what: str, expected: str, actual: str) -> str:
+    at = next((index for index, (a, b) in enumerate(zip(expected, actual)) if a != b),
+              min(len(expected), len(actual)))
+    return f"{what} (first difference at character {at}: {actual[at:at + 40]!r} instead of {expected[at:at + 40]!r})"
