@@ -2,7 +2,9 @@
 
 Both endpoints are configuration, so any Wikibase and any SPARQL endpoint
 (QLever's Wikidata endpoint, the scholarly graph split) can stand in.  Queries
-are sent untouched: the query service's own prefixes and label service apply.
+go to the query service untouched; for other engines the ``dialect`` setting
+prepares them (:mod:`agent.kb.dialect`), while search, entries and property
+examples keep coming from the Action API.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from agent.kb.base import (
     Claim, Entry, KBUnavailable, PropertyExample, Qualifier, QueryResult, SearchHit, SearchResults, Value,
 )
 from agent.kb.cache import ResponseCache
+from agent.kb.dialect import DIALECTS, Unsupported, prepare
 from agent.kb.http import HttpClient
 
 ENTITY_PREFIX = "http://www.wikidata.org/entity/"
@@ -33,6 +36,8 @@ _QUERY_LOCK = threading.Lock()
 class WikidataConfig:
     api_url: str = "https://www.wikidata.org/w/api.php"
     sparql_url: str = "https://query.wikidata.org/sparql"
+    #: What the SPARQL endpoint understands: ``wdqs``, ``qlever`` or ``sparql11`` (see :mod:`agent.kb.dialect`).
+    dialect: str = "wdqs"
     #: Who to contact about the traffic (an email address or a user page), sent in the User-Agent.
     contact: str = ""
     language: str = "en"
@@ -45,6 +50,9 @@ class WikidataConfig:
         config = cls()
         config.api_url = environ.get("WIKIDATA_API_URL") or config.api_url
         config.sparql_url = environ.get("WIKIDATA_SPARQL_URL") or config.sparql_url
+        config.dialect = environ.get("WIKIDATA_SPARQL_DIALECT") or config.dialect
+        if config.dialect not in DIALECTS:
+            raise ValueError(f"WIKIDATA_SPARQL_DIALECT={config.dialect!r}: choose one of {', '.join(DIALECTS)}")
         config.contact = environ.get("SPINACH_CONTACT", "")
         return config
 
@@ -160,6 +168,12 @@ class LiveWikidata:
 
     def execute(self, sparql: str, timeout: float | None = None) -> QueryResult:
         timeout = timeout or self.config.timeout
+        try:
+            sparql = prepare(sparql, self.config.dialect, self.config.language)
+        except Unsupported as error:
+            return QueryResult(status="error", message=str(error))
+        except SyntaxError as error:
+            return QueryResult(status="syntax_error", message=str(error))
         try:
             with _QUERY_LOCK:
                 response = self.http.request(

@@ -11,39 +11,60 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from contextlib import nullcontext
 from pathlib import Path
 
 import pyoxigraph as ox
 from tqdm import tqdm
 
 from agent.kb.base import Claim, Entry, PropertyExample, Qualifier, QueryResult, SearchResults, Value
-from agent.kb.local.loaders import LoadError, read_quads
+from agent.kb.local.loaders import RDF_FORMATS, SCHEMA_ABOUT, LoadError, file_kind, open_file, read_batches
 from agent.kb.local.search import SearchIndex
 from agent.kb.local.sparql import PREFIXES, QueryEngine
 
 log = logging.getLogger(__name__)
 WD, P, PS, PQ, WDS = (PREFIXES["wd"], PREFIXES["p"], PREFIXES["ps"], PREFIXES["pq"], PREFIXES["wds"])
 XSD_DATETIME = PREFIXES["xsd"] + "dateTime"
+#: What ``wdt:`` means for claims read without a rank (said once per load).
+UNRANKED_NOTE = ("{files}: no rank column, so every claim there is taken as best rank: wdt: returns all of "
+                 "an entity's values for a property (historical ones too), as p:/ps: do; add KGTK's rank "
+                 "column to get the query service's truthy values")
 
-__all__ = ["LocalKB", "LoadError"]
+__all__ = ["LocalKB", "LoadError", "StoreInUse"]
+
+
+class StoreInUse(ValueError):
+    """The store is open for writing in another process (a running bot, another load)."""
 
 
 class LocalKB:
-    """The four lookups of :class:`agent.kb.base.KnowledgeBase` on a store in *store_dir*."""
+    """The four lookups of :class:`agent.kb.base.KnowledgeBase` on a store in *store_dir*.
 
-    def __init__(self, store_dir: str | Path, language: str = "en", timeout: float = 60.0) -> None:
+    *read_only* opens a store that another process holds (a running bot) for
+    queries and searches; loading needs the store to itself.
+    """
+
+    def __init__(self, store_dir: str | Path, language: str = "en", timeout: float = 60.0,
+                 read_only: bool = False) -> None:
         self.directory = Path(store_dir)
-        (self.directory / "oxigraph").mkdir(parents=True, exist_ok=True)
         self.language = language
-        try:
-            self.store = ox.Store(str(self.directory / "oxigraph"))
-        except OSError as error:
-            if "lock" in str(error).lower():
-                raise ValueError(f"the store {self.directory} is open in another process (or object); "
-                                 "close that first") from error
-            raise
-        self.index = SearchIndex(self.directory / "search.sqlite", language)
-        self.engine = QueryEngine(self.directory / "oxigraph", language, timeout)
+        oxigraph = self.directory / "oxigraph"
+        if read_only:
+            if not (oxigraph / "CURRENT").exists():
+                raise FileNotFoundError(f"no store in {self.directory}: create it with "
+                                        f"`python -m agent.kb load --store {self.directory} FILE...`")
+            self.store = ox.Store.read_only(str(oxigraph))
+        else:
+            oxigraph.mkdir(parents=True, exist_ok=True)
+            try:
+                self.store = ox.Store(str(oxigraph))
+            except OSError as error:
+                if "lock" in str(error).lower():
+                    raise StoreInUse(f"the store {self.directory} is open in another process (a running bot or "
+                                     "another load) or object: stop or close that first") from error
+                raise
+        self.index = SearchIndex(self.directory / "index.sqlite", language, read_only=read_only)
+        self.engine = QueryEngine(oxigraph, language, timeout)
 
     def close(self) -> None:
         """Release the store, its query worker and its index, so another process may open it."""
@@ -54,18 +75,95 @@ class LocalKB:
     # -- loading ----------------------------------------------------------------------------------
 
     def load(self, paths: Iterable[str | Path], progress: bool = True) -> int:
-        """Add each file in one transaction (a bad file adds nothing); returns the number of triples added."""
+        """Add each file, all or nothing (a bad file adds nothing); returns the number of triples read.
+
+        Every file streams in bounded batches: mapped formats become N-Triples in
+        a scratch file beside the store, RDF files are checked as they are, the
+        search index is written in the same pass, and Oxigraph's bulk loader then
+        takes the file.  Memory does not grow with the file.
+        """
         total = 0
+        unranked: list[str] = []
         for path in tqdm([Path(p) for p in paths], desc="loading", unit="file", disable=not progress):
-            quads = read_quads(path)
-            self.store.extend(quads)
-            self.store.flush()
-            subjects = {quad.subject.value for quad in quads if isinstance(quad.subject, ox.NamedNode)}
-            indexed = self.index.update(self.store, subjects)
-            log.info("%s: %d triples, %d entities indexed", path, len(quads), indexed)
-            total += len(quads)
+            added, claims_without_rank = self._load_file(path)
+            if claims_without_rank:
+                unranked.append(path.name)
+            log.info("%s: %d triples", path, added)
+            total += added
+        if unranked:
+            log.warning(UNRANKED_NOTE.format(files=", ".join(unranked)))
         self.engine.restart()
         return total
+
+    def _load_file(self, path: Path) -> tuple[int, int]:
+        """Load one file: (triples read, claims read without a rank)."""
+        kind = file_kind(path)
+        scratch = None if kind in RDF_FORMATS else self.directory / "loading.nt"
+        had_data = next(iter(self.store.quads_for_pattern(None, None, None)), None) is not None
+        triples = unranked = 0
+        whole: list[str] = []
+        preferred: set[tuple[str, str]] = set()
+        self.index.begin(str(path))
+        try:
+            with scratch.open("w", encoding="utf-8") if scratch else nullcontext() as out:
+                for batch in read_batches(path):
+                    if out is not None:
+                        out.write("".join(batch.lines))
+                    if batch.whole:
+                        self.index.forget(iri[len(WD):] for iri in batch.whole)
+                        if had_data:
+                            whole.extend(batch.whole)
+                    self.index.add(batch.facts)
+                    preferred.update(batch.preferred)
+                    triples += batch.triples
+                    unranked += batch.unranked
+            self._remove_entities(whole)
+            with open_file(path) if scratch is None else nullcontext() as stream:
+                if stream is None:
+                    self.store.bulk_load(path=scratch, format=ox.RdfFormat.N_TRIPLES, lenient=True)
+                else:
+                    self.store.bulk_load(stream, format=RDF_FORMATS[kind], lenient=True)
+            self._settle_ranks(preferred)
+        except BaseException:
+            self.index.rollback()
+            raise
+        finally:
+            if scratch is not None:
+                scratch.unlink(missing_ok=True)
+        self.index.commit()
+        return triples, unranked
+
+    def _remove_entities(self, iris: list[str]) -> None:
+        """Remove what the store holds of entities a file brings whole: their terms, statements, sitelinks."""
+        about = ox.NamedNode(SCHEMA_ABOUT)
+        for iri in iris:
+            node = ox.NamedNode(iri)
+            quads = list(self.store.quads_for_pattern(node, None, None))
+            if not quads:
+                continue
+            for quad in list(quads):
+                if quad.predicate.value.startswith(P) and isinstance(quad.object, ox.NamedNode) \
+                        and quad.object.value.startswith(WDS):
+                    quads.extend(self.store.quads_for_pattern(quad.object, None, None))
+            for quad in list(self.store.quads_for_pattern(None, about, node)):
+                quads.extend(self.store.quads_for_pattern(quad.subject, None, None))
+            for quad in quads:
+                self.store.remove(quad)
+
+    def _settle_ranks(self, pairs: set[tuple[str, str]]) -> None:
+        """Where a property has a preferred statement, its normal ones lose best rank and their wdt: values."""
+        by_property: dict[str, list[str]] = {}
+        for iri, pid in pairs:
+            by_property.setdefault(pid, []).append(iri)
+        for pid, iris in by_property.items():
+            for start in range(0, len(iris), 500):
+                values = " ".join(f"<{iri}>" for iri in iris[start:start + 500])
+                self.store.update(
+                    f"DELETE {{ ?e wdt:{pid} ?v . ?s a wikibase:BestRank }} WHERE {{ VALUES ?e {{ {values} }} "
+                    f"?e p:{pid} ?s . ?s wikibase:rank wikibase:NormalRank ; ps:{pid} ?v }} ; "
+                    f"INSERT {{ ?e wdt:{pid} ?v }} WHERE {{ VALUES ?e {{ {values} }} "
+                    f"?e p:{pid} ?s . ?s wikibase:rank wikibase:PreferredRank ; ps:{pid} ?v }}",
+                    prefixes=PREFIXES)
 
     # -- the four lookups -------------------------------------------------------------------------------
 

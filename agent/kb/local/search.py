@@ -1,10 +1,12 @@
 """Search the local store's labels and aliases the way ``wbsearchentities`` ranks them.
 
 An exact label or alias match comes before a prefix match, which comes before
-a match of a whole word; ties go to the more popular entity (sitelinks when
+a match of every word; ties go to the more popular entity (sitelinks when
 loaded, else PageRank), then to the lower ID.  Matching ignores case and
-accents.  The index is a SQLite file beside the store, updated after each
-load, so opening a store costs nothing and a search is a few index look-ups.
+accents.  The index is a SQLite file beside the store, written from the facts
+the loader reads in the same pass as the triples (so a load never reads the
+store back), inside one transaction per file: a refused file leaves it as it
+was.  Opening a store costs nothing and a search is a few index look-ups.
 """
 
 from __future__ import annotations
@@ -15,35 +17,24 @@ import unicodedata
 from collections.abc import Iterable
 from pathlib import Path
 
-import pyoxigraph as ox
-
 from agent.kb.base import SearchHit
-from agent.kb.local.loaders import DATATYPES
+from agent.kb.local.loaders import DATATYPES, Fact
 
-WD = "http://www.wikidata.org/entity/"
 #: Wikibase datatype names by their ontology term (``WikibaseItem`` -> ``wikibase-item``).
 DATATYPE_NAMES = {term: name for name, term in DATATYPES.items()}
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS entities (id TEXT PRIMARY KEY, kind TEXT NOT NULL, number INTEGER NOT NULL,
-    label TEXT NOT NULL, description TEXT NOT NULL, datatype TEXT, popularity REAL NOT NULL);
-CREATE TABLE IF NOT EXISTS names (id TEXT NOT NULL, name TEXT NOT NULL);
+    label TEXT NOT NULL DEFAULT '', description TEXT NOT NULL DEFAULT '', datatype TEXT,
+    sitelinks INTEGER NOT NULL DEFAULT 0, pagerank REAL NOT NULL DEFAULT 0, generation INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS names (id TEXT NOT NULL, name TEXT NOT NULL, generation INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS names_by_name ON names (name);
 CREATE INDEX IF NOT EXISTS names_by_id ON names (id);
-CREATE TABLE IF NOT EXISTS words (id TEXT NOT NULL, word TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS words (id TEXT NOT NULL, word TEXT NOT NULL, generation INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS words_by_word ON words (word);
 CREATE INDEX IF NOT EXISTS words_by_id ON words (id);
+CREATE TABLE IF NOT EXISTS loads (generation INTEGER PRIMARY KEY, file TEXT NOT NULL);
 """
-#: What the index reads of an entity, by predicate IRI.
-FACTS = {
-    "label": "http://www.w3.org/2000/01/rdf-schema#label",
-    "description": "http://schema.org/description",
-    "alias": "http://www.w3.org/2004/02/skos/core#altLabel",
-    "type": "http://wikiba.se/ontology#propertyType",
-    "sitelinks": "http://wikiba.se/ontology#sitelinks",
-    "pagerank": "https://spinach-bot.invalid/ontology#pagerank",
-}
-#: Past this many entities, one scan of each predicate beats looking entities up one batch at a time.
-SCAN_THRESHOLD = 2000
+_ENTITY = re.compile(r"^[QPL][1-9][0-9]*$")
 
 
 def fold(text: str) -> str:
@@ -56,60 +47,79 @@ def _words(text: str) -> set[str]:
     return {word for word in re.split(r"[^\w]+", fold(text)) if word}
 
 
+def _kind(entity_id: str) -> str:
+    return {"P": "property", "L": "lexeme"}.get(entity_id[0], "item")
+
+
 class SearchIndex:
-    def __init__(self, path: Path, language: str = "en") -> None:
+    """The index file at *path*; *read_only* opens it so a store in use by another process can be searched."""
+
+    def __init__(self, path: Path, language: str = "en", read_only: bool = False) -> None:
         self.path = Path(path)
         self.language = language
-        self.connection = sqlite3.connect(self.path, check_same_thread=False)
-        self.connection.executescript(SCHEMA)
+        if read_only:
+            self.connection = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False,
+                                              isolation_level=None)
+        else:
+            self.connection = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+            self.connection.executescript(SCHEMA)
+        self.generation = 0
 
-    def _facts(self, store: ox.Store, iris: list[str]) -> dict[str, dict[str, list[str]]]:
-        """Each entity's labels, descriptions, aliases (in the index language), type and popularity."""
-        facts: dict[str, dict[str, list[str]]] = {iri[len(WD):]: {} for iri in iris}
-        batches = [None] if len(iris) > SCAN_THRESHOLD else [iris[i:i + 500] for i in range(0, len(iris), 500)]
-        for name, predicate in FACTS.items():
-            for batch in batches:
-                values = "" if batch is None else "VALUES ?e { " + " ".join(f"<{iri}>" for iri in batch) + " } "
-                for solution in store.query(f"SELECT ?e ?v WHERE {{ {values}?e <{predicate}> ?v }}"):
-                    entity = facts.get(solution["e"].value[len(WD):]) if solution["e"].value.startswith(WD) \
-                        else None
-                    value = solution["v"]
-                    if entity is None or (isinstance(value, ox.Literal) and value.language
-                                          and value.language != self.language):
-                        continue
-                    entity.setdefault(name, []).append(value.value)
-        return facts
+    # -- writing: one transaction per file ----------------------------------------------------------
 
-    def update(self, store: ox.Store, entity_iris: Iterable[str] | None = None) -> int:
-        """(Re)index *entity_iris* (every labelled entity when None); returns how many were indexed."""
-        if entity_iris is None:
-            found = store.query(f'SELECT DISTINCT ?e WHERE {{ ?e <{FACTS["label"]}> ?l }}')
-            entity_iris = [solution["e"].value for solution in found]
-        iris = sorted({iri for iri in entity_iris
-                       if iri.startswith(WD) and re.fullmatch(r"[QP]\d+", iri[len(WD):])})
-        facts = self._facts(store, iris)
-        count = 0
-        with self.connection:
-            self.connection.executemany("DELETE FROM names WHERE id = ?", [(i,) for i in facts])
-            self.connection.executemany("DELETE FROM words WHERE id = ?", [(i,) for i in facts])
-            for entity_id, entity in facts.items():
-                label = (entity.get("label") or [""])[0]
-                aliases = entity.get("alias", [])
-                if not label and not aliases:
-                    continue
-                popularity = float((entity.get("sitelinks") or [0])[0]) * 1e6 + float((entity.get("pagerank") or [0])[0])
-                datatype = (entity.get("type") or [""])[0].rsplit("#", 1)[-1] or None
-                self.connection.execute(
-                    "INSERT OR REPLACE INTO entities VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (entity_id, "property" if entity_id.startswith("P") else "item", int(entity_id[1:]),
-                     label or entity_id, (entity.get("description") or [""])[0],
-                     DATATYPE_NAMES.get(datatype, datatype) if datatype else None, popularity))
-                names = {fold(name) for name in [label, *aliases] if name}
-                self.connection.executemany("INSERT INTO names VALUES (?, ?)", [(entity_id, n) for n in names])
-                words = set().union(*(_words(name) for name in names)) if names else set()
-                self.connection.executemany("INSERT INTO words VALUES (?, ?)", [(entity_id, w) for w in words])
-                count += 1
-        return count
+    def begin(self, file: str) -> None:
+        self.connection.execute("BEGIN")
+        cursor = self.connection.execute("INSERT INTO loads (file) VALUES (?)", (file,))
+        self.generation = int(cursor.lastrowid or 0)
+
+    def commit(self) -> None:
+        self.connection.execute("COMMIT")
+
+    def rollback(self) -> None:
+        self.connection.execute("ROLLBACK")
+
+    def forget(self, entity_ids: Iterable[str]) -> None:
+        """Drop what earlier files said of *entity_ids* (this file's own facts stay)."""
+        rows = [(entity_id, self.generation) for entity_id in entity_ids]
+        self.connection.executemany("DELETE FROM names WHERE id = ? AND generation < ?", rows)
+        self.connection.executemany("DELETE FROM words WHERE id = ? AND generation < ?", rows)
+        self.connection.executemany("UPDATE entities SET label = '', description = '', datatype = NULL, "
+                                    "sitelinks = 0 WHERE id = ? AND generation < ?", rows)
+
+    def add(self, facts: Iterable[Fact]) -> None:
+        """Index *facts* (entity id, kind, value, language); texts in other languages are left out."""
+        rows: dict[str, list[tuple]] = {"label": [], "description": [], "type": [], "sitelinks": [],
+                                         "pagerank": [], "alias": []}
+        names: list[tuple[str, str, int]] = []
+        words: list[tuple[str, str, int]] = []
+        generation = self.generation
+        for entity_id, kind, value, language in facts:
+            if not _ENTITY.match(entity_id) or (language and language != self.language):
+                continue
+            if kind in ("label", "alias"):
+                folded = fold(value)
+                names.append((entity_id, folded, generation))
+                words.extend((entity_id, word, generation) for word in _words(folded))
+            if kind == "type":
+                term = value.rsplit("#", 1)[-1]
+                value = DATATYPE_NAMES.get(term, term)
+            rows[kind].append((entity_id, _kind(entity_id), int(entity_id[1:]), value, generation))
+        for kind, column in (("label", "label"), ("description", "description"), ("type", "datatype"),
+                             ("sitelinks", "sitelinks"), ("pagerank", "pagerank"), ("alias", None)):
+            if not rows[kind]:
+                continue
+            if column is None:
+                self.connection.executemany("INSERT OR IGNORE INTO entities (id, kind, number, generation) "
+                                            "VALUES (?, ?, ?, ?)", [row[:3] + row[4:] for row in rows[kind]])
+                continue
+            self.connection.executemany(
+                f"INSERT INTO entities (id, kind, number, {column}, generation) VALUES (?, ?, ?, ?, ?) "
+                f"ON CONFLICT (id) DO UPDATE SET {column} = excluded.{column}, generation = excluded.generation",
+                rows[kind])
+        self.connection.executemany("INSERT INTO names VALUES (?, ?, ?)", names)
+        self.connection.executemany("INSERT INTO words VALUES (?, ?, ?)", words)
+
+    # -- reading -----------------------------------------------------------------------------------
 
     def search(self, text: str, kind: str, limit: int) -> list[SearchHit]:
         wanted = fold(text)
@@ -119,17 +129,17 @@ class SearchIndex:
         word_clause = ""
         parameters: list = [wanted, wanted, wanted + "\uffff"]
         if words:
-            word_clause = ("UNION ALL SELECT id, 2 FROM words WHERE word = ? GROUP BY id HAVING 1" if len(words) == 1
-                           else "UNION ALL SELECT id, 2 FROM words WHERE word IN (%s) GROUP BY id HAVING COUNT(*) = %d"
-                           % (",".join("?" * len(words)), len(words)))
+            word_clause = ("UNION ALL SELECT id, 2 FROM words WHERE word IN (%s) GROUP BY id "
+                           "HAVING COUNT(DISTINCT word) = %d" % (",".join("?" * len(words)), len(words)))
             parameters += words
         rows = self.connection.execute(
-            f"""SELECT e.id, e.label, e.description, e.datatype, MIN(m.tier) AS tier
+            f"""SELECT e.id, CASE e.label WHEN '' THEN e.id ELSE e.label END, e.description, e.datatype,
+                       MIN(m.tier) AS tier
                 FROM (SELECT id, 0 AS tier FROM names WHERE name = ?
                       UNION ALL SELECT id, 1 FROM names WHERE name > ? AND name < ?
                       {word_clause}) AS m
                 JOIN entities AS e ON e.id = m.id
                 WHERE e.kind = ?
-                GROUP BY e.id ORDER BY tier, e.popularity DESC, e.number LIMIT ?""",
+                GROUP BY e.id ORDER BY tier, e.sitelinks DESC, e.pagerank DESC, e.number LIMIT ?""",
             (*parameters, kind, limit)).fetchall()
         return [SearchHit(id=row[0], label=row[1], description=row[2], datatype=row[3]) for row in rows]

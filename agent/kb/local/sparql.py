@@ -4,14 +4,10 @@ What the query service adds to SPARQL is emulated before the query reaches
 Oxigraph (which would otherwise try to fetch ``SERVICE`` IRIs over HTTP):
 
 * its built-in prefixes apply when a query does not declare them;
-* ``SERVICE wikibase:label`` becomes OPTIONAL label patterns with the
-  language fallback list (``[AUTO_LANGUAGE]`` is the configured language),
-  for every ``?xLabel``, ``?xDescription`` and ``?xAltLabel`` the query uses,
-  or for the variables named in its manual form; a label falls back to the
-  bare ID, as on the service;
-* ``hint:`` triples are removed (declared, they would match nothing);
-* Blazegraph's named subqueries (``WITH { ... } AS %x`` / ``INCLUDE %x``) are
-  inlined as subqueries;
+* the label service, ``hint:`` triples and named subqueries are emulated
+  as :mod:`agent.kb.dialect` does for every engine other than the service;
+* a sequence path towards a constant (``?x wdt:P31/wdt:P279* wd:Q515``) is
+  written so that Oxigraph walks it from the constant;
 * ``geof:distance``, ``geof:latitude``, ``geof:longitude`` and
   ``wikibase:decodeUri`` are functions;
 * other services (``wikibase:mwapi``, ``wikibase:around``, ``wikibase:box``,
@@ -35,136 +31,100 @@ from urllib.parse import unquote
 import pyoxigraph as ox
 
 from agent.kb.base import QueryResult
+from agent.kb.dialect import PREFIXES, Unsupported, emulate_wdqs, masked
+from agent.sparql_lexer import Token, tokenize
 
-PREFIXES = {
-    "wd": "http://www.wikidata.org/entity/", "wdt": "http://www.wikidata.org/prop/direct/",
-    "wdtn": "http://www.wikidata.org/prop/direct-normalized/", "wds": "http://www.wikidata.org/entity/statement/",
-    "wdv": "http://www.wikidata.org/value/", "wdref": "http://www.wikidata.org/reference/",
-    "wdata": "http://www.wikidata.org/wiki/Special:EntityData/", "wdno": "http://www.wikidata.org/prop/novalue/",
-    "p": "http://www.wikidata.org/prop/", "ps": "http://www.wikidata.org/prop/statement/",
-    "psv": "http://www.wikidata.org/prop/statement/value/",
-    "psn": "http://www.wikidata.org/prop/statement/value-normalized/",
-    "pq": "http://www.wikidata.org/prop/qualifier/", "pqv": "http://www.wikidata.org/prop/qualifier/value/",
-    "pqn": "http://www.wikidata.org/prop/qualifier/value-normalized/",
-    "pr": "http://www.wikidata.org/prop/reference/", "prv": "http://www.wikidata.org/prop/reference/value/",
-    "prn": "http://www.wikidata.org/prop/reference/value-normalized/",
-    "wikibase": "http://wikiba.se/ontology#", "bd": "http://www.bigdata.com/rdf#",
-    "schema": "http://schema.org/", "rdf": "http://www.w3.org/1999/02/22-rdf-syntax-ns#",
-    "rdfs": "http://www.w3.org/2000/01/rdf-schema#", "skos": "http://www.w3.org/2004/02/skos/core#",
-    "owl": "http://www.w3.org/2002/07/owl#", "xsd": "http://www.w3.org/2001/XMLSchema#",
-    "prov": "http://www.w3.org/ns/prov#", "geo": "http://www.opengis.net/ont/geosparql#",
-    "geof": "http://www.opengis.net/def/function/geosparql/", "hint": "http://www.bigdata.com/queryHints#",
-    "mwapi": "https://www.mediawiki.org/ontology#API/", "gas": "http://www.bigdata.com/rdf/gas#",
-    "bds": "http://www.bigdata.com/rdf/search#", "ontolex": "http://www.w3.org/ns/lemon/ontolex#",
-    "dct": "http://purl.org/dc/terms/", "cc": "http://creativecommons.org/ns#",
-    "foaf": "http://xmlns.com/foaf/0.1/", "dbo": "http://dbpedia.org/ontology/",
-    "fn": "http://www.w3.org/2005/xpath-functions#",
-}
 ENTITY = PREFIXES["wd"]
-_SKIP = re.compile(r'"""(?:[^"\\]|\\.|"(?!""))*"""|\'\'\'(?:[^\'\\]|\\.|\'(?!\'\'))*\'\'\'|"(?:[^"\\\n]|\\.)*"'
-                   r"|'(?:[^'\\\n]|\\.)*'|<[^<>\"{}|^`\\\s]*>|#[^\n]*", re.DOTALL)
+#: Tokens that end a subject (or an object), so that what follows is a verb.
+_TERMS = ("var", "iri", "pname", "bnode", "string", "number", "langtag")
 
 
-class UnsupportedOffline(ValueError):
-    pass
+def _path_element(tokens: list[Token], position: int) -> int | None:
+    """End (exclusive) of the path element ``^? (iri | pname | a) (* | +)?`` starting at *position*, or None."""
+    if position < len(tokens) and tokens[position].text == "^":
+        position += 1
+    if position >= len(tokens) or not (tokens[position].kind in ("iri", "pname") or tokens[position].text == "a"):
+        return None
+    position += 1
+    if position < len(tokens) and tokens[position].text in ("*", "+"):
+        position += 1
+    return position
 
 
-def _masked(query: str) -> str:
-    """The query with literals, IRIs and comments blanked out (same length), so braces can be counted."""
-    return _SKIP.sub(lambda match: " " * len(match.group(0)), query)
+def _bound_object(tokens: list[Token], position: int) -> int | None:
+    """End (exclusive) of a constant object (IRI, literal, number) starting at *position*, or None."""
+    if position >= len(tokens):
+        return None
+    token = tokens[position]
+    if token.kind in ("iri", "pname", "number") or token.text.lower() in ("true", "false"):
+        return position + 1
+    if token.kind != "string":
+        return None
+    if position + 1 < len(tokens) and tokens[position + 1].kind == "langtag":
+        return position + 2
+    if position + 2 < len(tokens) and tokens[position + 1].text == "^^" \
+            and tokens[position + 2].kind in ("iri", "pname"):
+        return position + 3
+    return position + 1
 
 
-def _closing_brace(masked: str, opening: int) -> int:
-    depth = 0
-    for index in range(opening, len(masked)):
-        if masked[index] == "{":
-            depth += 1
-        elif masked[index] == "}":
-            depth -= 1
-            if depth == 0:
-                return index
-    raise SyntaxError("unbalanced braces")
+def paths_from_bound_end(query: str) -> str:
+    """``?x p1/p2* wd:Q515`` as ``?x p1 [ p2* wd:Q515 ]``: the same rows, evaluated from the constant end.
 
-
-def _inline_named_subqueries(query: str) -> str:
-    while True:
-        masked = _masked(query)
-        match = re.search(r"\bWITH\s*\{", masked, re.IGNORECASE)
-        if not match:
-            return query
-        end = _closing_brace(masked, match.end() - 1)
-        name = re.match(r"\s*AS\s+(%\w+)", masked[end + 1:], re.IGNORECASE)
-        if not name:
-            raise SyntaxError("WITH { ... } without AS %name")
-        body = query[match.end():end]
-        query = query[:match.start()] + query[end + 1 + name.end():]
-        query = re.sub(r"\bINCLUDE\s+" + re.escape(name.group(1)) + r"\b", lambda _: "{ " + body + " }", query,
-                       flags=re.IGNORECASE)
-
-
-def _label_patterns(variable: str, output: str, kind: str, languages: list[str]) -> str:
-    predicate = {"Label": "rdfs:label", "Description": "schema:description", "AltLabel": "skos:altLabel"}[kind]
-    if kind == "AltLabel":
-        language = languages[0]
-        return (f"OPTIONAL {{ SELECT ?{variable} (GROUP_CONCAT(?{output}_alt; separator=\", \") AS ?{output}) "
-                f"WHERE {{ ?{variable} {predicate} ?{output}_alt FILTER(LANG(?{output}_alt) = \"{language}\") }} "
-                f"GROUP BY ?{variable} }}")
-    parts = []
-    names = []
-    for index, language in enumerate(languages):
-        name = f"?{output}_l{index}"
-        names.append(name)
-        parts.append(f"OPTIONAL {{ ?{variable} {predicate} {name} FILTER(LANG({name}) = \"{language}\") }}")
-    if kind == "Label":
-        names.append(f"IF(isIRI(?{variable}) && STRSTARTS(STR(?{variable}), \"{ENTITY}\"), "
-                     f"STRAFTER(STR(?{variable}), \"{ENTITY}\"), STR(?{variable}))")
-    parts.append(f"BIND(COALESCE({', '.join(names)}) AS ?{output})")
-    return " ".join(parts)
-
-
-def _rewrite_label_service(query: str, language: str) -> str:
-    masked = _masked(query)
-    match = re.search(r"\bSERVICE\s+wikibase:label\s*\{", masked, re.IGNORECASE)
-    if not match:
-        return query
-    end = _closing_brace(masked, match.end() - 1)
-    inside = query[match.end():end]
-    languages_match = re.search(r'wikibase:language\s+"([^"]*)"', inside)
-    languages = [part.strip() for part in (languages_match.group(1) if languages_match else language).split(",")]
-    languages = [language if part == "[AUTO_LANGUAGE]" else part for part in languages if part] or [language]
-    manual = re.findall(r"\?(\w+)\s+(rdfs:label|schema:description|skos:altLabel)\s+\?(\w+)", inside)
-    kinds = {"rdfs:label": "Label", "schema:description": "Description", "skos:altLabel": "AltLabel"}
-    wanted: list[tuple[str, str, str]] = [(variable, output, kinds[predicate])
-                                         for variable, predicate, output in manual]
-    if not manual:
-        rest = query[:match.start()] + query[end + 1:]
-        variables = set(re.findall(r"[?$](\w+)", _masked(rest)))
-        for name in sorted(variables):
-            for kind in ("AltLabel", "Label", "Description"):
-                if name.endswith(kind) and name[: -len(kind)] in variables:
-                    wanted.append((name[: -len(kind)], name, kind))
-                    break
-    patterns = " ".join(_label_patterns(variable, output, kind, languages) for variable, output, kind in wanted)
-    return query[:match.start()] + patterns + query[end + 1:]
-
-
-_HINT = re.compile(r"\bhint:\w+\s+hint:\w+\s+(?:\"[^\"]*\"|'[^']*'|[^\s.;}]+)\s*\.?", re.IGNORECASE)
+    Oxigraph evaluates a sequence path from its subject, so the most common
+    Wikidata idiom (instances of a class or its subclasses) walked every
+    ``p1`` edge of the store; the blank-node form is the join the SPARQL
+    specification defines for a sequence, and Oxigraph evaluates its inner
+    triple, the one holding the constant, first.
+    """
+    everything = tokenize(query)
+    tokens = [token for token in everything if token.kind not in ("space", "comment")]
+    replaced: list[tuple[int, int, str]] = []  # (start, end) character spans and their new text
+    stack: list[str] = []
+    index = 0
+    while index < len(tokens):
+        token = tokens[index]
+        if token.text in ("{", "[", "("):
+            stack.append(token.text)
+        elif token.text in ("}", "]", ")"):
+            stack = stack[:-1]
+        elif stack and stack[-1] in "{[" and index > 0 and (tokens[index - 1].kind in _TERMS
+                                                             or tokens[index - 1].text in (";", "[", "]")):
+            elements = []
+            position = index
+            while (end := _path_element(tokens, position)) is not None:
+                elements.append((position, end))
+                if end < len(tokens) and tokens[end].text == "/":
+                    position = end + 1
+                    continue
+                position = end
+                break
+            object_end = _bound_object(tokens, position) if len(elements) > 1 else None
+            if object_end is not None and (object_end >= len(tokens) or tokens[object_end].text in (".", ";", "}", "]")):
+                def text(first: int, last: int) -> str:
+                    return query[tokens[first].start:tokens[last - 1].start + len(tokens[last - 1].text)]
+                inner = text(position, object_end)
+                for first, last in reversed(elements[1:]):
+                    inner = f"[ {text(first, last)} {inner} ]"
+                first, last = elements[0]
+                replaced.append((tokens[index].start, tokens[object_end - 1].start + len(tokens[object_end - 1].text),
+                                 f"{text(first, last)} {inner}"))
+                index = object_end
+                continue
+        index += 1
+    for start, end, new in reversed(replaced):
+        query = query[:start] + new + query[end:]
+    return query
 
 
 def rewrite(query: str, language: str = "en") -> str:
-    """The query as Oxigraph can run it; raises UnsupportedOffline for what cannot be emulated."""
-    query = _inline_named_subqueries(query)
-    query = _HINT.sub(" ", query)
-    query = _rewrite_label_service(query, language)
-    masked = _masked(query)
-    service = re.search(r"\bSERVICE\s+(SILENT\s+)?(\S+)", masked, re.IGNORECASE)
+    """The query as Oxigraph can run it; raises :class:`Unsupported` for what cannot be emulated."""
+    query = emulate_wdqs(query, language)
+    service = re.search(r"\bSERVICE\s+(SILENT\s+)?(\S+)", masked(query), re.IGNORECASE)
     if service:
         start = service.start(2)
-        raise UnsupportedOffline(f"not supported offline: SERVICE {query[start:service.end(2)]}")
-    for feature in ("wikibase:around", "wikibase:box"):
-        if feature in masked:
-            raise UnsupportedOffline(f"not supported offline: {feature}")
-    return query
+        raise Unsupported(f"not supported offline: SERVICE {query[start:service.end(2)]}")
+    return paths_from_bound_end(query)
 
 
 # -- functions ---------------------------------------------------------------------------------------------
@@ -226,7 +186,7 @@ def run_on_store(store: ox.Store, query: str, language: str = "en") -> dict[str,
     try:
         prepared = rewrite(query, language)
         results = store.query(prepared, prefixes=PREFIXES, custom_functions=FUNCTIONS)
-    except UnsupportedOffline as error:
+    except Unsupported as error:
         return {"status": "error", "message": str(error)}
     except SyntaxError as error:
         return {"status": "syntax_error", "message": str(error)}
@@ -286,13 +246,26 @@ class QueryEngine:
         with self._lock:
             if self._process is None or not self._process.is_alive():
                 self._start()
-            self._connection.send(sparql)
+            try:
+                self._connection.send(sparql)
+            except OSError:
+                return QueryResult(status="error", message=self._ended())
             if not self._connection.poll(timeout):
                 self.restart()
                 return QueryResult(status="timeout", message=f"stopped after {timeout:g} seconds")
             try:
                 outcome = self._connection.recv()
-            except EOFError:
-                self.restart()
-                return QueryResult(status="error", message="the query worker ended unexpectedly")
+            except (EOFError, OSError):  # the worker died mid-query: killed, or out of memory
+                return QueryResult(status="error", message=self._ended())
         return QueryResult(**outcome)
+
+    def _ended(self) -> str:
+        """Why the worker ended, for the caller; the next query starts a new one."""
+        process = self._process
+        assert process is not None
+        process.join(5)
+        code = process.exitcode
+        self._process = None
+        how = f"was killed by signal {-code}" if code is not None and code < 0 else f"exited with code {code}"
+        return (f"the local store's query worker {how} while running this query (out of memory, or ended by "
+                "another process); the query was not answered, and the next one starts a new worker")
