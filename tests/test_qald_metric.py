@@ -106,3 +106,20 @@ def test_the_export_is_qald_json_with_the_scored_columns():
     assert first["answers"] == [{"head": {"vars": ["x"]}, "results": {"bindings": [item("Q1")]}}]
     assert second["answers"] == [{"head": {}, "boolean": True}]
     assert third["answers"] == [{"head": {"vars": []}, "results": {"bindings": []}}] and third["query"]["sparql"] == ""
+
+
+def test_the_upstream_qald10_outputs_under_both_metrics(shared_dir):
+    """The figures the README quotes: the paper's 387 QALD-10 outputs, against live gold and the file's gold."""
+    from harness.datasets import load_dataset
+
+    outputs = json.loads((shared_dir / "reference-outputs" / "qald10_spinach_output_test.json").read_text())
+    live = aggregate(score_question(o["predicted_answer_tuple"], o["gold_answer_tuple"]) for o in outputs)
+    assert (round(100 * live.f1_qald, 2), round(100 * live.macro_f1, 2), round(100 * live.micro_f1, 2)) == (
+        69.07, 65.11, 48.96)
+    file_gold = {example.question: example.gold_answer for example in load_dataset("qald10", None,
+                                                                                     shared_dir / "datasets")}
+    pairs = [(o["predicted_answer_tuple"], file_gold[o["question"]]) for o in outputs]
+    assert len(pairs) == 387
+    for by_value, expected in ((False, 57.37), (True, 59.11)):
+        scores = aggregate(score_question(predicted, gold, by_value) for predicted, gold in pairs)
+        assert round(100 * scores.f1_qald, 2) == expected
