@@ -42,6 +42,13 @@ def print_report(summaries: list[RunSummary]) -> None:
               f"{s.f1_interval[1]:5.1f}  {(f'{paper[0]:.1f}/{paper[1]:.1f}' if paper else '-'):>12}")
     if any(s.info.get("baseline") for s in summaries):
         print("(paper figures are the agent's; the paper's one-call baseline figures are not recorded here)")
+    print("\nSettings (the last part's; run.json keeps every part's)")
+    for s in summaries:
+        settings = s.info.get("parts", [{}])[-1].get("settings", s.info)
+        print(f"  {s.directory.name}: model {settings.get('model', '?')}, knowledge base {settings.get('kb', '?')}, "
+              f"language {settings.get('language', '?')}, gold from {settings.get('gold', 'file')}, numeric "
+              f"literals compared {'by value' if settings.get('numbers') == 'value' else 'as written'}, prompts "
+              f"{settings.get('prompt', '?')}, {len(s.info.get('parts', []))} part(s)")
     print("\nQuestions left out")
     for s in summaries:
         print("  " + _left_out_line(s))

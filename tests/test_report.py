@@ -112,6 +112,7 @@ def test_the_report_shows_the_baseline_without_the_agents_paper_figures_and_what
     assert "spinach test baseline (gpt-4o)" in report and "46.4" not in report and "45.3" not in report
     assert "155 in the split, 155 asked; skipped 0 (no 'en' text), dropped 140 (gold empty)" in report
     assert "15 scored" in report
+    assert "model gpt-4o, knowledge base ?, language en, gold from file, numeric literals compared as written" in report
     assert "QALD's official metric" not in report  # not a QALD dataset
     assert "$0.1253" in report
 
@@ -136,3 +137,15 @@ def test_a_run_exports_as_qald_json(tmp_path, capsys):
     document = json.loads((tmp_path / "qald.json").read_text())
     assert document["dataset"] == {"id": "qald10-test"}
     assert document["questions"][0]["answers"] == [{"head": {"vars": []}, "results": {"bindings": []}}]
+
+
+def test_the_comparison_command_prints_the_test_and_the_counts(tmp_path, capsys):
+    before = write_run(tmp_path / "before", [record("1", 0.0, {}, "up"), record("2", 1.0, {}, "down"),
+                                             record("3", 0.5, {}, "same")])
+    after = write_run(tmp_path / "after", [record("1", 1.0, {}, "up"), record("2", 0.0, {}, "down"),
+                                           record("3", 0.5, {}, "same")])
+    assert report_main(["--compare", str(before), str(after)]) == 0
+    output = capsys.readouterr().out
+    assert "3 questions in both runs, paired by (dataset, split, id): mean F1 50.0 -> 50.0" in output
+    assert "1 better, 1 worse, 1 unchanged; paired randomization test p = 1.0000" in output
+    assert "qald10 test 1          F1 0.00 -> 1.00  up" in output
