@@ -16,8 +16,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-Key = tuple[str, str, str]
-
+from harness.evaluation import Key, question_key
 
 @dataclass
 class Change:
@@ -40,10 +39,6 @@ class Comparison:
     difference_interval: tuple[float, float]
     #: Two-sided p-value of the paired randomization test (1.0 when nothing changed).
     p_value: float
-
-
-def question_key(record: dict[str, Any]) -> Key:
-    return (record.get("source", "?"), record.get("split", "?"), str(record["id"]))
 
 
 def _natural(key: Key) -> tuple:

@@ -45,6 +45,8 @@ from harness.metrics import exact_match, row_major_f1
 from harness.qald_metric import score_question
 
 Answerer = Callable[[Example], AgentResult]
+#: A question's identity across datasets: ids repeat from one dataset (or split) to another.
+Key = tuple[str, str, str]
 UNFINISHED = ("llm_error", "kb_error")
 #: Gold statuses that are final: a usable answer, an empty one (the question is dropped), a cut one (excluded).
 GOLD_FINAL = ("ok", "empty", "cut")
@@ -52,6 +54,15 @@ GOLD_FINAL = ("ok", "empty", "cut")
 
 def now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def question_key(record: dict[str, Any]) -> Key:
+    """(dataset, split, id) of a stored line (``?`` for lines written before they carried the first two)."""
+    return (record.get("source", "?"), record.get("split", "?"), str(record["id"]))
+
+
+def example_key(example: Example) -> Key:
+    return (example.source, example.split, example.id)
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -126,26 +137,27 @@ def with_gold_answers(examples: list[Example], kb: KnowledgeBase, out_dir: Path,
     status and run again the next time, until it gives a final answer.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
-    stored = {record["id"]: record for record in read_jsonl(out_dir / "gold.jsonl")}
+    stored = {question_key(record): record for record in read_jsonl(out_dir / "gold.jsonl")}
     appender = _Appender(out_dir / "gold.jsonl")
     missing = [example for example in examples if example.gold_answer is None
-               and stored.get(example.id, {}).get("status") not in GOLD_FINAL]
+               and stored.get(example_key(example), {}).get("status") not in GOLD_FINAL]
     for example in tqdm(missing, desc="gold answers", unit="query", disable=not progress or not missing):
+        record = {"id": example.id, "source": example.source, "split": example.split}
         try:
             result = kb.execute(example.gold_sparql)
         except KBUnavailable as error:
-            stored[example.id] = {"id": example.id, "answer": None, "status": "unreachable",
-                                  "message": str(error), "retrieved_at": now()}
+            record.update(answer=None, status="unreachable", message=str(error), retrieved_at=now())
         else:
             status = "cut" if result.truncated else result.status
-            stored[example.id] = {"id": example.id, "answer": result.answer if status in GOLD_FINAL else None,
-                                  "status": status, "message": result.message, "retrieved_at": now()}
-        appender.write(stored[example.id])
+            record.update(answer=result.answer if status in GOLD_FINAL else None, status=status,
+                          message=result.message, retrieved_at=now())
+        stored[example_key(example)] = record
+        appender.write(record)
     kept: list[Example] = []
     summary = GoldSummary()
     for example in examples:
         if example.gold_answer is None:
-            record = stored[example.id]
+            record = stored[example_key(example)]
             if record["status"] == "cut":
                 summary.cut.append(example.id)
                 continue
@@ -183,18 +195,19 @@ def result_record(example: Example, result: AgentResult, part: int = 0,
     }, numbers_by_value)
 
 
-def _repair(out_dir: Path) -> set[str]:
-    """Make results and traces agree after a crash; return the ids of finished questions."""
+def _repair(out_dir: Path) -> set[Key]:
+    """Make results and traces agree after a crash; return the keys of finished questions."""
     results_path, traces_path = out_dir / "results.jsonl", out_dir / "traces.jsonl"
     for path in (results_path, traces_path):
         _cut_partial_line(path)
-    finished = {record["id"] for record in read_jsonl(results_path)}
+    finished = {question_key(record) for record in read_jsonl(results_path)}
     traces = read_jsonl(traces_path)
     kept, seen = [], set()
     for trace in traces:
-        if trace["id"] in finished and trace["id"] not in seen:
+        key = question_key(trace)
+        if key in finished and key not in seen:
             kept.append(trace)
-            seen.add(trace["id"])
+            seen.add(key)
     if len(kept) != len(traces):
         _write_lines(traces_path, kept)
     return finished
@@ -210,7 +223,7 @@ def evaluate(examples: list[Example], answer: Answerer, out_dir: Path, workers: 
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     finished = _repair(out_dir)
-    pending = [example for example in examples if example.id not in finished]
+    pending = [example for example in examples if example_key(example) not in finished]
     results, traces = _Appender(out_dir / "results.jsonl"), _Appender(out_dir / "traces.jsonl")
     failures_log = _Appender(out_dir / "failures.jsonl")
     failures: Counter[str] = Counter()
@@ -229,10 +242,11 @@ def evaluate(examples: list[Example], answer: Answerer, out_dir: Path, workers: 
                                     "part": part, "at": now()})
                 bar.write(f"{example.id}: {result.stop_reason}: {result.stop_message} (will be retried)")
                 continue
-            traces.write({"id": example.id, "trace": result.to_dict()})
+            traces.write({"id": example.id, "source": example.source, "split": example.split,
+                          "trace": result.to_dict()})
             results.write(result_record(example, result, part, numbers_by_value))
-    wanted = {example.id for example in examples}
-    return [record for record in read_jsonl(out_dir / "results.jsonl") if record["id"] in wanted], failures
+    wanted = {example_key(example) for example in examples}
+    return [record for record in read_jsonl(out_dir / "results.jsonl") if question_key(record) in wanted], failures
 
 
 def rescore(out_dir: Path, numbers_by_value: bool = False) -> list[dict[str, Any]]:

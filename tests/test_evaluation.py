@@ -228,6 +228,22 @@ def test_resuming_with_other_settings_is_refused_unless_forced(
     assert {record["id"]: record["part"] for record in lines(out / "results.jsonl")} == {"1": 0, "2": 1}
 
 
+def test_a_forced_part_on_another_dataset_does_not_take_its_ids_as_done(
+        tmp_path, monkeypatch, llm_server, wikidata_server):
+    data = write_dataset(tmp_path)
+    (data / "qald9plus").mkdir()
+    (data / "qald9plus" / "test.json").write_text(json.dumps(QUESTIONS[:1]))  # same id "1", another dataset
+    environment(monkeypatch, llm_server(agent_script()), euler_wikidata(wikidata_server))
+    out = tmp_path / "run"
+    assert run(data, out, "--limit", "1") == 0
+    assert evaluate_main(["--dataset", "qald9plus", "--data", str(data), "--out", str(out), "--quiet",
+                          "--force"]) == 0
+    keys = sorted((record["source"], record["id"]) for record in lines(out / "results.jsonl"))
+    assert keys == [("qald7", "1"), ("qald9plus", "1")]
+    assert sorted((trace["source"], trace["id"]) for trace in lines(out / "traces.jsonl")) == keys
+    assert sorted((gold["source"], gold["id"]) for gold in lines(out / "gold.jsonl")) == keys
+
+
 QALD10 = {"dataset": {"id": "qald-10"}, "questions": [
     {"id": 0, "question": [{"language": "en", "string": "Who advised Euler?"},
                            {"language": "zh", "string": "欧拉的导师是谁？"}],
