@@ -1,40 +1,72 @@
-"""The five actions: their declared schemas and the check of each argument.
+"""The five actions, each one self-contained spec: schema, argument check, executor.
 
-The schemas serve two protocols: they are sent as tools to endpoints with
-function calling, and the same argument checks apply to actions parsed from
-plain text.  A bad argument is the model's mistake, so it yields a message
+One definition serves every reader: the loop checks and runs an action
+through its spec, the policy prompt and the tool schemas describe it from
+the same fields, and the harness report and the bot's trace name it by the
+same ``name``.  A bad argument is the model's mistake, so it yields a message
 the model reads next turn, never an exception.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+
+from agent import observations
+from agent.kb.base import KnowledgeBase, QueryResult
+
+
+@dataclass(frozen=True)
+class Parameter:
+    name: str
+    description: str
+
+
+@dataclass
+class Outcome:
+    """What running an action gave: the observation, and the query result for ``execute_sparql``."""
+
+    observation: str
+    result: QueryResult | None = None
+    #: The observation is an entry the loop may prune to what the question needs.
+    prunable: bool = False
+
+
+def _as_is(argument: str) -> tuple[str, str | None]:
+    return argument, None
 
 
 @dataclass(frozen=True)
 class ActionSpec:
     name: str
+    #: One line, sent as the tool's description and listed in the text protocol's policy.
     description: str
-    #: The argument's name in the tool schema; ``None`` for ``stop``.
-    parameter: str | None
-    parameter_description: str = ""
+    #: The argument the trace records; ``None`` for ``stop``.
+    argument: Parameter | None
+    #: Further arguments kept out of the trace's ``argument`` (``stop``'s explanation and language).
+    extras: tuple[Parameter, ...] = ()
+    #: The normalised argument, and a message for the model when it is unusable.
+    check: Callable[[str], tuple[str, str | None]] = _as_is
+    #: Runs the checked argument; ``None`` for ``stop``, which the loop itself handles.
+    execute: Callable[[KnowledgeBase, str, float | None], Outcome] | None = None
 
+    @property
+    def signature(self) -> str:
+        """``search_wikidata(query)``: how the policy prompt writes the action."""
+        return f"{self.name}({self.argument.name if self.argument else ''})"
 
-ACTIONS: dict[str, ActionSpec] = {
-    spec.name: spec
-    for spec in (
-        ActionSpec("search_wikidata", "Search Wikidata items and properties by label or alias.", "query",
-                   "The text to search for, e.g. a name or a short phrase."),
-        ActionSpec("get_wikidata_entry", "Read an item's outgoing statements with their qualifiers.", "qid",
-                   "An item ID such as Q42."),
-        ActionSpec("get_property_examples", "Read how a property is used, from its property examples.", "pid",
-                   "A property ID such as P31."),
-        ActionSpec("execute_sparql", "Run a SPARQL query on the Wikidata Query Service and read the result.",
-                   "sparql", "The complete SPARQL query."),
-        ActionSpec("stop", "Finish: the last executed query is the final answer.", None),
-    )
-}
+    def schema(self) -> dict:
+        """The action as an OpenAI tool; every tool also takes the step's ``thought``."""
+        properties = {"thought": {"type": "string", "description": "Your reasoning for this step."}}
+        required = ["thought"]
+        for parameter in ((self.argument,) if self.argument else ()) + self.extras:
+            properties[parameter.name] = {"type": "string", "description": parameter.description}
+            required.append(parameter.name)
+        return {"type": "function", "function": {
+            "name": self.name, "description": self.description,
+            "parameters": {"type": "object", "properties": properties, "required": required}}}
+
 
 _QID = re.compile(r"^(?:wd:|https?://www\.wikidata\.org/(?:entity|wiki)/)?(Q[1-9][0-9]*)$", re.IGNORECASE)
 _PID = re.compile(
@@ -43,49 +75,76 @@ _PID = re.compile(
 )
 
 
+def _check_qid(argument: str) -> tuple[str, str | None]:
+    match = _QID.match(argument)
+    if not match:
+        return argument, f"{argument!r} is not an item ID. Give one such as Q42 (search first if needed)."
+    return match.group(1).upper(), None
+
+
+def _check_pid(argument: str) -> tuple[str, str | None]:
+    match = _PID.match(argument)
+    if not match:
+        return argument, f"{argument!r} is not a property ID. Give one such as P31 (search first if needed)."
+    return match.group(1).upper(), None
+
+
+def _search(kb: KnowledgeBase, text: str, timeout: float | None) -> Outcome:
+    return Outcome(observations.format_search(kb.search(text)))
+
+
+def _entry(kb: KnowledgeBase, qid: str, timeout: float | None) -> Outcome:
+    entry = kb.get_entry(qid)
+    if entry is None:
+        return Outcome(f"No item {qid} exists.")
+    return Outcome(observations.format_entry(entry), prunable=True)
+
+
+def _examples(kb: KnowledgeBase, pid: str, timeout: float | None) -> Outcome:
+    examples = kb.property_examples(pid)
+    if examples is None:
+        return Outcome(f"No property {pid} exists.")
+    return Outcome(observations.format_property_examples(pid, examples))
+
+
+def _query(kb: KnowledgeBase, sparql: str, timeout: float | None) -> Outcome:
+    result = kb.execute(sparql, timeout=timeout)
+    return Outcome(observations.format_query_result(result), result=result)
+
+
+ACTIONS: dict[str, ActionSpec] = {
+    spec.name: spec
+    for spec in (
+        ActionSpec("search_wikidata", "Find items and properties by label or alias.",
+                   Parameter("query", "A name or short phrase."), execute=_search),
+        ActionSpec("get_wikidata_entry", "Read an item's statements with their qualifiers and ranks.",
+                   Parameter("qid", "An item ID such as Q42."), check=_check_qid, execute=_entry),
+        ActionSpec("get_property_examples", "See how a property is used, from its property examples.",
+                   Parameter("pid", "A property ID such as P31."), check=_check_pid, execute=_examples),
+        ActionSpec("execute_sparql", "Run a SPARQL query on the query service and read its result.",
+                   Parameter("sparql", "The complete query."), execute=_query),
+        ActionSpec("stop", "Finish: the last executed query, which returned results, is the answer.", None,
+                   extras=(Parameter("explanation", "2-5 sentences for the asker, in their language."),
+                           Parameter("language", "The asker's language as a BCP 47 code, e.g. en, de."))),
+    )
+}
+
+
 def tool_schemas() -> list[dict]:
-    """The actions as OpenAI tools; every tool also takes the step's ``thought``."""
-    tools = []
-    for spec in ACTIONS.values():
-        properties = {"thought": {"type": "string", "description": "Your reasoning for this step."}}
-        if spec.parameter:
-            properties[spec.parameter] = {"type": "string", "description": spec.parameter_description}
-        tools.append({
-            "type": "function",
-            "function": {
-                "name": spec.name,
-                "description": spec.description,
-                "parameters": {
-                    "type": "object",
-                    "properties": properties,
-                    "required": ["thought"] + ([spec.parameter] if spec.parameter else []),
-                },
-            },
-        })
-    return tools
+    return [spec.schema() for spec in ACTIONS.values()]
 
 
 def check_argument(action: str, argument: str) -> tuple[str, str | None]:
     """The normalised argument, and a message for the model when it is unusable."""
-    if action not in ACTIONS:
-        names = ", ".join(ACTIONS)
-        return argument, f"Unknown action {action!r}. Choose one of: {names}."
-    argument = argument.strip()
-    if action == "stop":
+    spec = ACTIONS.get(action)
+    if spec is None:
+        return argument, f"Unknown action {action!r}. Choose one of: {', '.join(ACTIONS)}."
+    if spec.argument is None:
         return "", None
+    argument = argument.strip()
     if not argument:
         return argument, f"{action} needs an argument; it was empty."
-    if action == "get_wikidata_entry":
-        match = _QID.match(argument)
-        if not match:
-            return argument, f"{argument!r} is not an item ID. Give one such as Q42 (search first if needed)."
-        return match.group(1).upper(), None
-    if action == "get_property_examples":
-        match = _PID.match(argument)
-        if not match:
-            return argument, f"{argument!r} is not a property ID. Give one such as P31 (search first if needed)."
-        return match.group(1).upper(), None
-    return argument, None
+    return spec.check(argument)
 
 
 def same_action(name_a: str, argument_a: str, name_b: str, argument_b: str) -> bool:

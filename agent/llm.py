@@ -82,8 +82,8 @@ class ChatModel:
     def from_config(cls, config: LLMConfig) -> ChatModel:
         if not config.api_key and not config.base_url:
             raise LLMConfigurationError(
-                "no language model is configured: set OPENAI_API_KEY (or --api-key-file) for OpenAI, "
-                "or OPENAI_BASE_URL (or --base-url) for another OpenAI-compatible endpoint"
+                "no language model is configured: set OPENAI_API_KEY for OpenAI, "
+                "or OPENAI_BASE_URL for another OpenAI-compatible endpoint"
             )
         client = openai.OpenAI(
             api_key=config.api_key or "no-key-needed",
@@ -100,13 +100,21 @@ class ChatModel:
         temperature: float,
         top_p: float | None = None,
         tools: list[dict[str, Any]] | None = None,
+        max_tokens: int | None = None,
+        stop: list[str] | None = None,
     ) -> Completion:
+        """One completion; with *tools*, exactly one tool call is asked for (no parallel calls)."""
         request: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": temperature}
         if top_p is not None:
             request["top_p"] = top_p
+        if max_tokens is not None:
+            request["max_tokens"] = max_tokens
+        if stop:
+            request["stop"] = stop
         if tools:
             request["tools"] = tools
             request["tool_choice"] = "required"
+            request["parallel_tool_calls"] = False
         try:
             response = self.client.chat.completions.create(**request)
         except openai.BadRequestError as error:

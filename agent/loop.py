@@ -1,25 +1,34 @@
-"""The SPINACH step loop: one LLM call per step, rollbacks that take effect, budgets.
+"""The SPINACH step loop: one LLM call per step, rollbacks that keep the lesson, budgets, the end of a run.
 
 Each turn the model sees the static instructions, the question, and the
-steps of the current path (rolled-back steps are kept in the record but leave
-the prompt), and answers with one thought and one action.  The static part
-comes first and the history grows at the end, so providers' prompt caching
-applies to everything but the newest step.
+steps of the current path, and answers with one thought and one action.  The
+static part comes first and the history grows at the end, so providers'
+prompt caching applies to it.
 
-Rollbacks (the upstream implementation marked them but kept going on the same
-state):
+Rollbacks, as the paper's final version has them ("resets the exploration
+state to the one before the repetition"):
 
-1. An action with the same name and argument as one already on the path rolls
-   the path back to before the first of them: the model is asked again from
-   the state it was in then.  (``stop`` is governed by rule 2 alone: the same
-   ``stop()`` after a new query means something new.)
-2. ``stop()`` right after a query that returned nothing or failed rolls the path
-   back to before that query; ``stop()`` when no query has run at all is
-   rolled back itself.
+1. An action with the same name and argument as any action taken before in
+   the run (on the path or not) is rolled back itself and not run again; the
+   earlier result stays where it was.
+2. ``stop()`` after a query that returned nothing or failed is rolled back
+   itself: the empty result stays on the path.  ``stop()`` before any query
+   is rolled back too.
+
+A model that insists (``max_refused_stops`` refused stops in all, or
+``max_undone_in_a_row`` rolled-back actions in a row) ends the run
+(``repeated_stop``) instead of burning its budget.
+
+After a rollback, the next prompt ends with a short note of what was undone
+and why, so a resampled model does not walk the same way again.
 
 Budgets: at most ``max_path_actions`` steps on the path and at most
-``max_total_actions`` actions in all, counting rolled-back and malformed ones.
-At either limit the run ends with the last query that returned rows.
+``max_total_actions`` actions in all, rolled-back and malformed ones included.
+
+The end of a run (:mod:`agent.end_of_run`) decides the answer the user gets:
+a run that did not end on the model's own ``stop`` gets one extraction call
+that writes the best query from the trace, with the explanation; then the
+final query's labels get their IDs and an exploratory trailing LIMIT goes.
 """
 
 from __future__ import annotations
@@ -30,13 +39,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent import observations
+from agent import end_of_run, observations
 from agent.actions import ACTIONS, check_argument, same_action, tool_schemas
 from agent.kb.base import KBUnavailable, KnowledgeBase, QueryResult
 from agent.llm import ChatModel, Completion, LLMUnavailable, ToolsUnsupported
 from agent.parsing import ParseError, parse_step
 from agent.prompts import render
 from agent.trace import AgentResult, Step, Usage
+
+#: Sent to endpoints without tool calling: a model that goes on to invent the observation is cut there.
+TEXT_STOP = ["\nObservation:"]
 
 
 @dataclass
@@ -45,13 +57,24 @@ class AgentConfig:
     answer_guaranteed: bool = False
     max_path_actions: int = 15
     max_total_actions: int = 30
+    #: ``stop()`` calls without a usable query after which the run ends.
+    max_refused_stops: int = 3
+    #: Rolled-back actions (repeats, refused stops) in a row after which the run ends.
+    max_undone_in_a_row: int = 4
     temperature: float = 1.0
     top_p: float = 0.9
+    #: The most tokens one reply may take (a step is a thought and one action).
+    max_completion_tokens: int = 2000
     #: Entries whose text is shorter than this many characters reach the model
     #: unpruned: a pruning call would cost more tokens than it saves.
     prune_threshold: int = 1500
     #: Seconds a query may run; ``None`` leaves it to the knowledge base.
     query_timeout: float | None = None
+    #: Search observations older than this many path steps shrink to the hits used since.
+    recent_steps: int = 2
+    #: Run the end-of-run steps; off, a run ends on the stop's query or the last query with rows
+    #: (the replay reports both, to compare like with like with the paper).
+    end_of_run: bool = True
 
 
 @dataclass
@@ -76,6 +99,7 @@ class _Decision:
     action: str
     argument: str
     error: str | None = None
+    extras: dict[str, str] = field(default_factory=dict)
 
 
 class Agent:
@@ -93,6 +117,11 @@ class Agent:
         return _Run(self, question, context, on_step).execute()
 
 
+def _short(text: str, limit: int = 160) -> str:
+    folded = " ".join(text.split())
+    return folded if len(folded) <= limit else folded[: limit - 1] + "…"
+
+
 class _Run:
     def __init__(self, agent: Agent, question: str, context: AgentContext | None,
                  on_step: Callable[[Step], None] | None) -> None:
@@ -104,6 +133,11 @@ class _Run:
         self.steps: list[Step] = []
         self.results: dict[int, QueryResult] = {}
         self.usage = Usage()
+        #: What rollbacks undid, for the next prompts.
+        self.notes: list[str] = []
+        self.refused_stops = 0
+        self.undone_in_a_row = 0
+        self.stop_extras: dict[str, str] = {}
 
     # -- the loop -----------------------------------------------------------------
 
@@ -125,19 +159,22 @@ class _Run:
                     break
         except _RunEnded as ended:
             reason, message = ended.reason, ended.message
-            if reason in ("path_limit", "action_limit"):
-                final = self.best_query()
+        answer = end_of_run.finish(self, reason, final)
         self.usage.seconds = round(time.monotonic() - started, 3)
-        result = self.results.get(final) if final is not None else None
+        result = answer.result
         return AgentResult(
             question=self.question,
-            final_sparql=self.steps[final].argument if final is not None else None,
+            final_sparql=answer.sparql,
             answer=result.answer if result else None,
             variables=list(result.variables) if result else [],
             steps=self.steps,
             stop_reason=reason,
             stop_message=message,
             usage=self.usage,
+            explanation=answer.explanation,
+            language=answer.language,
+            best_effort=answer.best_effort,
+            end_of_run=answer.changes,
         )
 
     @property
@@ -158,49 +195,63 @@ class _Run:
         self.steps.append(step)
         index = len(self.steps) - 1
         final = None
-        if decision.error:
-            step.observation = decision.error
-        elif step.action != "stop" and (first := self.first_on_path(step, index)) is not None:
-            self.roll_back(from_index=first, to_index=index)
-        elif step.action == "stop":
-            final = self.stop(index)
-        else:
-            step.observation = self.act(step, index)
-        if self.on_step:
-            self.on_step(step)
+        try:
+            if decision.error:
+                step.observation = decision.error
+            elif step.action == "stop":
+                final = self.stop(index, decision.extras)
+            elif (earlier := self.taken_before(step, index)) is not None:
+                step.rolled_back = True
+                self.notes.append(f"{step.action}({_short(step.argument)}) repeats step {earlier + 1}: "
+                                  "its result is unchanged. Take a different action.")
+            else:
+                step.observation = self.act(step, index)
+        finally:
+            if self.on_step:
+                self.on_step(step)
+        self.undone_in_a_row = self.undone_in_a_row + 1 if step.rolled_back else 0
+        if self.undone_in_a_row >= self.config.max_undone_in_a_row:
+            raise _RunEnded("repeated_stop", f"the model repeated itself {self.undone_in_a_row} times in a row "
+                                             "(repeated actions, or stops without a query that returned results)")
         return final
 
-    def first_on_path(self, step: Step, index: int) -> int | None:
-        for earlier in self.path:
-            if earlier != index and same_action(self.steps[earlier].action, self.steps[earlier].argument,
-                                                step.action, step.argument):
+    def taken_before(self, step: Step, index: int) -> int | None:
+        """The earlier step (rolled back or not) that took the same action, if any."""
+        for earlier, other in enumerate(self.steps[:index]):
+            if other.action and other.action != "stop" and same_action(other.action, other.argument,
+                                                                         step.action, step.argument):
                 return earlier
         return None
 
-    def roll_back(self, from_index: int, to_index: int) -> None:
-        for index in range(from_index, to_index + 1):
-            self.steps[index].rolled_back = True
-
-    def stop(self, index: int) -> int | None:
+    def stop(self, index: int, extras: dict[str, str]) -> int | None:
         queries = [i for i in self.path if self.steps[i].action == "execute_sparql" and i in self.results]
+        if queries and self.results[queries[-1]].status == "ok":
+            self.stop_extras = extras
+            return queries[-1]
+        self.steps[index].rolled_back = True
         if not queries:
-            self.steps[index].observation = "rolled back: no query has been executed yet"
-            self.roll_back(from_index=index, to_index=index)
-            return None
-        last = queries[-1]
-        if self.results[last].status != "ok":
-            self.roll_back(from_index=last, to_index=index)
-            return None
-        return last
+            self.notes.append("stop() before any query ran: execute a query that answers the question first.")
+        else:
+            last = queries[-1]
+            outcome = "empty result" if self.results[last].status == "empty" else self.results[last].status
+            self.notes.append(f"Already tried: execute_sparql({_short(self.steps[last].argument)}) → {outcome}; "
+                              "do not stop on an empty or failed result: change the query or explore further.")
+        self.refused_stops += 1
+        if self.refused_stops >= self.config.max_refused_stops:
+            raise _RunEnded("repeated_stop", f"the model stopped {self.refused_stops} times without a query "
+                                             "that returned results")
+        return None
 
     # -- asking the model -------------------------------------------------------------
 
     def decide(self) -> _Decision:
         while True:
-            tools = None if self.agent.text_protocol else tool_schemas()
+            text = self.agent.text_protocol
             try:
                 completion = self.call_llm(self.messages(), temperature=self.config.temperature,
-                                           top_p=self.config.top_p, tools=tools)
+                                           top_p=self.config.top_p, tools=None if text else tool_schemas(),
+                                           max_tokens=self.config.max_completion_tokens,
+                                           stop=TEXT_STOP if text else None)
             except ToolsUnsupported:
                 self.agent.text_protocol = True
                 continue
@@ -220,35 +271,43 @@ class _Run:
     def read(self, completion: Completion) -> _Decision:
         if completion.tool_calls:
             call = completion.tool_calls[0]
+            content = completion.content.strip()
             try:
                 arguments = json.loads(call.arguments or "{}")
                 if not isinstance(arguments, dict):
                     raise ValueError("not an object")
             except ValueError as error:
-                return _Decision(completion.content.strip(), call.name, call.arguments,
+                return _Decision(content, call.name, call.arguments,
                                  f"The arguments of {call.name} are not a JSON object ({error}).")
-            thought = str(arguments.pop("thought", "") or completion.content).strip()
+            thought = str(arguments.pop("thought", "") or "").strip()
+            thought = "\n".join(part for part in (content, thought) if part)
             spec = ACTIONS.get(call.name)
-            raw = str(arguments.get(spec.parameter, "")) if spec and spec.parameter else ""
+            raw = str(arguments.get(spec.argument.name, "")) if spec and spec.argument else ""
             argument, error = check_argument(call.name, raw)
-            return _Decision(thought, call.name, argument, error)
+            extras = {parameter.name: str(arguments.get(parameter.name) or "").strip()
+                      for parameter in (spec.extras if spec else ())}
+            return _Decision(thought, call.name, argument, error, extras)
         try:
             parsed = parse_step(completion.content)
         except ParseError as error:
             return _Decision(completion.content.strip(), "", "", str(error))
         argument, error = check_argument(parsed.action, parsed.argument)
-        return _Decision(parsed.thought, parsed.action, argument, error)
+        return _Decision(parsed.thought, parsed.action, argument, error, parsed.extras)
 
     def messages(self) -> list[dict[str, Any]]:
         text = self.agent.text_protocol
         messages: list[dict[str, Any]] = [
             {"role": "system", "content": render("policy", answer_guaranteed=self.config.answer_guaranteed,
-                                                 text_protocol=text)},
+                                                 text_protocol=text, actions=list(ACTIONS.values()))},
             {"role": "user", "content": render("question", question=self.question, context=self.context)},
         ]
-        for index in self.path:
+        path = self.path
+        for position, index in enumerate(path):
             step = self.steps[index]
             observation = step.observation or ""
+            if step.action == "search_wikidata" and position < len(path) - self.config.recent_steps:
+                later = " ".join(self.steps[i].argument + " " + self.steps[i].thought for i in path[position + 1:])
+                observation = observations.shrink_search(observation, later)
             spec = ACTIONS.get(step.action)
             if text or spec is None:
                 action = f"{step.action}({step.argument})" if step.action else "(none)"
@@ -256,48 +315,65 @@ class _Run:
                 messages.append({"role": "user", "content": f"Observation: {observation}"})
                 continue
             arguments = {"thought": step.thought}
-            if spec.parameter:
-                arguments[spec.parameter] = step.argument
+            if spec.argument:
+                arguments[spec.argument.name] = step.argument
             call_id = f"call_{index}"
             messages.append({"role": "assistant", "content": None, "tool_calls": [
                 {"id": call_id, "type": "function",
                  "function": {"name": step.action, "arguments": json.dumps(arguments, ensure_ascii=False)}}]})
             messages.append({"role": "tool", "tool_call_id": call_id, "content": observation})
+        if self.notes:
+            messages.append({"role": "user", "content": "Undone so far:\n" + "\n".join(
+                f"- {note}" for note in self.notes[-5:])})
         return messages
 
     # -- acting on the knowledge base ----------------------------------------------------
 
-    def act(self, step: Step, index: int) -> str:
+    def run_query(self, sparql: str) -> QueryResult:
+        """A query outside the model's steps (the end of a run); an unreachable service is a failed query."""
         self.usage.kb_calls += 1
         try:
-            if step.action == "search_wikidata":
-                return observations.format_search(self.agent.kb.search(step.argument))
-            if step.action == "get_wikidata_entry":
-                entry = self.agent.kb.get_entry(step.argument)
-                if entry is None:
-                    return f"No item {step.argument} exists."
-                return self.prune(observations.format_entry(entry))
-            if step.action == "get_property_examples":
-                examples = self.agent.kb.property_examples(step.argument)
-                if examples is None:
-                    return f"No property {step.argument} exists."
-                return observations.format_property_examples(step.argument, examples)
-            result = self.agent.kb.execute(step.argument, timeout=self.config.query_timeout)
+            return self.agent.kb.execute(sparql, timeout=self.config.query_timeout)
+        except KBUnavailable as error:
+            return QueryResult(status="error", message=str(error))
+
+    def act(self, step: Step, index: int) -> str:
+        self.usage.kb_calls += 1
+        spec = ACTIONS[step.action]
+        assert spec.execute is not None
+        try:
+            outcome = spec.execute(self.agent.kb, step.argument, self.config.query_timeout)
         except KBUnavailable as error:
             step.observation = f"The knowledge base could not be reached: {error}"
             raise _RunEnded("kb_error", str(error)) from error
-        self.results[index] = result
-        step.query_status = result.status
-        step.row_count = (1 if result.boolean is not None else len(result.bindings)) \
-            if result.status in ("ok", "empty") else None
-        return observations.format_query_result(result)
+        if outcome.result is not None:
+            result = outcome.result
+            self.results[index] = result
+            step.query_status = result.status
+            step.row_count = (1 if result.boolean is not None else len(result.bindings)) \
+                if result.status in ("ok", "empty") else None
+        return self.prune(outcome.observation) if outcome.prunable else outcome.observation
 
     def prune(self, entry_text: str) -> str:
-        """Keep the parts of a long entry that bear on the question (one call at temperature 0)."""
+        """Keep the parts of a long entry that bear on the question (one call at temperature 0).
+
+        A pruning call that fails, or answers something that is not a JSON object,
+        gives way to a deterministic cut, and the run goes on.
+        """
         if len(entry_text) < self.config.prune_threshold:
             return entry_text
         header, _, body = entry_text.partition("\n")
-        prompt = render("prune", question=self.question, entry=body)
-        completion = self.call_llm([{"role": "user", "content": prompt}], temperature=0.0)
+        prompt = render("prune", question=self.question, entity=header, entry=body)
+        try:
+            completion = self.call_llm([{"role": "user", "content": prompt}], temperature=0.0,
+                                       max_tokens=self.config.max_completion_tokens)
+        except _RunEnded:
+            return f"{header}\n{observations.cut_entry(body)}"
         pruned = observations.strip_fences(completion.content)
-        return f"{header}\n{pruned}" if pruned else entry_text
+        try:
+            kept = json.loads(pruned)
+        except ValueError:
+            kept = None
+        if not isinstance(kept, dict):
+            return f"{header}\n{observations.cut_entry(body)}"
+        return f"{header}\n{pruned}"

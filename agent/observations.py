@@ -28,6 +28,8 @@ IRI_PREFIXES: tuple[tuple[str, str], ...] = (
     ("http://www.wikidata.org/value/", "wdv:"),
     ("http://wikiba.se/ontology#", "wikibase:"),
 )
+#: The query service's label language: its labels are shown without their ``@en`` tag.
+SERVICE_LANGUAGE = "en"
 TABLE_HEAD_ROWS = 5
 TABLE_TAIL_ROWS = 5
 MAX_CELL_CHARS = 200
@@ -49,7 +51,7 @@ def format_term(term: Term) -> str:
     value = term.get("value", "")
     if term.get("type") == "uri":
         text = shorten_iri(value)
-    elif "xml:lang" in term:
+    elif "xml:lang" in term and term["xml:lang"] != SERVICE_LANGUAGE:
         text = f"{value}@{term['xml:lang']}"
     elif term.get("datatype") == XSD + "dateTime" and value.endswith("T00:00:00Z"):
         text = value[: -len("T00:00:00Z")]
@@ -152,6 +154,50 @@ def format_property_examples(pid: str, examples: list[PropertyExample]) -> str:
             line += " " + json.dumps(_qualifiers(example.qualifiers), ensure_ascii=False)
         lines.append(line)
     return "\n".join(lines)
+
+
+_ID = re.compile(r"\(([QP][1-9][0-9]*)\)")
+
+
+def shrink_search(observation: str, later: str) -> str:
+    """An old search result cut to the hits whose IDs were used since (in *later* text)."""
+    lines = observation.splitlines()
+    kept = [line for line in lines if (match := _ID.search(line)) and re.search(
+        rf"\b{match.group(1)}\b", later)]
+    hits = sum(1 for line in lines if _ID.search(line))
+    if len(kept) == hits:
+        return observation
+    return "\n".join(kept + [f"({hits - len(kept)} other hits not used)"])
+
+
+#: What :func:`cut_entry` keeps: values per property, and characters in all.
+CUT_VALUES = 5
+CUT_CHARS = 4000
+
+
+def cut_entry(body: str) -> str:
+    """An entry's JSON cut without a model: properties by ID, long value lists shortened, a size cap."""
+    try:
+        edges = json.loads(body)
+    except ValueError:
+        return body[:CUT_CHARS]
+    if not isinstance(edges, dict):
+        return body[:CUT_CHARS]
+
+    def property_number(key: str) -> int:
+        match = re.search(r"\(P([0-9]+)\)$", key)
+        return int(match.group(1)) if match else 0
+
+    cut: dict[str, Any] = {}
+    for key in sorted(edges, key=property_number):
+        value = edges[key]
+        if isinstance(value, list) and len(value) > CUT_VALUES:
+            value = value[:CUT_VALUES] + [f"… {len(edges[key]) - CUT_VALUES} more"]
+        cut[key] = value
+    text = json.dumps(cut, ensure_ascii=False, indent=1)
+    if len(text) > CUT_CHARS:
+        text = text[:CUT_CHARS] + "\n… (cut: ask a query for the rest)"
+    return text
 
 
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$")

@@ -14,16 +14,6 @@ from typing import Any
 
 from agent.kb.base import Binding
 
-#: Why a run ended.
-STOP_REASONS: dict[str, str] = {
-    "stop": "the agent stopped on a query that returned results",
-    "path_limit": "the final path reached its action limit",
-    "action_limit": "the total number of actions reached its limit",
-    "llm_error": "the language model could not be reached",
-    "kb_error": "the knowledge base could not be reached",
-}
-
-
 @dataclass
 class Step:
     """One thought, one action and what the knowledge base answered.
@@ -76,6 +66,19 @@ class AgentResult:
 
     ``answer`` holds the final query's SPARQL JSON rows, or a boolean for an
     ASK query, or ``None`` when there is no final query.
+
+    ``stop_reason`` is one of ``stop`` (the model stopped on a query with
+    results), ``path_limit``, ``action_limit``, ``repeated_stop`` (the model
+    kept stopping without a usable query), ``llm_error`` or ``kb_error``.
+
+    ``explanation`` is the model's account of the answer in 2-5 sentences, in
+    the asker's language (``language``, a BCP 47 code, "" when unknown): what
+    the query returns and relies on, or what was tried when nothing was
+    found.  ``best_effort`` says the final query was not chosen by the
+    model's own ``stop`` but by the end-of-run extraction call (or, when that
+    found nothing, is the last query that returned rows), so the bot must say
+    so.  ``end_of_run`` names the end-of-run steps that changed the final
+    query (``extraction``, ``label_ids``, ``limit``).
     """
 
     question: str
@@ -86,6 +89,10 @@ class AgentResult:
     stop_reason: str
     stop_message: str = ""
     usage: Usage = field(default_factory=Usage)
+    explanation: str = ""
+    language: str = ""
+    best_effort: bool = False
+    end_of_run: list[str] = field(default_factory=list)
 
     @property
     def path(self) -> list[Step]:
@@ -100,7 +107,7 @@ class AgentResult:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> AgentResult:
-        fields = dict(data)
+        fields = dict(data)  # records written before a field existed take its default
         fields["steps"] = [Step.from_dict(step) for step in fields["steps"]]
         fields["usage"] = Usage.from_dict(fields["usage"])
         return cls(**fields)

@@ -4,14 +4,20 @@ Each recorded thought and action becomes the model's reply (through the real
 ``openai`` client, over an in-process transport instead of the network), and
 each recorded observation becomes the knowledge base's answer
 (:class:`harness.recorded_kb.RecordedKB`).  When the recorded replies run out,
-the model says ``stop()``.  Comparing what our agent then does with what the
-upstream agent did shows where our rollbacks and budgets change a run.
+the model says ``stop()``.  The end-of-run extraction call is answered with
+the query upstream's own end of run produced for that question
+(``predicted_sparql`` of its scored outputs), and the recorded knowledge base
+answers that query with upstream's ``predicted_answer_tuple``, so the final
+answers can be scored with the same metric and gold as upstream's.
+
+"Same actions" holds by construction: the recorded model replays its actions
+whatever it is shown.  What the replay measures is where our rollbacks,
+budgets and end of run change the answer.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -20,20 +26,12 @@ import httpx2
 import openai
 
 from agent.actions import ACTIONS, check_argument
-from harness.recorded_kb import RecordedKB
 from agent.llm import ChatModel
 from agent.loop import Agent, AgentConfig
+from agent.prompts import render
 from agent.trace import AgentResult
-
-_TRAILING_LIMIT = re.compile(r"\s*LIMIT\s+\d+\s*$", re.IGNORECASE)
-
-
-def comparable_sparql(sparql: str | None) -> str | None:
-    """White space folded and a trailing LIMIT dropped (the upstream code dropped it from final queries)."""
-    if sparql is None:
-        return None
-    return " ".join(_TRAILING_LIMIT.sub("", sparql.strip()).split())
-
+from harness.metrics import exact_match, row_major_f1
+from harness.recorded_kb import RecordedKB, same_query
 
 def _recorded_action(action: dict[str, Any]) -> tuple[str, str]:
     argument, _ = check_argument(action["action_name"], action["action_argument"] or "")
@@ -48,16 +46,27 @@ def _completion(body: dict[str, Any], message: dict[str, Any]) -> dict[str, Any]
                       "total_tokens": len(json.dumps(body["messages"])) // 4 + 1}}
 
 
-def recorded_model(run: dict[str, Any]) -> ChatModel:
-    """A model whose replies are the run's recorded actions, then ``stop()`` for ever."""
+_EXTRACTION_OPENING = render("extract", question="", trace="").split("\n", 1)[0]
+
+
+def recorded_model(run: dict[str, Any], output: dict[str, Any] | None = None) -> ChatModel:
+    """A model whose replies are the run's recorded actions, then ``stop()`` for ever.
+
+    An extraction call gets *output*'s ``predicted_sparql`` (nothing without *output*).
+    """
     actions = list(run.get("actions") or [])
     state = {"next": 0, "last_entry": "{}"}
 
     def reply(request: httpx2.Request) -> httpx2.Response:
         body = json.loads(request.content)
-        if "tools" not in body:  # a pruning call: the entry as the upstream agent saw it
-            return httpx2.Response(200, json=_completion(body, {"role": "assistant",
-                                                                "content": state["last_entry"]}))
+        if "tools" not in body:
+            prompt = body["messages"][0]["content"]
+            if prompt.startswith(_EXTRACTION_OPENING):
+                answer = json.dumps({"sparql": (output or {}).get("predicted_sparql") or "",
+                                     "explanation": "", "language": "en"})
+            else:  # a pruning call: the entry as the upstream agent saw it
+                answer = state["last_entry"]
+            return httpx2.Response(200, json=_completion(body, {"role": "assistant", "content": answer}))
         if state["next"] < len(actions):
             action = actions[state["next"]]
             state["next"] += 1
@@ -68,8 +77,8 @@ def recorded_model(run: dict[str, Any]) -> ChatModel:
             state["last_entry"] = action["observation"] or state["last_entry"]
         arguments = {"thought": action.get("thought") or ""}
         spec = ACTIONS.get(name)
-        if spec is not None and spec.parameter:
-            arguments[spec.parameter] = action["action_argument"] or ""
+        if spec is not None and spec.argument:
+            arguments[spec.argument.name] = action["action_argument"] or ""
         call = {"id": f"call_{state['next']}", "type": "function",
                 "function": {"name": name, "arguments": json.dumps(arguments)}}
         return httpx2.Response(200, json=_completion(body, {"role": "assistant", "content": None,
@@ -83,11 +92,16 @@ def recorded_model(run: dict[str, Any]) -> ChatModel:
 @dataclass
 class ReplayOutcome:
     question: str
-    #: The run has no repeated action and no stop after an empty or failed query.
+    #: The upstream run has no repeated action and no stop after an empty or failed query.
     clean: bool
-    reproduced: bool
+    #: Our run rolled a step back (its prompts differ from upstream's after that).
+    rolled_back: bool
+    #: Our final query is upstream's final answer (``predicted_sparql``), as :func:`same_query` compares.
+    same_final: bool
     reason: str
     result: AgentResult
+    f1: float | None = None
+    em: bool | None = None
 
 
 def _stops_after_failure(actions: list[dict[str, Any]]) -> bool:
@@ -102,33 +116,34 @@ def _stops_after_failure(actions: list[dict[str, Any]]) -> bool:
     return False
 
 
-def replay(run: dict[str, Any], config: AgentConfig | None = None) -> ReplayOutcome:
-    """Run *run*'s recorded decisions through our agent and say whether it ends the same way."""
+def replay(run: dict[str, Any], output: dict[str, Any] | None = None,
+           config: AgentConfig | None = None) -> ReplayOutcome:
+    """Run *run*'s recorded decisions through our agent; with *output* (upstream's scored answer), score it."""
     actions = list(run.get("actions") or [])
     recorded = [_recorded_action(action) for action in actions]
     non_stop = [action for action in recorded if action[0] != "stop"]
     repeated = len(set(non_stop)) < len(non_stop)
     stops_after_failure = _stops_after_failure(actions)
-    agent = Agent(recorded_model(run), RecordedKB(run), config or AgentConfig(prune_threshold=0))
+    agent = Agent(recorded_model(run, output), RecordedKB(run, output), config or AgentConfig(prune_threshold=0))
     result = agent.run(run["question"])
     taken = [(step.action, " ".join(step.argument.split())) for step in result.steps]
-    upstream_final = comparable_sparql((run.get("final_sparql") or {}).get("sparql"))
-    same_final = comparable_sparql(result.final_sparql) == upstream_final
-    clean = not repeated and not stops_after_failure
-    if taken == recorded and same_final:
-        reason = "reproduced"
-    elif taken == recorded and upstream_final is None:
-        reason = f"same actions; the upstream run recorded no final query, ours ended ({result.stop_reason}) " \
-                 "on its last query that returned rows"
+    upstream = (output or {}).get("predicted_sparql") or (run.get("final_sparql") or {}).get("sparql")
+    same_final = result.final_sparql is not None and upstream is not None and same_query(result.final_sparql,
+                                                                                          upstream)
+    if taken == recorded:
+        reason = "same actions"
     elif repeated:
         reason = "repeated action: rolled back, then went on"
     elif stops_after_failure:
         reason = "stop without a usable query: rolled back, then went on"
     elif result.stop_reason in ("path_limit", "action_limit"):
         reason = f"budget: {result.stop_message}"
-    elif taken != recorded:
-        reason = "different actions"
     else:
-        reason = "different final query"
-    return ReplayOutcome(question=run["question"], clean=clean, reproduced=reason == "reproduced",
-                         reason=reason, result=result)
+        reason = "different actions"
+    outcome = ReplayOutcome(question=run["question"], clean=not repeated and not stops_after_failure,
+                            rolled_back=any(step.rolled_back for step in result.steps), same_final=same_final,
+                            reason=reason, result=result)
+    if output is not None:
+        outcome.f1 = row_major_f1(result.answer, output["gold_answer_tuple"])
+        outcome.em = exact_match(result.answer, output["gold_answer_tuple"])
+    return outcome

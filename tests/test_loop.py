@@ -56,7 +56,8 @@ def test_a_run_explores_then_stops_on_the_query_with_its_rows(llm_server, kb):
     assert "Leonhard Euler (Q7604): Swiss mathematician" in result.steps[0].observation
     assert "Q124500" in result.steps[2].observation and result.steps[2].query_status == "ok"
     assert seen == result.steps
-    assert result.usage.llm_calls == 4 and result.usage.kb_calls == 3
+    # The end of run tried the query with DISTINCT; the stand-in had no rows for it, so the query stands.
+    assert result.usage.llm_calls == 4 and result.usage.kb_calls == 4 and result.end_of_run == []
     assert result.usage.prompt_tokens > 0 and result.usage.completion_tokens > 0
     assert AgentResult.from_dict(json.loads(json.dumps(result.to_dict()))) == result
 
@@ -93,23 +94,25 @@ def test_context_from_the_asker_reaches_the_prompt(llm_server, kb):
     assert "try P184" in prompt
 
 
-def test_a_repeated_action_rolls_the_path_back_before_the_first_of_them(llm_server, kb):
+def test_a_repeated_action_is_rolled_back_alone_and_the_next_prompt_says_why(llm_server, kb):
     server = llm_server([
         call("search_wikidata", "Euler"),
         call("get_wikidata_entry", "Q7604"),
-        call("search_wikidata", "Euler"),        # repeats step 1: back to the start
+        call("search_wikidata", "Euler"),        # repeats step 1: only this step is undone
         call("execute_sparql", EULER_ADVISORS_QUERY),
         call("stop"),
     ])
     result = make_agent(server, kb).run("Who advised Euler?")
-    assert [step.rolled_back for step in result.steps] == [True, True, True, False, False]
+    assert [step.rolled_back for step in result.steps] == [False, False, True, False, False]
     assert result.steps[2].observation is None
-    # After the rollback the model no longer sees the discarded steps.
-    assert len(server.requests[3]["messages"]) == 2
-    assert result.final_sparql == EULER_ADVISORS_QUERY and len(result.path) == 2
+    # The verified steps stay in the prompt, and a note tells the model what was undone.
+    messages = server.requests[3]["messages"]
+    assert len(messages) == 2 + 4 + 1
+    assert messages[-1]["role"] == "user" and "repeats step 1" in messages[-1]["content"]
+    assert result.final_sparql == EULER_ADVISORS_QUERY and len(result.path) == 4
 
 
-def test_stop_after_an_empty_result_rolls_back_before_that_query(llm_server, kb):
+def test_stop_after_an_empty_result_drops_the_stop_only(llm_server, kb):
     server = llm_server([
         call("search_wikidata", "Euler"),
         call("execute_sparql", EMPTY_QUERY),
@@ -118,9 +121,12 @@ def test_stop_after_an_empty_result_rolls_back_before_that_query(llm_server, kb)
         call("stop"),
     ])
     result = make_agent(server, kb).run("Who advised Euler?")
-    assert [step.rolled_back for step in result.steps] == [False, True, True, False, False]
+    assert [step.rolled_back for step in result.steps] == [False, False, True, False, False]
     assert result.steps[1].observation == "The query returned an empty result."
-    assert len(server.requests[3]["messages"]) == 4  # system, question, the search and its observation
+    messages = server.requests[3]["messages"]
+    assert "The query returned an empty result." in messages[-2]["content"]  # the empty result stays
+    assert "Already tried: execute_sparql(SELECT ?x WHERE { wd:Q7604 wdt:P1 ?x }) → empty result" in \
+        messages[-1]["content"] and "do not stop on an empty" in messages[-1]["content"]
     assert result.stop_reason == "stop" and result.final_sparql == EULER_ADVISORS_QUERY
 
 
@@ -128,10 +134,31 @@ def test_stop_before_any_query_is_rolled_back(llm_server, kb):
     server = llm_server([call("search_wikidata", "Euler"), call("stop"),
                          call("execute_sparql", EULER_ADVISORS_QUERY), call("stop")])
     result = make_agent(server, kb).run("Who advised Euler?")
-    assert result.steps[1].rolled_back and "no query has been executed" in result.steps[1].observation
-    assert len(server.requests[2]["messages"]) == 4  # the stop left the prompt
+    assert result.steps[1].rolled_back
+    assert "stop() before any query ran" in server.requests[2]["messages"][-1]["content"]
     assert result.stop_reason == "stop" and [step.action for step in result.path] == [
         "search_wikidata", "execute_sparql", "stop"]
+
+
+def test_a_model_that_insists_on_stopping_after_empty_results_ends_soon(llm_server, wikidata_server):
+    wikidata = wikidata_server(sparql={})
+    kb = LiveWikidata(WikidataConfig(api_url=wikidata.api_url, sparql_url=wikidata.sparql_url),
+                      http=HttpClient(backoff=0.01))
+
+    def script(body):
+        if "tools" not in body:  # the end-of-run extraction call
+            return TextReply('{"sparql": "", "explanation": "Nothing was found.", "language": "en"}')
+        last_call = next((m["tool_calls"][0]["function"]["name"] for m in reversed(body["messages"])
+                          if m.get("tool_calls")), None)
+        undone = body["messages"][-1]["role"] == "user" and "Undone" in body["messages"][-1]["content"]
+        return call("stop") if last_call == "execute_sparql" and not undone else call("execute_sparql", EMPTY_QUERY)
+
+    server = llm_server(script)
+    result = make_agent(server, kb).run("Who advised Euler?")
+    queries = [r for r in wikidata.requests if r["path"] == "/sparql"]
+    assert len(queries) <= 2 and len(result.steps) <= 10
+    assert result.stop_reason == "repeated_stop" and "without a query that returned results" in result.stop_message
+    assert result.final_sparql is None and result.best_effort and result.explanation == "Nothing was found."
 
 
 def test_total_budget_ends_with_the_last_query_that_returned_rows(llm_server, kb):
@@ -148,10 +175,10 @@ def test_total_budget_ends_with_the_last_query_that_returned_rows(llm_server, kb
 def test_path_budget_counts_only_steps_that_were_not_rolled_back(llm_server, kb):
     script = [call("search_wikidata", "a"), call("search_wikidata", "a")]  # one rollback
     script += [call("search_wikidata", f"term {i}") for i in range(10)]
-    server = llm_server(script)
+    server = llm_server(lambda body: TextReply("{}") if "tools" not in body else script.pop(0))
     result = make_agent(server, kb, max_path_actions=3).run("q")
     assert result.stop_reason == "path_limit"
-    assert len(result.path) == 3 and len(result.steps) == 5
+    assert len(result.path) == 3 and len(result.steps) == 4
     assert result.final_sparql is None and result.answer is None
 
 

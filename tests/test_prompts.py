@@ -3,13 +3,15 @@
 import jinja2
 import pytest
 
+from agent.actions import ACTIONS
 from agent.loop import AgentContext
 from agent.prompts import render, template_names
 
 VARIABLES = {
-    "policy": {"answer_guaranteed": True, "text_protocol": True},
+    "policy": {"answer_guaranteed": True, "text_protocol": True, "actions": list(ACTIONS.values())},
+    "extract": {"question": "Who?", "trace": "[1] Thought: look"},
     "question": {"question": "Who?", "context": AgentContext(draft_queries=["ASK {}"], entities=["Q1"])},
-    "prune": {"question": "Who?", "entry": "{}"},
+    "prune": {"question": "Who?", "entity": "Douglas Adams (Q42): English writer", "entry": "{}"},
     "baseline": {"question": "Who?"},
 }
 

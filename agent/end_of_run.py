@@ -1,0 +1,156 @@
+"""The end of a run: the answer the user gets.
+
+Three steps, each counted in :attr:`AgentResult.end_of_run` when it changed
+the final query:
+
+``extraction``
+    A run that did not end on the model's own ``stop`` (a budget, a model
+    that kept stopping on empty results) gets one call at temperature 0 that
+    reads the trace and writes the best final query, with the explanation and
+    the asker's language, so the bot needs no further call.  Its query is
+    used when it returns rows; otherwise the last query that returned rows
+    stands.  Either way the answer is a best effort, and says so.
+``label_ids``
+    ``?x`` added beside a projected ``?xLabel`` (:func:`agent.rewrites.add_label_ids`).
+``limit``
+    An exploratory trailing ``LIMIT`` removed (:func:`agent.rewrites.drop_exploratory_limit`).
+``distinct``
+    ``DISTINCT`` added to the outermost ``SELECT`` (:func:`agent.rewrites.add_distinct`).
+
+The rewrites are run together as one query; a rewritten query replaces the
+final one only when it runs and returns rows.  When the combined one does
+not, each rewrite is tried on its own.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from agent import observations, rewrites
+from agent.kb.base import QueryResult
+from agent.prompts import render
+
+if TYPE_CHECKING:
+    from agent.loop import _Run
+
+#: Characters of one observation shown to the extraction call.
+TRACE_OBSERVATION_CHARS = 1200
+_SPARQL_BLOCK = re.compile(r"```(?:sparql)?\s*\n(.*?)```", re.DOTALL | re.IGNORECASE)
+_SPARQL_START = re.compile(r"^\s*(?:PREFIX|SELECT|ASK|CONSTRUCT|DESCRIBE|#)", re.IGNORECASE)
+
+
+@dataclass
+class Extraction:
+    sparql: str = ""
+    explanation: str = ""
+    language: str = ""
+
+
+@dataclass
+class FinalAnswer:
+    sparql: str | None
+    result: QueryResult | None
+    explanation: str = ""
+    language: str = ""
+    best_effort: bool = False
+    changes: list[str] = field(default_factory=list)
+
+
+def parse_extraction(text: str) -> Extraction:
+    """The extraction call's JSON answer; a bare query (in a fence or not) is accepted too."""
+    cleaned = observations.strip_fences(text)
+    try:
+        data = json.loads(cleaned)
+    except ValueError:
+        data = None
+    if isinstance(data, dict):
+        return Extraction(sparql=str(data.get("sparql") or "").strip(),
+                          explanation=str(data.get("explanation") or "").strip(),
+                          language=str(data.get("language") or "").strip())
+    block = _SPARQL_BLOCK.search(text)
+    if block:
+        return Extraction(sparql=block.group(1).strip())
+    if _SPARQL_START.match(text):
+        return Extraction(sparql=text.strip())
+    return Extraction()
+
+
+def trace_text(run: _Run) -> str:
+    """Every step the model took, with what it saw (long observations cut)."""
+    lines = []
+    for number, step in enumerate(run.steps, start=1):
+        observation = step.observation or ("(undone: it repeated an earlier action or stopped without a "
+                                           "usable query)" if step.rolled_back else "")
+        if len(observation) > TRACE_OBSERVATION_CHARS:
+            observation = observation[:TRACE_OBSERVATION_CHARS] + " …(cut)"
+        lines.append(f"[{number}] Thought: {step.thought}\nAction: {step.action}({step.argument})\n"
+                     f"Observation: {observation}")
+    return "\n\n".join(lines) or "(no steps were taken)"
+
+
+def extract(run: _Run) -> Extraction | None:
+    """The one extraction call; ``None`` when the model cannot be reached."""
+    from agent.loop import _RunEnded
+
+    prompt = render("extract", question=run.question, trace=trace_text(run))
+    try:
+        completion = run.call_llm([{"role": "user", "content": prompt}], temperature=0.0,
+                                  max_tokens=run.config.max_completion_tokens)
+    except _RunEnded:
+        return None
+    return parse_extraction(completion.content)
+
+
+def finish(run: _Run, reason: str, final: int | None) -> FinalAnswer:
+    """The final query, its result and its words, after the end-of-run steps."""
+    answer = FinalAnswer(sparql=None, result=None)
+    if not run.config.end_of_run:
+        final = final if reason == "stop" else run.best_query()
+        if final is not None:
+            answer.sparql, answer.result = run.steps[final].argument, run.results[final]
+        return answer
+    if reason == "stop" and final is not None:
+        answer.sparql, answer.result = run.steps[final].argument, run.results[final]
+        answer.explanation = run.stop_extras.get("explanation", "")
+        answer.language = run.stop_extras.get("language", "")
+    elif reason not in ("llm_error", "kb_error"):
+        answer.best_effort = True
+        extraction = extract(run)
+        if extraction is not None:
+            answer.explanation, answer.language = extraction.explanation, extraction.language
+            if extraction.sparql:
+                result = run.run_query(extraction.sparql)
+                if result.status == "ok":
+                    answer.sparql, answer.result = extraction.sparql, result
+                    answer.changes.append("extraction")
+        if answer.sparql is None and (best := run.best_query()) is not None:
+            answer.sparql, answer.result = run.steps[best].argument, run.results[best]
+    if answer.sparql is None:
+        return answer
+    rewrite_steps = (("label_ids", rewrites.add_label_ids),
+                     ("limit", lambda sparql: rewrites.drop_exploratory_limit(sparql, run.question)),
+                     ("distinct", rewrites.add_distinct))
+    combined, changed = answer.sparql, []
+    for name, rewrite in rewrite_steps:
+        if (rewritten := rewrite(combined)) != combined:
+            combined = rewritten
+            changed.append(name)
+    if not changed:
+        return answer
+    result = run.run_query(combined)
+    if result.status == "ok":
+        answer.sparql, answer.result = combined, result
+        answer.changes.extend(changed)
+        return answer
+    if len(changed) == 1:
+        return answer
+    for name, rewrite in rewrite_steps:
+        if name in changed and (rewritten := rewrite(answer.sparql)) != answer.sparql:
+            result = run.run_query(rewritten)
+            if result.status == "ok":
+                answer.sparql, answer.result = rewritten, result
+                answer.changes.append(name)
+    return answer
