@@ -42,4 +42,5 @@ def load_prices(path: Path | None = None) -> dict[str, Price]:
                 for name, entry in models.items()}
     except (ValueError, KeyError, TypeError) as error:
         raise ValueError(f"{where}: not a price table ({error!r}); it needs "
-                         '{"models": {"NAME": {"input": …, "cached": …, "output": …}}} in dollars per million tokens')
+                         '{"models": {"NAME": {"input": …, "cached": …, "output": …}}} '
+                         "in dollars per million tokens") from error

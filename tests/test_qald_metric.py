@@ -37,7 +37,9 @@ def test_an_empty_answer_to_a_non_empty_gold_is_a_decline():
 def test_precision_and_recall_over_answer_sets():
     gold = [item("Q1"), item("Q2"), item("Q3"), item("Q4")]
     system = [item("Q1"), item("Q2"), item("Q9")]
-    assert scores(score_question(system, gold)) == pytest.approx((2 / 3, 1 / 2, 2 * (2 / 3) * (1 / 2) / (2 / 3 + 1 / 2)))
+    precision, recall = 2 / 3, 1 / 2
+    f1 = 2 * precision * recall / (precision + recall)
+    assert scores(score_question(system, gold)) == pytest.approx((precision, recall, f1))
     assert scores(score_question([item("Q9")], gold)) == (0.0, 0.0, 0.0)
 
 
