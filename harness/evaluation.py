@@ -164,7 +164,7 @@ def with_gold_answers(examples: list[Example], kb: KnowledgeBase, out_dir: Path,
             if record["status"] not in GOLD_FINAL:
                 summary.failed.setdefault(record["status"], []).append(example.id)
                 continue
-            if not record["answer"]:
+            if record["answer"] is None or record["answer"] == []:  # an ASK's False is an answer
                 summary.empty.append(example.id)
                 continue
             example = replace(example, gold_answer=record["answer"])

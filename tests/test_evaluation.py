@@ -16,7 +16,7 @@ from scripts.evaluate import main as evaluate_main
 from scripts.report import main as report_main
 from tests.support.euler import EULER_ADVISORS_QUERY, euler_entities
 from tests.support.llm_server import ErrorReply, TextReply, ToolCallReply
-from tests.support.wikidata_server import SparqlReply, select, timed_out
+from tests.support.wikidata_server import SparqlReply, ask, select, timed_out
 
 ROOT = Path(__file__).resolve().parent.parent
 ADVISOR = [{"advisor": {"type": "uri", "value": "http://www.wikidata.org/entity/Q124500"}}]
@@ -162,6 +162,16 @@ def test_a_gold_answer_cut_at_the_size_limit_excludes_its_question(tmp_path, wik
     asked = len(wikidata.requests)
     with_gold_answers(examples, kb, tmp_path / "run", progress=False)
     assert len(wikidata.requests) == asked
+
+
+def test_a_false_ask_is_a_gold_answer_not_an_empty_one(tmp_path, wikidata_server):
+    wikidata = wikidata_server(sparql=lambda query: ask(False) if query.startswith("ASK") else select([], []))
+    kb = LiveWikidata(WikidataConfig(api_url=wikidata.api_url, sparql_url=wikidata.sparql_url))
+    questions = [{"id": "1", "question": "Is it?", "sparql": "ASK { wd:Q1 wdt:P31 wd:Q5 }"},
+                 {"id": "2", "question": "Which?", "sparql": EMPTY_QUERY}]
+    examples = load_dataset("qald7", None, write_dataset(tmp_path, questions))
+    kept, summary = with_gold_answers(examples, kb, tmp_path / "run", progress=False)
+    assert [(example.id, example.gold_answer) for example in kept] == [("1", False)] and summary.empty == ["2"]
 
 
 KILL_AFTER_TRACE = """
