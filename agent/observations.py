@@ -81,7 +81,11 @@ def format_query_result(result: QueryResult) -> str:
     if result.status == "syntax_error":
         return f"Syntax error: {result.message}"
     if result.status == "timeout":
-        return "The query timed out." + (f" {result.message}" if result.message else "")
+        text = "The query timed out." + (f" {result.message}" if result.message else "")
+        if result.bindings:
+            text += " The rows that arrived before it stopped (incomplete):\n" + format_table(result.variables,
+                                                                                            result.bindings)
+        return text
     if result.status == "error":
         return f"Error: {result.message}"
     if result.boolean is not None:

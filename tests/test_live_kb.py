@@ -10,7 +10,8 @@ from agent.kb.cache import ResponseCache
 from agent.kb.http import HttpClient
 from agent.kb.live import LiveWikidata, WikidataConfig, format_time
 from tests.support.euler import EULER_ADVISORS_QUERY, euler_entities
-from tests.support.wikidata_server import SparqlReply, ask, malformed, select, timed_out
+from agent.observations import format_query_result
+from tests.support.wikidata_server import SparqlReply, ask, cut_by_timeout, malformed, select, server_error, timed_out
 
 
 @pytest.fixture
@@ -62,24 +63,69 @@ def test_property_examples_come_from_p1855(wikidata):
     assert (example.subject.id, example.value.id) == ("Q7604", "Q124500")
 
 
+MULTI_LINE_QUERY = "SELECT ?x WHERE {\n  ?x wdt:P31 wd:Q5 .\n  FILTER(?x = ?y)\n}"
+
+
 @pytest.mark.parametrize("reply, status", [
     (select(["advisor"], [{"advisor": "Q124500"}]), "ok"),
     (select(["advisor"], []), "empty"),
     (ask(True), "ok"),
-    (malformed("Encountered \" \"}\" \"} \"\" at line 1, column 9."), "syntax_error"),
     (timed_out(), "timeout"),
-    (SparqlReply(503, "busy", {"Retry-After": "0"}), None),
 ])
-def test_query_service_answers_become_the_four_signals(wikidata_server, reply, status):
+def test_query_service_answers_become_signals(wikidata_server, reply, status):
     server = wikidata_server(sparql=lambda query: reply)
-    if status is None:
-        with pytest.raises(KBUnavailable):
-            live(server).execute("SELECT * WHERE { ?s ?p ?o }")
-        return
-    result = live(server).execute("SELECT * WHERE { ?s ?p ?o }")
-    assert result.status == status
-    if status == "syntax_error":
-        assert result.message.startswith("Encountered")
+    assert live(server).execute("SELECT * WHERE { ?s ?p ?o }").status == status
+
+
+def test_a_syntax_error_keeps_its_whole_message_and_no_stack_trace(wikidata_server):
+    server = wikidata_server(sparql=lambda query: malformed('Encountered " "}" "} "" at line 4, column 1.'))
+    result = live(server).execute(MULTI_LINE_QUERY)
+    assert result.status == "syntax_error"
+    assert result.message.startswith('Encountered " "}" "} "" at line 4, column 1.\nWas expecting one of:')
+    assert '"(" ...' in result.message and "<PNAME_LN> ..." in result.message
+    assert "FutureTask" not in result.message and "queryStr" not in result.message
+    observation = format_query_result(result)
+    assert observation.startswith("Syntax error: Encountered") and "Was expecting one of:" in observation
+
+
+def test_other_server_errors_show_the_exception_not_the_echo_of_the_query(wikidata_server):
+    server = wikidata_server(sparql=lambda query: server_error(
+        "java.lang.IllegalArgumentException: Unknown function: geof:nonsense"))
+    result = live(server).execute(MULTI_LINE_QUERY)
+    assert result.status == "error"
+    assert result.message == "HTTP 500: java.lang.IllegalArgumentException: Unknown function: geof:nonsense"
+
+
+def test_a_response_cut_by_a_timeout_is_a_timeout_with_its_complete_rows_and_is_never_cached(wikidata_server,
+                                                                                           tmp_path):
+    rows = [{"x": f"Q{i}"} for i in range(1, 40)]
+    server = wikidata_server(sparql=lambda query: cut_by_timeout(["x"], rows, cut_at=1500))
+    config = WikidataConfig(api_url=server.api_url, sparql_url=server.sparql_url)
+    kb = LiveWikidata(config, cache=ResponseCache(tmp_path / "cache.sqlite"))
+    result = kb.execute(MULTI_LINE_QUERY)
+    assert result.status == "timeout" and result.truncated
+    assert 0 < len(result.bindings) < len(rows)
+    assert result.bindings[0] == {"x": {"type": "uri", "value": "http://www.wikidata.org/entity/Q1"}}
+    assert "incomplete" in format_query_result(result) and "Q1" in format_query_result(result)
+    kb.execute(MULTI_LINE_QUERY)
+    assert sum(request["path"] == "/sparql" for request in server.requests) == 2
+
+
+def test_rows_that_bind_nothing_are_an_empty_result(wikidata_server):
+    server = wikidata_server(sparql=lambda query: SparqlReply(body={"head": {"vars": ["max"]},
+                                                                    "results": {"bindings": [{}]}}))
+    result = live(server).execute("SELECT (MAX(?v) AS ?max) WHERE { wd:Q1 wdt:P1082 ?v }")
+    assert result.status == "empty"
+    assert format_query_result(result) == "The query returned an empty result."
+
+
+@pytest.mark.parametrize("status", [502, 503, 504])
+def test_a_failing_query_service_is_a_signal_after_its_retries(wikidata_server, status):
+    server = wikidata_server(sparql=lambda query: SparqlReply(status, "<html>Bad gateway</html>",
+                                                              {"Retry-After": "0"}))
+    result = live(server).execute(MULTI_LINE_QUERY)
+    assert result.status == "error" and f"HTTP {status}" in result.message and "lighter query" in result.message
+    assert sum(request["path"] == "/sparql" for request in server.requests) == 1 + 4  # the default retries
 
 
 def test_ask_gives_a_boolean(wikidata_server):

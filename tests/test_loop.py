@@ -11,7 +11,7 @@ from agent.kb.live import LiveWikidata, WikidataConfig
 from agent.llm import ChatModel, LLMConfig
 from tests.support.euler import EULER_ADVISORS_QUERY, euler_entities
 from tests.support.llm_server import ErrorReply, SlowReply, TextReply, ToolCallReply
-from tests.support.wikidata_server import select
+from tests.support.wikidata_server import SparqlReply, select
 
 
 def call(name, argument=None, thought="thinking"):
@@ -260,3 +260,20 @@ def test_an_unreachable_knowledge_base_ends_the_run(llm_server):
     result = make_agent(server, kb).run("q")
     assert result.stop_reason == "kb_error"
     assert result.steps[0].observation.startswith("The knowledge base could not be reached")
+
+
+def test_a_failing_query_service_is_an_observation_and_the_run_goes_on(llm_server, wikidata_server):
+    def answer(query):
+        if query == EMPTY_QUERY:
+            return SparqlReply(503, "Service Unavailable", {"Retry-After": "0"})
+        return select(["advisor"], [{"advisor": "Q124500"}])
+
+    wikidata = wikidata_server(sparql=answer)
+    kb = LiveWikidata(WikidataConfig(api_url=wikidata.api_url, sparql_url=wikidata.sparql_url),
+                      http=HttpClient(backoff=0.01, max_retries=1))
+    server = llm_server([call("execute_sparql", EMPTY_QUERY), call("execute_sparql", EULER_ADVISORS_QUERY),
+                         call("stop", thought="done")])
+    result = make_agent(server, kb).run("Who advised Euler?")
+    assert "HTTP 503" in result.steps[0].observation and "lighter query" in result.steps[0].observation
+    assert result.stop_reason == "stop" and result.end_of_run == ["distinct"]
+    assert result.final_sparql == EULER_ADVISORS_QUERY.replace("SELECT", "SELECT DISTINCT")

@@ -1,9 +1,12 @@
-"""HTTP for Wikidata: a polite User-Agent, timeouts, retries that honour Retry-After, the cache.
+"""HTTP for Wikidata: a polite User-Agent, timeouts, one retry policy that honours Retry-After, the cache.
 
 Wikimedia asks every client for a User-Agent naming the tool and a contact,
-and answers overload with 429 or 503 plus ``Retry-After``; we wait what it
-asks (capped), back off exponentially otherwise, and give up with
-:class:`KBUnavailable` after ``max_retries``.
+and answers overload with 429 or 503 plus ``Retry-After``.  Every
+``requests`` client of the agent retries through :func:`retry_policy`
+(urllib3's ``Retry``): exponential backoff on connection errors and on 429,
+502, 503 and 504, the wait the service asks for when it says one (capped).
+A read timeout is not retried: a query that ran out of time would only run
+out again, and the caller turns it into the ``timeout`` signal.
 """
 
 from __future__ import annotations
@@ -11,16 +14,20 @@ from __future__ import annotations
 import email.utils
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import requests
+from requests.adapters import HTTPAdapter
+from urllib3.util.retry import Retry
 
 from agent.kb.base import KBUnavailable
 from agent.kb.cache import CachedResponse, ResponseCache, request_key
 
 VERSION = "0.1.0"
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
+#: The longest ``Retry-After`` we wait, in seconds.
 MAX_RETRY_AFTER = 120.0
 
 
@@ -44,6 +51,30 @@ def retry_after_seconds(value: str | None) -> float | None:
     return max(0.0, moment.timestamp() - time.time())
 
 
+class _CappedRetry(Retry):
+    """urllib3's ``Retry``, with the service's ``Retry-After`` capped at :data:`MAX_RETRY_AFTER`."""
+
+    def parse_retry_after(self, retry_after: str) -> float:
+        return min(MAX_RETRY_AFTER, super().parse_retry_after(retry_after))
+
+
+def retry_policy(max_retries: int, backoff: float) -> Retry:
+    """The one retry policy of every ``requests`` client here; the last response is returned, not raised."""
+    return _CappedRetry(total=max_retries, connect=max_retries, read=False, status=max_retries,
+                        backoff_factor=backoff, status_forcelist=sorted(RETRY_STATUSES), allowed_methods=None,
+                        respect_retry_after_header=True, raise_on_status=False)
+
+
+def retrying_session(contact: str, max_retries: int = 4, backoff: float = 1.0) -> requests.Session:
+    """A session with the polite User-Agent and :func:`retry_policy` mounted for http and https."""
+    session = requests.Session()
+    session.headers["User-Agent"] = user_agent(contact)
+    adapter = HTTPAdapter(max_retries=retry_policy(max_retries, backoff))
+    session.mount("http://", adapter)
+    session.mount("https://", adapter)
+    return session
+
+
 @dataclass
 class HttpClient:
     contact: str = ""
@@ -55,15 +86,19 @@ class HttpClient:
     cacheable: frozenset[int] = frozenset({200, 400})
 
     def __post_init__(self) -> None:
-        self.session = requests.Session()
-        self.session.headers["User-Agent"] = user_agent(self.contact)
+        self.session = retrying_session(self.contact, self.max_retries, self.backoff)
 
     def request(self, method: str, url: str, *, params: dict[str, Any] | None = None,
                 data: dict[str, Any] | None = None, headers: dict[str, str] | None = None,
-                timeout: float | None = None, max_bytes: int | None = None) -> CachedResponse:
+                timeout: float | None = None, max_bytes: int | None = None,
+                keep: Callable[[str], bool] | None = None) -> CachedResponse:
         """The response (from the cache when it has it); raises KBUnavailable when the service cannot answer.
 
-        ``requests.Timeout`` is passed on to the caller, which knows what a slow answer means for it.
+        A 502/503/504 that outlasts the retries is returned for the caller to
+        read; a 429 that does, or no connection at all, is KBUnavailable.  A
+        response is cached only when its status is cacheable and *keep* (if
+        given) accepts its text.  ``requests.Timeout`` is passed on to the
+        caller, which knows what a slow answer means for it.
         """
         key = request_key(method, url, params, data)
         if self.cache is not None:
@@ -72,32 +107,22 @@ class HttpClient:
                 return cached
             if self.cache.offline:
                 raise KBUnavailable(f"offline, and this request is not in the cache: {method} {url} {params or data}")
-        for attempt in range(self.max_retries + 1):
-            try:
-                response = self.session.request(method, url, params=params, data=data, headers=headers,
-                                                timeout=(10.0, timeout or self.timeout), stream=True)
-                text, cut = _read(response, max_bytes)
-            except requests.Timeout:
-                raise
-            except requests.RequestException as error:
-                if attempt == self.max_retries:
-                    raise KBUnavailable(f"{url}: {error}") from error
-                time.sleep(self.backoff * 2 ** attempt)
-                continue
-            if response.status_code in RETRY_STATUSES:
-                if attempt == self.max_retries:
-                    raise KBUnavailable(f"{url} answered HTTP {response.status_code} after {attempt + 1} tries")
-                wait = retry_after_seconds(response.headers.get("Retry-After"))
-                time.sleep(min(MAX_RETRY_AFTER, wait if wait is not None else self.backoff * 2 ** attempt))
-                continue
-            if cut:
-                return CachedResponse(status=response.status_code, text=text, retrieved_at=time.time(), truncated=True)
-            if self.cache is not None and response.status_code in self.cacheable:
-                request = json.dumps({"method": method, "url": url, "params": params, "data": data},
-                                     ensure_ascii=False)
-                return self.cache.put(key, request, response.status_code, text)
-            return CachedResponse(status=response.status_code, text=text, retrieved_at=time.time())
-        raise AssertionError("unreachable")
+        try:
+            response = self.session.request(method, url, params=params, data=data, headers=headers,
+                                            timeout=(10.0, timeout or self.timeout), stream=True)
+            text, cut = _read(response, max_bytes)
+        except requests.Timeout:
+            raise
+        except requests.RequestException as error:
+            raise KBUnavailable(f"{url}: {error}") from error
+        if response.status_code == 429:
+            raise KBUnavailable(f"{url} answered HTTP 429 (too many requests) after {self.max_retries + 1} tries")
+        if cut:
+            return CachedResponse(status=response.status_code, text=text, retrieved_at=time.time(), truncated=True)
+        if self.cache is not None and response.status_code in self.cacheable and (keep is None or keep(text)):
+            request = json.dumps({"method": method, "url": url, "params": params, "data": data}, ensure_ascii=False)
+            return self.cache.put(key, request, response.status_code, text)
+        return CachedResponse(status=response.status_code, text=text, retrieved_at=time.time())
 
 
 def _read(response: requests.Response, max_bytes: int | None) -> tuple[str, bool]:

@@ -179,19 +179,36 @@ class LiveWikidata:
                 response = self.http.request(
                     "POST", self.config.sparql_url, data={"query": sparql},
                     headers={"Accept": "application/sparql-results+json"},
-                    timeout=timeout, max_bytes=self.config.max_response_bytes)
+                    timeout=timeout, max_bytes=self.config.max_response_bytes,
+                    keep=lambda text: not cut_by_timeout(text))
         except requests.Timeout:
             return QueryResult(status="timeout", message=f"no answer within {timeout:g} seconds")
         if response.status == 200:
             return parse_sparql_json(response.text, truncated=response.truncated)
+        if response.status in (502, 503, 504):
+            return QueryResult(status="error", message=f"the query service failed (HTTP {response.status}, "
+                                                       "also on retrying); try a lighter query")
         return classify_error(response.status, response.text)
 
 
+def cut_by_timeout(text: str) -> bool:
+    """A 200 body the query service cut mid-JSON when the query hit its time limit."""
+    return any(marker in text[-4000:] for marker in _TIMEOUT_MARKERS) and not text.rstrip().endswith("}")
+
+
 def parse_sparql_json(text: str, truncated: bool = False) -> QueryResult:
-    """SPARQL JSON results; a body cut at the size limit keeps every complete row."""
+    """SPARQL JSON results; a body cut at the size limit or by a timeout keeps every complete row.
+
+    Rows that bind nothing (``[{}]``, e.g. ``MAX()`` over no values) are an empty result.
+    """
+    if cut_by_timeout(text):
+        variables, bindings = _complete_rows(text)
+        return QueryResult(status="timeout", variables=variables, bindings=bindings, truncated=True,
+                           message=f"the query service stopped the query at its time limit after "
+                                   f"{len(bindings)} complete rows")
     if truncated:
         variables, bindings = _complete_rows(text)
-        return QueryResult(status="ok" if bindings else "empty", variables=variables, bindings=bindings,
+        return QueryResult(status="ok" if any(bindings) else "empty", variables=variables, bindings=bindings,
                            truncated=True, message=f"the response exceeded the size limit; "
                                                    f"the first {len(bindings)} rows are kept")
     try:
@@ -202,7 +219,7 @@ def parse_sparql_json(text: str, truncated: bool = False) -> QueryResult:
         return QueryResult(status="ok", boolean=bool(data["boolean"]))
     variables = data.get("head", {}).get("vars", [])
     bindings = data.get("results", {}).get("bindings", [])
-    return QueryResult(status="ok" if bindings else "empty", variables=variables, bindings=bindings)
+    return QueryResult(status="ok" if any(bindings) else "empty", variables=variables, bindings=bindings)
 
 
 def _complete_rows(text: str) -> tuple[list[str], list[dict[str, Any]]]:
@@ -226,21 +243,37 @@ def _complete_rows(text: str) -> tuple[list[str], list[dict[str, Any]]]:
         bindings.append(row)
 
 
-_MALFORMED = re.compile(r"MalformedQueryException:\s*(.+)")
+_MALFORMED = re.compile(r"MalformedQueryException:\s*(.+?)(?=\n\s*at |\nCaused by:|\Z)", re.DOTALL)
 _TIMEOUT_MARKERS = ("TimeoutException", "QueryTimeoutException", "Query deadline is expired")
+#: A Java exception line (``java.lang.IllegalStateException: message``), as the service's error pages show them.
+_EXCEPTION = re.compile(r"^(?:[a-z][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error)\b.*$", re.MULTILINE)
+_EXCEPTION_NAME = re.compile(r"(?:[a-z][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error): ")
+MAX_MESSAGE_CHARS = 2000
 
 
 def classify_error(status: int, text: str) -> QueryResult:
-    """The query service's error pages as a status the model can learn from."""
+    """The query service's error pages as a status the model can learn from.
+
+    A syntax error keeps its whole message, the "Was expecting one of:" list
+    included; other failures show the exception's text, never the service's
+    echo of the query (``SPARQL-QUERY: queryStr=...``), which can span many lines.
+    """
     if any(marker in text for marker in _TIMEOUT_MARKERS):
         return QueryResult(status="timeout", message="the query service stopped the query at its time limit")
     malformed = _MALFORMED.search(text)
     if malformed:
-        return QueryResult(status="syntax_error", message=malformed.group(1).strip())
-    first_line = next((line.strip() for line in text.splitlines() if line.strip()), "")
+        return QueryResult(status="syntax_error", message=malformed.group(1).strip()[:MAX_MESSAGE_CHARS])
+    exception = _EXCEPTION.search(text)
+    if exception:
+        line = exception.group(0).strip()
+        names = list(_EXCEPTION_NAME.finditer(line))
+        message = line[names[-1].start():] if names else line  # the innermost cause says what went wrong
+    else:
+        message = next((line.strip() for line in text.splitlines()
+                        if line.strip() and not line.startswith("SPARQL-QUERY:")), "")
     if status == 400:
-        return QueryResult(status="syntax_error", message=first_line[:500] or "the query was refused")
-    return QueryResult(status="error", message=f"HTTP {status}: {first_line[:500]}")
+        return QueryResult(status="syntax_error", message=message[:MAX_MESSAGE_CHARS] or "the query was refused")
+    return QueryResult(status="error", message=f"HTTP {status}: {message[:MAX_MESSAGE_CHARS]}")
 
 
 # -- Wikidata JSON values -------------------------------------------------------------------

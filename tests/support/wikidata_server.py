@@ -2,8 +2,11 @@
 
 It speaks their real wire formats: ``wbsearchentities`` and ``wbgetentities``
 JSON (``formatversion=2``), SPARQL JSON results, and the query service's
-error pages (HTTP 400 with a ``MalformedQueryException`` trace, HTTP 500 with
-a ``TimeoutException``, HTTP 429 with ``Retry-After``).  Entities are given
+error pages as it sends them: the echo of the (multi-line) query, then Java
+stack traces (HTTP 400 with a ``MalformedQueryException`` and its "Was
+expecting one of:" list, HTTP 500 with a ``TimeoutException`` or another
+wrapped exception), a 200 whose JSON is cut mid-row by a timeout, HTTP 429
+with ``Retry-After``, 502/503/504.  Entities are given
 in the ``Special:EntityData`` JSON format.  Every request is recorded.
 """
 
@@ -50,13 +53,39 @@ def ask(answer: bool) -> SparqlReply:
     return SparqlReply(body={"head": {}, "boolean": answer})
 
 
-def malformed(message: str) -> SparqlReply:
-    return SparqlReply(400, "SPARQL-QUERY: queryStr=...\njava.util.concurrent.ExecutionException: "
-                            "org.openrdf.query.MalformedQueryException: " + message + "\n\tat java.util...")
+#: Where the query service's error pages echo the query; the stand-in puts the real query there.
+QUERY_ECHO = "SPARQL-QUERY: queryStr={query}\n"
+_STACK = ("\tat java.util.concurrent.FutureTask.report(FutureTask.java:122)\n"
+          "\tat java.util.concurrent.FutureTask.get(FutureTask.java:192)\n"
+          "\tat com.bigdata.rdf.sail.webapp.BigdataServlet.submitApiTask(BigdataServlet.java:292)\n"
+          "\tat com.bigdata.rdf.sail.webapp.QueryServlet.doSparqlQuery(QueryServlet.java:678)\n")
+
+
+def malformed(message: str, expected: tuple[str, ...] = ('"("', '"{"', "<IRIref>", "<PNAME_LN>")) -> SparqlReply:
+    """HTTP 400 as the query service sends it: the echo, the message, "Was expecting one of:", stack traces."""
+    expecting = "Was expecting one of:\n" + "".join(f"    {token} ...\n" for token in expected)
+    cause = f"org.openrdf.query.MalformedQueryException: {message}\n{expecting}"
+    return SparqlReply(400, QUERY_ECHO + "java.util.concurrent.ExecutionException: " + cause + _STACK
+                       + "Caused by: " + cause + "\tat com.bigdata.rdf.sail.sparql.Bigdata2ASTSPARQLParser"
+                       ".parseQuery2(Bigdata2ASTSPARQLParser.java:400)\n\t... 23 more\n")
 
 
 def timed_out() -> SparqlReply:
-    return SparqlReply(500, "SPARQL-QUERY: queryStr=...\njava.util.concurrent.TimeoutException\n\tat java...")
+    """HTTP 500 when the query hit the service's time limit before sending anything."""
+    return SparqlReply(500, QUERY_ECHO + "java.util.concurrent.TimeoutException\n" + _STACK)
+
+
+def server_error(cause: str) -> SparqlReply:
+    """HTTP 500 with an exception other than a timeout, wrapped the way the service wraps it."""
+    return SparqlReply(500, QUERY_ECHO + "java.util.concurrent.ExecutionException: "
+                            "java.util.concurrent.ExecutionException: org.openrdf.query.QueryEvaluationException: "
+                            f"{cause}\n" + _STACK)
+
+
+def cut_by_timeout(variables: list[str], rows: list[dict[str, Any]], cut_at: int) -> SparqlReply:
+    """HTTP 200 whose JSON stops mid-row at character *cut_at* of the results, then the timeout's trace."""
+    body = json.dumps(select(variables, rows).body, indent=2)
+    return SparqlReply(200, body[:cut_at] + QUERY_ECHO + "java.util.concurrent.TimeoutException\n" + _STACK)
 
 
 def entity(entity_id: str, label: str, description: str = "", claims: dict[str, list] | None = None,
@@ -245,9 +274,12 @@ def _handler_for(server: FakeWikidata) -> type[BaseHTTPRequestHandler]:
             if path == "/w/api.php":
                 self._send(200, server.api(params), "application/json; charset=utf-8")
             elif path == "/sparql":
-                reply = server.answer(params.get("query", ""))
+                query = params.get("query", "")
+                reply = server.answer(query)
                 kind = "application/sparql-results+json" if reply.status == 200 else "text/plain"
-                self._send(reply.status, reply.body, kind, reply.headers)
+                body = reply.body.replace(QUERY_ECHO, QUERY_ECHO.format(query=query)) \
+                    if isinstance(reply.body, str) else reply.body
+                self._send(reply.status, body, kind, reply.headers)
             else:
                 self._send(404, "not found", "text/plain")
 
