@@ -152,7 +152,8 @@ class State:
         self._update(page, key, status=status, last_error=reason)
 
     def record_trace(self, page: str, key: str, trace: dict) -> None:
-        self._update(page, key, trace=json.dumps(trace, ensure_ascii=False))
+        # ASCII escapes: a lone surrogate from the model (valid JSON, not valid UTF-8) is stored, not refused.
+        self._update(page, key, trace=json.dumps(trace))
 
     def record_answered(self, page: str, key: str, revision: int | None) -> None:
         self._update(page, key, status="answered", answered_revision=revision, last_error=None)

@@ -1,37 +1,68 @@
-"""One pass over the forum: which sections to answer, answering them, counting what happened.
+"""The watcher: one pass over the forum page finds what to answer, answers it, and counts what happened.
 
-Shaped like pywikibot's ``BaseBot``: a generator of candidate sections with
-skip rules, :meth:`Watcher.treat` for one section, and counters printed at
-the end.  A failure in one section (model, knowledge base, wiki) is recorded
-and retried later with backoff; it never ends the pass or the watcher.
+Shaped like pywikibot's ``BaseBot``: :meth:`Watcher.plan` turns the page
+into tasks with skip rules applied, :meth:`Watcher.handle` does one task, and
+counters are printed at the end.  A task is a new section's question, a
+follow-up under the bot's reply (or a ping of the bot in a section it has not
+answered), or a polite note for a question too long to read.
+
+Each pass reads the page once and parses it once.  Each task runs under one
+error boundary: whatever fails (parsing its request, the agent, rendering,
+saving) is logged with its traceback, recorded with the attempt count, and
+retried later with doubling backoff; the pass goes on with the next task.
+Pending tasks are retried whatever the page revision says, and the page is
+recorded as seen only after its tasks were handled.  Saving, and every
+"may I write" decision, belongs to :mod:`bot.wiki`.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from agent.trace import AgentResult
 from bot.config import BotConfig
-from bot.forum import Request, Section, extract_request, normalize_user, page_opted_out, parse_sections
+from bot.forum import (
+    MAX_REQUEST_CHARS, FollowUp, Request, Section, answered_by_human, extract_followup, extract_request,
+    followup_key, mark_answered, normalize_user, parse_sections, pending_followup, ping_in, previous_query,
+)
+from bot.history import Attribution, revisions_after
 from bot.render import render_reply
 from bot.state import State
-from bot.wiki import EmergencyStop, ForumPage
+from bot.redact import redact
+from bot.wiki import EmergencyStop, ForumPage, bots_allow
 
 log = logging.getLogger(__name__)
 Answerer = Callable[[Request], AgentResult]
+#: The reply to a question too long to read; fixed text, nothing from the page.
+TOO_LONG_NOTE = (f":Sorry, this question is longer than {MAX_REQUEST_CHARS:,} characters, more than I can read. "
+                 "Could you shorten it to the question itself and the query it is about? ~~~~")
 
 
 def edit_summary(heading: str) -> str:
-    """A summary naming the section (as a section link), with nothing from the heading that could break it."""
-    clean = re.sub(r"[\[\]{}|<>*/]", "", heading)
-    clean = " ".join(clean.split())[:120]
+    """A summary linking the section: the heading as shown, only ``*/`` (which ends the link) and breaks removed."""
+    clean = " ".join(heading.replace("*/", "* /").split())[:120]
     return f"/* {clean} */ reply with a SPARQL query written by a bot (please check it)"
+
+
+@dataclass(frozen=True)
+class Task:
+    """One reply to write."""
+
+    #: The state record of this task: the section's key, or ``<section key> / r<revision>`` for a follow-up.
+    key: str
+    section: Section
+    #: question | follow-up | too-long
+    kind: str
+    followup: FollowUp | None = None
+
+    @property
+    def depth(self) -> int:
+        return self.followup.depth if self.followup else 1
 
 
 @dataclass
@@ -42,133 +73,240 @@ class Watcher:
     config: BotConfig
     show: Callable[[str], None] = print
     counter: Counter = field(default_factory=Counter)
-    #: Set to stop after the section being answered now.
+    #: Set to stop after the task being handled now.
     stopping: threading.Event = field(default_factory=threading.Event)
+    #: Dry run: tasks already shown by this process, not run again at every pass.
+    previewed: set[str] = field(default_factory=set)
+
+    @property
+    def bot(self) -> str:
+        return normalize_user(self.forum.username)
 
     def run_pass(self, answer_backlog: bool = False) -> Counter:
-        """Look at the page once; answer new sections that are due."""
+        """Look at the page once; answer what is due."""
         page = self.forum.title
         try:
             if self.config.live and self.forum.stopped():
-                log.warning("emergency stop: %s is not empty; editing nothing", self.forum.stop_page)
+                log.warning("emergency stop: %s is not empty; editing nothing",
+                            self.forum.stop_page.format(username=self.forum.username))
                 self.counter["stopped"] += 1
                 return self.counter
             revision = self.forum.latest_revision()
             if revision is None:
                 log.error("the page %s does not exist", page)
                 return self.counter
-            if revision == self.state.last_revision(page) and not self._retries_due():
+            if revision == self.state.last_revision(page) and not self.state.due(page):
                 self.counter["unchanged"] += 1
                 return self.counter
             text, revision = self.forum.read()
+            first_look = not self.state.knows_page(page)
+            attribution = self.attribute(text, revision, first_look)
         except EmergencyStop:
             raise
         except Exception as error:  # the wiki is down: try again next pass
             log.error("cannot read %s: %s", page, error)
             self.counter["wiki errors"] += 1
             return self.counter
-        first_look = not self.state.knows_page(page)
-        sections = parse_sections(text)
-        for section in sections:
-            backlog = first_look and not answer_backlog
-            self.state.add(page, section.key, section.heading, "backlog" if backlog else "pending")
-        self.state.set_last_revision(page, revision)
+        try:
+            sections = parse_sections(text, attribution)
+            mark_answered(sections, self.bot)
+            tasks = self.plan(text, sections, backlog=first_look and not answer_backlog)
+        except Exception:
+            log.exception("cannot parse %s; nothing on it is answered this pass", page)
+            self.counter["page errors"] += 1
+            return self.counter
         if first_look and not answer_backlog:
             log.info("first look at %s: %d existing sections are backlog and will not be answered",
                      page, len(sections))
-        for section in self.candidates(text, sections):
+        for task in tasks:
             if self.stopping.is_set():
                 break
-            self.treat(section)
+            self.handle(task, attribution)
+        self.state.record_seen(page, attribution)
         return self.counter
 
-    def _retries_due(self) -> bool:
-        now = time.time()
-        return any(record.status == "pending" and record.attempts and record.next_attempt <= now
-                   for record in self.state.sections(self.forum.title))
+    def attribute(self, text: str, revision: int, first_look: bool) -> Attribution:
+        """Who added which line of *text*: the stored attribution carried through the revisions made since."""
+        stored = None if first_look else self.state.attribution(self.forum.title)
+        if stored is None:
+            return Attribution.first_look(revision, text)
+        if stored.revision == revision and stored.text == text:
+            return stored
+        revisions = revisions_after(self.forum.site, self.forum.title, stored.revision, revision)
+        if revisions is None:
+            log.warning("more revisions of %s than can be read; their changes are attributed together",
+                        self.forum.title)
+            revisions = []
+        current = stored
+        for newer in revisions:
+            current = current.advance(newer.id, normalize_user(newer.user), newer.text)
+        if current.text != text or current.revision != revision:
+            current = current.advance(revision, "", text)
+        return current
 
-    def candidates(self, text: str, sections: list[Section]) -> Iterator[Section]:
-        """Sections due for an answer, at most ``max_sections_per_pass``, with skip rules applied."""
-        bot = normalize_user(self.forum.username)
-        if page_opted_out(text, bot):
-            log.info("the page opts out of %s", bot)
-            return
-        given = 0
+    def plan(self, text: str, sections: list[Section], backlog: bool = False) -> list[Task]:
+        """The tasks due on this page, at most ``max_sections_per_pass``, with skip rules applied."""
+        page = self.forum.title
+        refusal = self.forum.refusal(text)
+        if refusal:
+            log.info("%s: nothing on %s is answered", refusal, page)
+            return []
+        present = {section.key for section in sections}
+        for record in self.state.sections(page):
+            if record.status in ("pending", "waiting") and record.key not in present and " / r" not in record.key:
+                self.state.set_status(page, record.key, "gone", "not on the page")
+        tasks: list[Task] = []
         for section in sections:
-            record = self.state.section(self.forum.title, section.key)
-            if record is None or record.status != "pending" or record.next_attempt > time.time():
+            task = self._task_for(section, backlog)
+            if task is None or task.key in self.previewed:
                 continue
-            if section.replied_by(bot):
-                self.state.record_answered(self.forum.title, section.key, None)
-                self.counter["already answered"] += 1
-                continue
-            reason = self.skip_reason(section, bot)
-            if reason:
-                self.state.record_skipped(self.forum.title, section.key, reason)
-                self.counter["skipped"] += 1
-                log.info("skipping %r: %s", section.heading, reason)
-                continue
-            if given >= self.config.max_sections_per_pass:
-                return
-            given += 1
-            yield section
+            if len(tasks) >= self.config.max_sections_per_pass:
+                break
+            tasks.append(task)
+        return tasks
 
-    @staticmethod
-    def skip_reason(section: Section, bot: str) -> str | None:
-        if section.author is None:
+    def _task_for(self, section: Section, backlog: bool) -> Task | None:
+        page, bot = self.forum.title, self.bot
+        record = self.state.section(page, section.key)
+        if record is None:
+            self.state.add(page, section.key, section.heading, "backlog" if backlog else "pending")
+            record = self.state.section(page, section.key)
+        elif record.status in ("gone", "waiting"):
+            self.state.set_status(page, section.key, "pending")
+            record = self.state.section(page, section.key)
+        if section.answered:
+            if record.status != "answered":
+                self.state.record_answered(page, section.key, None)
+                self.counter["already answered"] += 1
+            return self._followup_task(section, pending_followup(section, bot))
+        if record.status in ("backlog", "skipped", "failed"):
+            ping = ping_in(section, bot)
+            if ping is None:
+                return None
+            text = section.masked[ping.start - section.start:ping.end - section.start]
+            indent = len(text) - len(text.lstrip(":*#"))
+            return self._followup_task(section, FollowUp(ping.owner, ping.user, ping.start, ping.end, indent + 1))
+        if record.status != "pending" or record.next_attempt > time.time():
+            return None
+        reason = self.skip_reason(section)
+        if reason == "no signature yet":
+            self.state.set_status(page, section.key, "waiting", reason)
+            return None
+        if reason:
+            self.state.record_skipped(page, section.key, reason)
+            self.counter["skipped"] += 1
+            log.info("skipping %r: %s", section.heading, reason)
+            return None
+        kind = "too-long" if len(section.opening) > MAX_REQUEST_CHARS else "question"
+        return Task(section.key, section, kind)
+
+    def _followup_task(self, section: Section, followup: FollowUp | None) -> Task | None:
+        if followup is None:
+            return None
+        page, key = self.forum.title, followup_key(section.key, followup.revision)
+        record = self.state.section(page, key)
+        if record is None:
+            self.state.add(page, key, section.heading, "pending")
+            record = self.state.section(page, key)
+        if record.status != "pending" or record.next_attempt > time.time():
+            return None
+        if section.answered and self.state.answered_followups(page, section.key) >= self.config.max_followups:
+            self.state.record_skipped(page, key, f"at most {self.config.max_followups} follow-ups per section")
+            self.counter["skipped"] += 1
+            return None
+        return Task(key, section, "follow-up", followup)
+
+    def skip_reason(self, section: Section) -> str | None:
+        if not section.signatures:
             return "no signature yet"
-        if section.author == bot:
+        if section.author == self.bot:
             return "started by the bot"
-        if section.opted_out(bot):
+        if not bots_allow(self.forum.site, self.forum.title, section.text):
             return "the section opts out of bots"
+        if (self.config.skip_human_answered and len(section.opening) <= MAX_REQUEST_CHARS
+                and answered_by_human(section, self.bot)):
+            return "someone already posted a query in a reply"
         return None
 
     def treat(self, section: Section) -> None:
-        """Answer one section: run the agent, store the trace, post, then mark it answered."""
-        page = self.forum.title
+        """Answer *section*'s question now (``--section``), under the same error boundary as a pass."""
+        self.state.add(self.forum.title, section.key, section.heading, "pending")
+        kind = "too-long" if len(section.opening) > MAX_REQUEST_CHARS else "question"
+        self.handle(Task(section.key, section, kind), None)
+
+    def handle(self, task: Task, attribution: Attribution | None) -> None:
+        """Do one task under one error boundary: any failure is recorded and retried, never raised."""
         self.counter["read"] += 1
-        request = extract_request(section)
-        log.info("answering %r", section.heading)
         try:
-            result = self.answer(request)
-        except Exception as error:
-            self._fail(section, f"the agent failed: {error}")
-            return
-        self.state.record_trace(page, section.key, result.to_dict())
-        if result.stop_reason in ("llm_error", "kb_error"):
-            self._fail(section, f"{result.stop_reason}: {result.stop_message}")
-            return
-        if result.final_sparql is None and not self.config.reply_without_answer:
-            self.state.record_skipped(page, section.key, f"no query found ({result.stop_reason}); staying silent")
-            self.counter["no answer"] += 1
-            return
-        reply = render_reply(result, request, max_chars=self.config.reply_max_chars)
-        try:
-            outcome = self.forum.post_reply(section.key, reply, edit_summary(section.heading))
-        except EmergencyStop as stop:
+            self._reply(task, attribution)
+        except EmergencyStop as stop:  # not a reason to stop the watcher: edits resume once the page is emptied
             log.warning("emergency stop: %s; editing nothing", stop)
-            self.stopping.set()
             self.counter["stopped"] += 1
-            return
         except Exception as error:
-            self._fail(section, f"saving failed: {error}")
-            return
+            log.exception("%r: unexpected error", task.section.heading)
+            self._fail(task, f"{type(error).__name__}: {error}")
+
+    def _reply(self, task: Task, attribution: Attribution | None) -> None:
+        page, section = self.forum.title, task.section
+        if task.kind == "too-long":
+            log.info("%r is too long to read: replying with a note", section.heading)
+            reply = TOO_LONG_NOTE
+        else:
+            request = (extract_request(section) if task.kind == "question"
+                       else extract_followup(section, task.followup, self._previous_query(task)))
+            log.info("answering %r (%s)", section.heading, task.kind)
+            result = self.answer(request)
+            self.state.record_trace(page, task.key, result.to_dict())
+            if result.stop_reason in ("llm_error", "kb_error"):
+                self._fail(task, f"{result.stop_reason}: {result.stop_message}")
+                return
+            if result.final_sparql is None and not self.config.reply_without_answer:
+                self.state.record_skipped(page, task.key,
+                                          f"no query found ({result.stop_reason}); staying silent")
+                self.counter["no answer"] += 1
+                return
+            reply = render_reply(result, depth=task.depth, max_chars=self.config.reply_max_chars)
+        outcome = self.forum.post_reply(task.key, reply, edit_summary(section.heading), attribution)
         if outcome.status == "posted":
-            self.state.record_answered(page, section.key, outcome.revision)
+            self.state.record_answered(page, task.key, outcome.revision)
             self.counter["written"] += 1
         elif outcome.status == "previewed":
             self.show(f"--- reply to {section.heading!r} (dry run: nothing was saved) ---\n{reply}\n"
                       f"--- diff ---\n{outcome.diff}")
+            self.previewed.add(task.key)
             self.counter["previewed"] += 1
         elif outcome.status == "already-answered":
-            self.state.record_answered(page, section.key, None)
+            self.state.record_answered(page, task.key, None)
             self.counter["already answered"] += 1
-        else:
-            self.state.record_skipped(page, section.key, outcome.status)
+        elif outcome.status == "section-gone":  # pending still: answered if it comes back
+            log.info("%r is no longer on the page", section.heading)
+            self.counter["section gone"] += 1
+        elif outcome.status == "opted-out":
+            self.state.record_skipped(page, task.key, "opted out")
             self.counter["skipped"] += 1
+        else:
+            self._fail(task, f"not saved: {outcome.status}")
 
-    def _fail(self, section: Section, error: str) -> None:
-        log.error("%r: %s", section.heading, error)
-        self.state.record_failure(self.forum.title, section.key, error, self.config.retry_minutes * 60,
+    def _previous_query(self, task: Task) -> str | None:
+        """The bot's last final query in this section: from its stored trace, else read back from the page."""
+        prefix = task.section.key + " / r"
+        best: tuple[int, str] | None = None
+        for record in self.state.sections(self.forum.title):
+            if record.status != "answered" or not record.trace or not record.trace.get("final_sparql"):
+                continue
+            if record.key == task.section.key:
+                order = 0
+            elif record.key.startswith(prefix) and record.key[len(prefix):].isdigit():
+                order = int(record.key[len(prefix):])
+            else:
+                continue
+            if best is None or order > best[0]:
+                best = (order, record.trace["final_sparql"])
+        return best[1] if best else previous_query(task.section, self.bot)
+
+    def _fail(self, task: Task, error: str) -> None:
+        error = redact(error)  # an endpoint's error body may echo its key
+        log.error("%r: %s", task.section.heading, error)
+        self.state.record_failure(self.forum.title, task.key, error, self.config.retry_minutes * 60,
                                   self.config.max_attempts)
         self.counter["failed"] += 1

@@ -1,0 +1,285 @@
+"""The watcher on a real MediaWiki, run as an operator runs it (``python -m bot.run``).
+
+What a forum user notices: the heading reaches the model, a follow-up is answered once in the thread (a
+killed bot does not answer it twice), a ping in an old section is answered, a section a human already
+answered with a query is left alone, one bad section never keeps the others waiting, a decoy cannot take
+a reply, and nothing waits for the page to change to be retried.
+"""
+
+import os
+import re
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from tests.support.euler import EULER_ADVISORS_QUERY, euler_entities
+from tests.support.llm_server import ErrorReply, SlowReply, ToolCallReply
+from tests.support.mediawiki import BOT_USER, PYWIKIBOT_DIR
+from tests.support.wikidata_server import select
+
+pytestmark = pytest.mark.mediawiki
+FORUM = (Path(__file__).parent / "fixtures" / "forum" / "request_a_query.wiki").read_text()
+YEAR_QUERY = "SELECT ?advisor ?year WHERE { wd:Q7604 wdt:P184 ?advisor . }"
+
+
+def signature(user: str = "Alice", minute: int = 0) -> str:
+    return f"[[User:{user}|{user}]] ([[User talk:{user}|talk]]) 12:{minute:02d}, 20 November 2026 (UTC)"
+
+
+def new_section(heading: str, question: str, minute: int = 0) -> str:
+    return f"\n\n== {heading} ==\n{question} {signature(minute=minute)}\n"
+
+
+def user_messages(body: dict) -> str:
+    return "\n".join(str(message.get("content") or "") for message in body["messages"] if message["role"] == "user")
+
+
+def scripted(queries: dict[str, str], default: str = EULER_ADVISORS_QUERY, thought: str = "Ask the query service."):
+    """A model that runs one query (chosen by a phrase of the question), then stops."""
+
+    def reply(body):
+        if "tools" not in body:
+            return ErrorReply(400, "no pruning expected")
+        asked = user_messages(body)
+        query = next((query for phrase, query in queries.items() if phrase in asked), default)
+        if not any(message["role"] == "tool" for message in body["messages"]):
+            return ToolCallReply("execute_sparql", {"thought": thought, "sparql": query})
+        return ToolCallReply("stop", {"thought": "That answers it.", "language": "en",
+                                      "explanation": "The query lists Euler's doctoral advisors (P184)."})
+
+    return reply
+
+
+@pytest.fixture
+def services(llm_server, wikidata_server):
+    wikidata = wikidata_server(sparql=lambda query: select(["advisor"], [{"advisor": "Q124500"}]))
+    wikidata.add(*euler_entities())
+    return {"wikidata": wikidata, "llm": llm_server(scripted({}))}
+
+
+@pytest.fixture
+def forum(mediawiki, request):
+    title = f"Wikidata:Request a query/{request.node.name[:60]}"
+    mediawiki.edit_as_human(title, FORUM, "forum page")
+    mediawiki.edit_as_human(f"User:{BOT_USER}/Stop", "", "clear the stop page")
+    return title
+
+
+def bot_command(tmp_path: Path, services, page: str, *options: str, llm=None) -> tuple[list[str], dict]:
+    env = {**os.environ, "PYWIKIBOT_DIR": str(PYWIKIBOT_DIR), "OPENAI_API_KEY": "sk-test",
+           "OPENAI_BASE_URL": (llm or services["llm"]).base_url,
+           "WIKIDATA_API_URL": services["wikidata"].api_url, "WIKIDATA_SPARQL_URL": services["wikidata"].sparql_url}
+    command = [sys.executable, "-m", "bot.run", "--page", page, "--state", str(tmp_path / "state.sqlite"), *options]
+    return command, env
+
+
+def run_bot(tmp_path: Path, services, page: str, *options: str, llm=None) -> subprocess.CompletedProcess:
+    command, env = bot_command(tmp_path, services, page, *options, llm=llm)
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done
+
+
+def bot_edits(mediawiki, title: str) -> list[dict]:
+    return [revision for revision in mediawiki.revisions(title) if revision["user"] == BOT_USER]
+
+
+def records(tmp_path: Path) -> dict[str, tuple]:
+    with sqlite3.connect(tmp_path / "state.sqlite") as connection:
+        rows = connection.execute("SELECT key, status, attempts, last_error FROM sections").fetchall()
+    return {key: (status, attempts, error) for key, status, attempts, error in rows}
+
+
+def indentation(reply: str) -> float:
+    """How deep a reply is indented: its leading colons, or the left margin of its block."""
+    first = reply.strip().split("\n", 1)[0]
+    colons = len(first) - len(first.lstrip(":"))
+    margin = re.search(r"margin-left:\s*([0-9.]+)em", first)
+    return colons or (float(margin[1]) if margin else 0.0)
+
+
+def section_text(page: str, heading: str) -> str:
+    return page.split(f"== {heading} ==\n", 1)[1].split("\n== ", 1)[0]
+
+
+def test_the_heading_reaches_the_model_and_the_summary_keeps_the_slash(mediawiki, forum, services, tmp_path):
+    run_bot(tmp_path, services, forum, "--once", "--live")
+    mediawiki.edit_as_human(forum, mediawiki.page_text(forum) + new_section(
+        "Doctoral advisors of Euler, 1726/27", "As in the title, please."))
+    run_bot(tmp_path, services, forum, "--once", "--live")
+    [edit] = bot_edits(mediawiki, forum)
+    assert edit["comment"].startswith("/* Doctoral advisors of Euler, 1726/27 */ ")
+    asked = user_messages(services["llm"].requests[0])
+    assert "Doctoral advisors of Euler, 1726/27" in asked and "As in the title, please." in asked
+    assert "Alice (" not in asked and "12:00" not in asked
+
+
+def test_a_follow_up_is_answered_once_in_the_thread_even_when_the_bot_is_killed(
+        mediawiki, forum, services, tmp_path, llm_server):
+    run_bot(tmp_path, services, forum, "--once", "--live")
+    mediawiki.edit_as_human(forum, mediawiki.page_text(forum) + new_section("Euler", "Who advised Euler?"))
+    run_bot(tmp_path, services, forum, "--once", "--live")
+    assert len(bot_edits(mediawiki, forum)) == 1
+    follow_up = "::Thanks! Can you also add the year of the doctorate? " + signature(minute=30) + "\n"
+    mediawiki.edit_as_human(forum, mediawiki.page_text(forum).rstrip("\n") + "\n" + follow_up, "follow-up")
+
+    # The bot is killed while the model works on the follow-up: nothing is saved, nothing is lost.
+    asked = threading.Event()
+    stuck = scripted({})
+
+    def hang(body):
+        asked.set()
+        return SlowReply(120, stuck(body))
+
+    command, env = bot_command(tmp_path, services, forum, "--once", "--live", llm=llm_server(hang))
+    killed = subprocess.Popen(command, env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    assert asked.wait(120)
+    killed.send_signal(signal.SIGKILL)
+    killed.wait(30)
+    assert len(bot_edits(mediawiki, forum)) == 1
+
+    # Nothing changed on the page, yet the next run answers the follow-up, in the thread, with the context.
+    answers = llm_server(scripted({"year of the doctorate": YEAR_QUERY}))
+    shutil.copy(tmp_path / "state.sqlite", tmp_path / "before.sqlite")
+    run_bot(tmp_path, services, forum, "--once", "--live", llm=answers)
+    assert len(bot_edits(mediawiki, forum)) == 2
+    asked_then = user_messages(answers.requests[0])
+    assert "Can you also add the year of the doctorate?" in asked_then
+    assert EULER_ADVISORS_QUERY in asked_then and "Who advised Euler?" in asked_then
+    thread = section_text(mediawiki.page_text(forum), "Euler")
+    reply = thread.split(follow_up.strip(), 1)[1]
+    first_reply = thread.split("Who advised Euler?", 1)[1].split("\n", 1)[1].split(follow_up.strip(), 1)[0]
+    assert "?advisor ?year WHERE" in reply  # the revised query, in the thread
+    assert indentation(reply) > indentation(first_reply) > 0
+    assert thread.count("[[User:SpinachBot|SpinachBot]]") == 2
+
+    # A lost state write after the save, then more runs: still one answer to the follow-up.
+    shutil.copy(tmp_path / "before.sqlite", tmp_path / "state.sqlite")
+    run_bot(tmp_path, services, forum, "--once", "--live", llm=answers)
+    run_bot(tmp_path, services, forum, "--once", "--live", llm=answers)
+    assert len(bot_edits(mediawiki, forum)) == 2
+
+
+def test_a_ping_in_a_backlog_section_is_answered_and_a_human_answered_section_is_not(
+        mediawiki, forum, services, tmp_path):
+    run_bot(tmp_path, services, forum, "--once", "--live")  # the fixture's sections are backlog
+    page = mediawiki.page_text(forum)
+    marek = "[[User:Marek_K|Marek K]] ([[User talk:Marek_K|talk]]) 16:45, 5 March 2024 (UTC)"
+    assert marek in page
+    page = page.replace(marek, marek + "\n:{{ping|SpinachBot}} could you have a look? " + signature(minute=10), 1)
+    page += new_section("Advisors", "Who advised Euler?", minute=20)
+    page += ":Try {{SPARQL|query=" + EULER_ADVISORS_QUERY + "}} " + signature("Bob", 25) + "\n"
+    mediawiki.edit_as_human(forum, page, "a ping and a question a human answered")
+    done = run_bot(tmp_path, services, forum, "--once", "--live")
+    [edit] = bot_edits(mediawiki, forum)
+    text = mediawiki.page_text(forum)
+    assert "SpinachBot" in section_text(text, "Query times out").split("could you have a look?", 1)[1]
+    assert "[[User:SpinachBot" not in section_text(text, "Advisors")
+    assert any(status == "skipped" and "query" in (error or "")
+               for key, (status, _, error) in records(tmp_path).items() if key.startswith("Advisors @")), done.stderr
+
+
+def test_one_bad_section_never_keeps_the_others_waiting(mediawiki, forum, services, tmp_path, llm_server):
+    run_bot(tmp_path, services, forum, "--once", "--live")
+    (tmp_path / "bot.ini").write_text("[bot]\nreply_max_chars = 4000\nmax_sections_per_pass = 5\n")
+    huge = "SELECT ?advisor WHERE { wd:Q7604 wdt:P184 ?advisor . " + "FILTER(?advisor != wd:Q1) " * 250 + "}"
+    page = mediawiki.page_text(forum)
+    page += "\n\n== Bad date ==\nWhat? [[User:Eve|Eve]] 25:61, 31 February 2026 (UTC)\n"
+    page += new_section("Huge", "A question whose answer is huge.", minute=1)
+    page += new_section("Broken text", "A question the model answers with broken text.", minute=2)
+    page += new_section("Too long", "x " * 10001, minute=3)
+    page += new_section("Euler", "Who advised Euler?", minute=4)
+    mediawiki.edit_as_human(forum, page, "five new sections")
+    model = llm_server(scripted({"huge": huge}, thought="Ask \ud800 the query service."))
+    ordinary = llm_server(scripted({"huge": huge, "broken text": EULER_ADVISORS_QUERY}))
+
+    def mixed(body):
+        return (model if "broken text" in user_messages(body) else ordinary).next_reply(body)
+
+    done = run_bot(tmp_path, services, forum, "--once", "--live", "--config", str(tmp_path / "bot.ini"),
+                   llm=llm_server(mixed))
+    text = mediawiki.page_text(forum)
+    assert "[[User:SpinachBot" in section_text(text, "Euler"), done.stderr[-3000:]
+    note = section_text(text, "Too long")
+    assert "longer than 20,000 characters" in note and "[[User:SpinachBot" in note
+    state = records(tmp_path)
+    for heading in ("Huge", "Broken text"):
+        [(status, attempts, error)] = [value for key, value in state.items() if key.startswith(heading + " @")]
+        answered = "[[User:SpinachBot" in section_text(text, heading)
+        assert answered == (status == "answered"), (heading, status, error)
+        assert answered or (status == "pending" and attempts == 1 and error), (heading, status, error)
+
+
+def test_a_decoy_above_with_the_same_heading_and_minute_does_not_take_the_reply(mediawiki, forum, services,
+                                                                                   tmp_path):
+    run_bot(tmp_path, services, forum, "--once", "--live")
+    question = new_section("Euler", "Who advised Euler?", minute=5)
+    mediawiki.edit_as_human(forum, mediawiki.page_text(forum) + question, "a question")
+    decoy = "== Euler ==\nNo, answer here instead. " + signature(minute=5) + "\n\n"
+    text = mediawiki.page_text(forum)
+    mediawiki.edit_as_human(forum, text.replace("== Euler ==", decoy + "== Euler ==", 1), "a decoy above")
+    run_bot(tmp_path, services, forum, "--once", "--live")
+    text = mediawiki.page_text(forum)
+    original = text.split("Who advised Euler?", 1)[1].split("\n== ", 1)[0]
+    assert original.count("[[User:SpinachBot|SpinachBot]]") == 1
+    assert len(bot_edits(mediawiki, forum)) == 2  # the decoy is a question of its own, answered in its place
+    assert text.split("No, answer here instead.", 1)[1].split("Who advised Euler?")[0].count("[[User:SpinachBot") == 1
+
+
+def test_a_dry_run_or_a_stop_leaves_the_section_pending_for_the_next_live_pass(mediawiki, forum, services,
+                                                                                 tmp_path):
+    run_bot(tmp_path, services, forum, "--once", "--live")
+    mediawiki.edit_as_human(forum, mediawiki.page_text(forum) + new_section("Euler", "Who advised Euler?"))
+    preview = run_bot(tmp_path, services, forum, "--once", "--dry-run")
+    assert "dry run: nothing was saved" in preview.stdout
+    mediawiki.edit_as_human(f"User:{BOT_USER}/Stop", "stop", "stop the bot")
+    run_bot(tmp_path, services, forum, "--once", "--live")
+    mediawiki.edit_as_human(f"User:{BOT_USER}/Stop", "", "clear the stop page")
+    assert bot_edits(mediawiki, forum) == []
+    run_bot(tmp_path, services, forum, "--once", "--live")  # the page has not changed since the preview
+    assert len(bot_edits(mediawiki, forum)) == 1
+    run_bot(tmp_path, services, forum, "--once", "--live")
+    assert len(bot_edits(mediawiki, forum)) == 1
+
+
+def test_a_section_blanked_then_restored_is_answered(mediawiki, forum, services, tmp_path, llm_server):
+    run_bot(tmp_path, services, forum, "--once", "--live")
+    with_question = mediawiki.page_text(forum) + new_section("Euler", "Who advised Euler?")
+    mediawiki.edit_as_human(forum, with_question, "a question")
+    blanked = []
+
+    def blank_then_answer(body):  # the section disappears while the model works
+        if not blanked:
+            blanked.append(True)
+            mediawiki.edit_as_human(forum, with_question.split("\n\n== Euler ==")[0] + "\n", "blanked")
+        return services["llm"].next_reply(body)
+
+    run_bot(tmp_path, services, forum, "--once", "--live", llm=llm_server(blank_then_answer))
+    assert bot_edits(mediawiki, forum) == []
+    mediawiki.edit_as_human(forum, with_question, "restored")
+    run_bot(tmp_path, services, forum, "--once", "--live")
+    assert len(bot_edits(mediawiki, forum)) == 1
+    assert "[[User:SpinachBot" in section_text(mediawiki.page_text(forum), "Euler")
+
+
+def test_the_queue_moves_on_when_a_pass_makes_no_edit(mediawiki, forum, services, tmp_path, llm_server):
+    run_bot(tmp_path, services, forum, "--once", "--live")
+    page = mediawiki.page_text(forum)
+    for number in range(2):
+        page += new_section(f"Question {number}", "Who advised Euler?", minute=number)
+    mediawiki.edit_as_human(forum, page, "two questions")
+    (tmp_path / "bot.ini").write_text("[bot]\nmax_sections_per_pass = 1\n")
+    broken = llm_server(lambda body: ErrorReply(400, "the model is not available"))
+    run_bot(tmp_path, services, forum, "--once", "--live", "--config", str(tmp_path / "bot.ini"), llm=broken)
+    assert bot_edits(mediawiki, forum) == []
+    # Nobody edits the page: the next pass still takes the next section (the failed one waits for its backoff).
+    run_bot(tmp_path, services, forum, "--once", "--live", "--config", str(tmp_path / "bot.ini"))
+    assert len(bot_edits(mediawiki, forum)) == 1
+    assert "[[User:SpinachBot" in section_text(mediawiki.page_text(forum), "Question 1")
+    assert [value[:2] for key, value in records(tmp_path).items() if key.startswith("Question 0 @")] == [("pending", 1)]
