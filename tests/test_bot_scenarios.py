@@ -4,17 +4,20 @@ The language model and Wikidata are stand-ins on 127.0.0.1 (see tests/support); 
 the signature expansion and the HTML are real.
 """
 
+import json
 import os
 import re
 import shutil
+import sqlite3
 import subprocess
 import sys
+import time
 import urllib.parse
 from pathlib import Path
 
 import pytest
 
-from bot.wikitext import safe_sparql
+from bot.render import final_query_wikitext
 from tests.support.euler import EULER_ADVISORS_QUERY, euler_entities
 from tests.support.llm_server import ErrorReply, ToolCallReply
 from tests.support.mediawiki import BOT_USER, PYWIKIBOT_DIR
@@ -72,6 +75,15 @@ def run_bot(tmp_path: Path, services, page: str, *options: str, llm=None) -> sub
     return done
 
 
+def final_sparql(tmp_path: Path, heading: str) -> str:
+    """The final query of the agent's run for *heading*, as the bot stored it."""
+    with sqlite3.connect(tmp_path / "state.sqlite") as connection:
+        traces = [json.loads(trace) for trace, in connection.execute(
+            "SELECT trace FROM sections WHERE heading = ? AND trace IS NOT NULL", (heading,))]
+    assert traces, f"no stored run for {heading!r}"
+    return traces[-1]["final_sparql"]
+
+
 def bot_edits(mediawiki, title: str) -> list[dict]:
     return [revision for revision in mediawiki.revisions(title) if revision["user"] == BOT_USER]
 
@@ -96,14 +108,15 @@ def test_only_new_sections_get_one_signed_reply_each(mediawiki, forum, services,
     assert [change["bot"] for change in changes if change["title"] == forum.replace("_", " ")] == [True]
     text = mediawiki.page_text(forum)
     euler = text.split("== Doctoral advisors of Euler ==")[1].split("== Please leave me alone ==")[0]
-    assert "{{SPARQL|query=" + EULER_ADVISORS_QUERY in euler
+    final = final_sparql(tmp_path, "Doctoral advisors of Euler")
+    assert "wdt:P184" in final and final_query_wikitext(final) in euler
     assert re.search(r"\[\[User:SpinachBot\|SpinachBot\]\] \(\[\[User talk:SpinachBot\|talk\]\]\) "
                      r"\d\d:\d\d, \d+ \w+ \d{4} \(UTC\)", euler)
     assert "~~~~" not in text
     assert text.split("== Please leave me alone ==")[1].count("SpinachBot") == 0
     html = mediawiki.rendered_html(forum)
     links = re.findall(r'href="https://query\.wikidata\.org/#([^"]+)"', html)
-    assert urllib.parse.unquote(links[-1].replace("&amp;", "&")) == EULER_ADVISORS_QUERY
+    assert urllib.parse.unquote(links[-1].replace("&amp;", "&")) == final
     assert "mw-collapsible mw-collapsed" in html
 
     third = run_bot(tmp_path, services, forum, "--once", "--live")
@@ -115,7 +128,7 @@ def test_dry_run_prints_the_reply_and_diff_and_edits_nothing(mediawiki, forum, s
     mediawiki.edit_as_human(forum, mediawiki.page_text(forum) + new_section("Euler", "Who advised Euler?"))
     done = run_bot(tmp_path, services, forum, "--once", "--dry-run")
     assert done.returncode == 0, done.stderr
-    assert "dry run: nothing was saved" in done.stdout and "+:{{SPARQL|query=" in done.stdout
+    assert "dry run: nothing was saved" in done.stdout and re.search(r"^\+.*~~~~", done.stdout, re.M)
     assert bot_edits(mediawiki, forum) == []
     section = run_bot(tmp_path, services, forum, "--section", "Euler")  # --section alone is a dry run too
     assert "dry run: nothing was saved" in section.stdout and bot_edits(mediawiki, forum) == []
@@ -209,7 +222,9 @@ def test_hostile_text_stays_inert_on_the_real_wiki(mediawiki, forum, services, t
     assert categories() == before_categories
     assert html.count("<h2") == before_headings
     links = re.findall(r'href="https://query\.wikidata\.org/#([^"]+)"', html)
-    assert urllib.parse.unquote(links[-1].replace("&amp;", "&")) == safe_sparql(query)
+    final = final_sparql(tmp_path, "Hostile")
+    assert "Category:Spam" in final
+    assert urllib.parse.unquote(links[-1].replace("&amp;", "&")) == final  # "Try it!" runs the final query
 
 
 def test_the_watcher_answers_on_schedule_and_stops_cleanly_on_sigterm(mediawiki, forum, services, tmp_path):
@@ -234,4 +249,89 @@ def test_the_watcher_answers_on_schedule_and_stops_cleanly_on_sigterm(mediawiki,
     assert watcher.returncode == 0, stderr
     assert "finishing the current section, then stopping" in stderr
     assert len(bot_edits(mediawiki, forum)) == 1, stderr[-3000:]
-    assert "'unchanged'" in stderr  # later passes saw the same revision and parsed nothing
+    assert "'written': 1" in stderr
+
+
+def test_simulate_with_live_is_a_dry_run_and_loses_no_question(mediawiki, forum, services, tmp_path):
+    run_bot(tmp_path, services, forum, "--once", "--live")
+    mediawiki.edit_as_human(forum, mediawiki.page_text(forum) + new_section("Euler", "Who advised Euler?"))
+    simulated = run_bot(tmp_path, services, forum, "-simulate", "--once", "--live")
+    assert simulated.returncode == 0, simulated.stderr
+    assert "-simulate: this is a dry run" in simulated.stderr and "'written'" not in simulated.stderr
+    assert bot_edits(mediawiki, forum) == []
+    live = run_bot(tmp_path, services, forum, "--once", "--live")
+    assert live.returncode == 0 and len(bot_edits(mediawiki, forum)) == 1, live.stderr
+
+
+def test_a_second_live_process_on_the_same_state_is_refused_clearly(mediawiki, forum, services, tmp_path):
+    from bot.lock import ProcessLock
+
+    held = ProcessLock.acquire(tmp_path / "state.sqlite")
+    try:
+        done = run_bot(tmp_path, services, forum, "--once", "--live")
+        started = time.monotonic()
+        waited = run_bot(tmp_path, services, forum, "--once", "--live", "--wait-for-lock", "2")
+    finally:
+        held.release()
+    assert done.returncode == 2 and f"another live bot process (pid {os.getpid()})" in done.stderr
+    assert waited.returncode == 2 and time.monotonic() - started >= 2
+    assert run_bot(tmp_path, services, forum, "--once", "--live").returncode == 0  # free again
+
+
+def test_secrets_in_error_bodies_and_urls_never_reach_the_log_or_the_state(mediawiki, forum, services, tmp_path,
+                                                                          llm_server):
+    run_bot(tmp_path, services, forum, "--once", "--live")
+    mediawiki.edit_as_human(forum, mediawiki.page_text(forum) + new_section("Euler", "Who advised Euler?"))
+    echo = llm_server(lambda body: ErrorReply(401, "Incorrect API key provided: sk-test-secret-value"))
+    base = echo.base_url.replace("http://", "http://operator:url-password-123@")
+    done = run_bot(tmp_path, services, forum, "--once", "--live", llm=type("Endpoint", (), {"base_url": base}))
+    assert done.returncode == 0
+    output = done.stdout + done.stderr
+    assert "Incorrect API key provided" in output  # the error is reported ...
+    assert "sk-test-secret-value" not in output and "url-password-123" not in output  # ... without the secrets
+    assert "HTTP Request:" not in output  # the HTTP client's request log stays off at INFO
+    with sqlite3.connect(tmp_path / "state.sqlite") as connection:
+        errors = " ".join(error or "" for error, in connection.execute("SELECT last_error FROM sections"))
+    assert "Incorrect API key provided" in errors and "sk-test-secret-value" not in errors
+
+
+def test_messages_send_the_operator_the_right_way(mediawiki, forum, services, tmp_path, llm_server):
+    env = {name: value for name, value in os.environ.items() if not name.startswith("OPENAI_")}
+    no_key = subprocess.run([sys.executable, "-m", "bot.run", "--once"], env=env, capture_output=True, text=True,
+                            timeout=120, cwd=tmp_path)
+    assert no_key.returncode == 2
+    assert "OPENAI_API_KEY" in no_key.stderr and "api_key_file" in no_key.stderr and "base_url" in no_key.stderr
+    assert "--api-key-file" not in no_key.stderr and "--base-url" not in no_key.stderr
+    help_text = subprocess.run([sys.executable, "-m", "bot.run", "--help"], capture_output=True, text=True,
+                               timeout=120).stdout
+    for variable in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "SPINACH_MODEL", "WIKIDATA_API_URL", "WIKIDATA_SPARQL_URL",
+                     "SPINACH_CONTACT", "SPINACH_BOT_USER", "SPINACH_BOT_PASSWORD_FILE", "SPINACH_BOT_API_URL",
+                     "SPINACH_BOT_FAMILY", "SPINACH_BOT_LANG", "PYWIKIBOT_DIR"):
+        assert variable in help_text
+    # The repository's own user-config.py, pointed at this wiki by the documented variables, with a bot that
+    # does not exist: the message names the account, not the network.
+    pywikibot_dir = tmp_path / "operator"
+    pywikibot_dir.mkdir()
+    shutil.copy(Path(__file__).parent.parent / "user-config.py", pywikibot_dir / "user-config.py")
+    (pywikibot_dir / "password.py").write_text("('NoSuchBot', BotPassword('x', 'abcdefghijklmnopqrstuvwxyz012345'))\n")
+    operator = {**os.environ, "PYWIKIBOT_DIR": str(pywikibot_dir), "SPINACH_BOT_API_URL": mediawiki.api_url,
+                "SPINACH_BOT_USER": "NoSuchBot", "SPINACH_BOT_PASSWORD_FILE": str(pywikibot_dir / "password.py"),
+                "OPENAI_BASE_URL": services["llm"].base_url}
+    missing = subprocess.run([sys.executable, "-m", "bot.run", "--page", forum, "--once", "--live"], env=operator,
+                             capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert missing.returncode == 2 and "cannot reach the wiki" not in missing.stderr
+    assert "SPINACH_BOT_USER" in missing.stderr or "BotPassword" in missing.stderr, missing.stderr[-2000:]
+    # model and base_url in bot.ini; the documented variables reach this wiki; no family file is written.
+    model = llm_server(policy())
+    (tmp_path / "bot.ini").write_text(f"[bot]\nbase_url = {model.base_url}\nmodel = a-model-from-bot-ini\n")
+    operator.update(SPINACH_BOT_USER=BOT_USER, SPINACH_BOT_PASSWORD_FILE=str(PYWIKIBOT_DIR / "user-password.py"))
+    del operator["OPENAI_BASE_URL"]
+    operator.update(WIKIDATA_API_URL=services["wikidata"].api_url, WIKIDATA_SPARQL_URL=services["wikidata"].sparql_url)
+    mediawiki.edit_as_human(forum, mediawiki.page_text(forum) + new_section("Euler", "Who advised Euler?"))
+    dry = subprocess.run([sys.executable, "-m", "bot.run", "--page", forum, "--once", "--backlog", "--config",
+                          str(tmp_path / "bot.ini")], env=operator, capture_output=True, text=True, timeout=300,
+                         cwd=tmp_path)
+    assert dry.returncode == 0, dry.stderr[-3000:]
+    assert f"as {BOT_USER}" in dry.stderr and "dry run: nothing was saved" in dry.stdout
+    assert {request["model"] for request in model.requests} == {"a-model-from-bot-ini"}
+    assert not (pywikibot_dir / "families").exists() and not (tmp_path / "families").exists()

@@ -14,6 +14,7 @@ as a subprocess with that directory, as an operator would run it.
 
 from __future__ import annotations
 
+import http.cookiejar
 import json
 import os
 import shutil
@@ -34,6 +35,8 @@ BOT_USER = "SpinachBot"
 BOT_PASSWORD_NAME = "spinach"
 BOT_PASSWORD = "0123456789abcdefghijklmnopqrstuv"
 HUMAN_USER = "Alice"
+HUMAN_PASSWORD_NAME = "browser"
+HUMAN_PASSWORD = "abcdefghijklmnopqrstuv0123456789"
 
 SPARQL_TEMPLATE = (
     "{{#tag:syntaxhighlight|{{{query}}}|lang=sparql}}"
@@ -52,22 +55,24 @@ WORKDIR = Path(tempfile.mkdtemp(prefix="spinach-mediawiki-"))
 PYWIKIBOT_DIR = WORKDIR / "pywikibot"
 
 
-def _write_pywikibot_dir() -> None:
-    PYWIKIBOT_DIR.mkdir(parents=True, exist_ok=True)
-    (PYWIKIBOT_DIR / "user-config.py").write_text(
-        f"family_files['testwiki'] = 'http://127.0.0.1:{PORT}/api.php'\n"
+def write_pywikibot_dir(directory: Path, api_url: str) -> Path:
+    """A ``PYWIKIBOT_DIR`` for the bot account on the wiki at *api_url* (the test wiki, or a proxy in front)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "user-config.py").write_text(
+        f"family_files['testwiki'] = {api_url!r}\n"
         "family = 'testwiki'\nmylang = 'testwiki'\n"
         f"usernames['testwiki']['testwiki'] = '{BOT_USER}'\n"
-        f"password_file = {str(PYWIKIBOT_DIR / 'user-password.py')!r}\n"
-        "put_throttle = 0\nmax_retries = 1\nretry_wait = 1\nwrite_maxlag = 5\n"
+        f"password_file = {str(directory / 'user-password.py')!r}\n"
+        "put_throttle = 0\nmax_retries = 1\nretry_wait = 1\nretry_max = 2\nwrite_maxlag = 5\n"
         "user_agent_description = 'spinach-bot tests'\n"
     )
-    password = PYWIKIBOT_DIR / "user-password.py"
+    password = directory / "user-password.py"
     password.write_text(f"('{BOT_USER}', BotPassword('{BOT_PASSWORD_NAME}', '{BOT_PASSWORD}'))\n")
     password.chmod(0o600)
+    return directory
 
 
-_write_pywikibot_dir()
+write_pywikibot_dir(PYWIKIBOT_DIR, f"http://127.0.0.1:{PORT}/api.php")
 os.environ["PYWIKIBOT_DIR"] = str(PYWIKIBOT_DIR)
 
 
@@ -84,6 +89,10 @@ class MediaWiki:
         if done.returncode != 0:
             raise RuntimeError(f"{script} failed: {done.stdout}{done.stderr}")
         return done.stdout
+
+    def human(self, api_url: str | None = None) -> HumanEditor:
+        """The human account, logged in through the Action API (fast enough to race the bot)."""
+        return HumanEditor.login(api_url or self.api_url)
 
     def edit_as_human(self, title: str, text: str, summary: str = "edit") -> None:
         self.php("edit.php", "-u", HUMAN_USER, "-s", summary, title, stdin=text)
@@ -160,6 +169,40 @@ def group_members(group: int) -> list[int]:
     return members
 
 
+@dataclass
+class HumanEditor:
+    """Alice, editing through the Action API with her BotPassword, as a person's browser session would."""
+
+    api_url: str
+    opener: urllib.request.OpenerDirector
+
+    @classmethod
+    def login(cls, api_url: str) -> HumanEditor:
+        opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
+        editor = cls(api_url, opener)
+        token = editor.call(action="query", meta="tokens", type="login")["query"]["tokens"]["logintoken"]
+        done = editor.call(post=True, action="login", lgname=f"{HUMAN_USER}@{HUMAN_PASSWORD_NAME}",
+                           lgpassword=HUMAN_PASSWORD, lgtoken=token)
+        assert done["login"]["result"] == "Success", done
+        return editor
+
+    def call(self, post: bool = False, **params: str) -> dict:
+        data = urllib.parse.urlencode({"format": "json", "formatversion": "2", **params})
+        if post:
+            request = urllib.request.Request(self.api_url, data=data.encode())
+        else:
+            request = urllib.request.Request(f"{self.api_url}?{data}")
+        with self.opener.open(request, timeout=60) as response:
+            return json.load(response)
+
+    def edit(self, title: str, text: str, summary: str = "human edit") -> dict:
+        """Save *text*; returns MediaWiki's ``edit`` result (``newrevid``, ``newtimestamp``)."""
+        token = self.call(action="query", meta="tokens")["query"]["tokens"]["csrftoken"]
+        done = self.call(post=True, action="edit", title=title, text=text, summary=summary, token=token)
+        assert done.get("edit", {}).get("result") == "Success", done
+        return done["edit"]
+
+
 def _unavailable(reason: str) -> None:
     """Skip the MediaWiki tests, saying why; in CI (``CI`` set) a missing wiki is a failure."""
     if os.environ.get("CI"):
@@ -208,6 +251,8 @@ def mediawiki() -> MediaWiki:
     wiki.php("createAndPromote.php", HUMAN_USER, "HumanAccountPassword123")
     wiki.php("createBotPassword.php", "--appid", BOT_PASSWORD_NAME, "--grants",
              "basic,highvolume,editpage,createeditmovepage", BOT_USER, BOT_PASSWORD)
+    wiki.php("createBotPassword.php", "--appid", HUMAN_PASSWORD_NAME, "--grants", "basic,editpage,createeditmovepage",
+             HUMAN_USER, HUMAN_PASSWORD)
     server = PhpServer.start(PORT, config_file, directory / "server.log")
     deadline = time.monotonic() + 30
     while True:
