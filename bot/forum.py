@@ -286,14 +286,16 @@ def _comments(starts: list[int], owners: list[int] | None, users: dict[int, str]
     first = bisect_right(starts, start)  # the line after the heading line
     last = bisect_right(starts, end - 1) if end > start else first
     comments: list[Comment] = []
-    for line in range(first, last):
-        owner = owners[line] if owners else UNKNOWN
-        line_end = min(starts[line + 1] if line + 1 < len(starts) else end, end)
-        if comments and comments[-1].owner == owner:
-            comments[-1] = dataclasses.replace(comments[-1], end=line_end)
-        else:
-            comments.append(Comment(owner, users.get(owner, "") if owner > UNKNOWN else "", starts[line],
-                                    line_end))
+    run_start = first
+    for line in range(first, last + 1):
+        if line < last and (owners is None or owners[line] == owners[run_start]):
+            continue
+        if line > run_start:
+            owner = owners[run_start] if owners else UNKNOWN
+            comment_end = min(starts[line] if line < len(starts) else end, end)
+            comments.append(Comment(owner, users.get(owner, "") if owner > UNKNOWN else "", starts[run_start],
+                                    comment_end))
+        run_start = line
     return comments
 
 

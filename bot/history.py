@@ -16,7 +16,6 @@ whose user is unknown); for them the text (signatures) is all there is.
 from __future__ import annotations
 
 import difflib
-from bisect import bisect_right
 import json
 import logging
 from dataclasses import dataclass, field
@@ -73,10 +72,6 @@ class Attribution:
         if user:
             users[revision] = user
         return Attribution(revision, text, owners, users)
-
-    def line_owner(self, offset: int, line_starts: list[int]) -> int:
-        """The owner of the line holding character *offset* (``line_starts`` from :func:`line_starts`)."""
-        return self.owners[bisect_right(line_starts, offset) - 1]
 
     def to_json(self) -> str:
         runs: list[list[int]] = []

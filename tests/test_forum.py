@@ -230,3 +230,13 @@ def test_a_reply_goes_after_the_sections_last_line_and_nothing_else_changes():
 
 def test_close_matches_for_a_mistyped_heading():
     assert close_matches(parse_sections(FORUM), "Query timed out") == ["Query times out"]
+
+
+def test_pathological_pages_parse_to_what_a_reader_sees():
+    # Timing lives in scripts/bench_forum.py; here, that these pages give the right answer at all.
+    lines = parse_sections("== Long ==\n" + "a\n" * 60_000 + sign("Ann") + "\n")[0]
+    assert lines.author == "Ann" and len(lines.opening) > MAX_REQUEST_CHARS
+    stamps = "== Stamps ==\n[[User:Ann|Ann]] " + "12:00, 20 November 2026 (UTC) " * 16_000 + "\n"
+    assert [signature.user for signature in parse_sections(stamps)[0].signatures] == ["Ann"]
+    unclosed = "== Tags ==\n" + "<nowiki>x <pre>y " * 20_000 + sign("Ann") + "\n== Next ==\n"
+    assert [section.heading for section in parse_sections(unclosed)] == ["Tags", "Next"]
