@@ -1,0 +1,697 @@
+"""The hostile corpus: an attacker's payloads at every entry point of the bot, on the real MediaWiki.
+
+Each case of ``tests/fixtures/hostile/*.json`` puts one payload at one entry
+point: the section heading, the question, the asker's draft query, the
+model's thoughts and action arguments, the ``stop`` action's explanation and
+language, Wikidata labels, descriptions and statement values, query results,
+the final query, other users' text on the page.  The bot runs as an operator
+runs it (``python -m bot.run``) against the real wiki, with the scripted
+model and the stand-in Wikidata on loopback.
+
+The cases run in batches, many sections on one page and two passes of the bot
+per page (the second must change nothing), so the corpus takes minutes.  A
+case whose payload sits raw in the asker's own text and could spill into the
+sections after it (an unclosed ``<pre>``) gets a page of its own.
+
+What a case checks is what a reader of the page (or its stored wikitext)
+would notice:
+
+* each bot revision is the previous text plus one insertion at the end of
+  the case's own section, so everyone else's text stays byte-identical;
+* MediaWiki's own parse of the page after each bot revision has the same
+  sections, categories, links, images, interwiki links and page properties as
+  before, and no templates, links or external links but those a reply may add
+  (``{{SPARQL}}``, ``{{Q}}``, the bot's signature, ``query.wikidata.org``);
+  its HTML gains no ``<script>``, no ``position:fixed``/``absolute`` element
+  and no heading, and hides none of the text that was visible;
+* the reply, parsed on its own, holds exactly one expanded signature of the
+  bot, every step of the trace inside its collapsible element, and every
+  "Try it!" link decodes to a query the model wrote, the final one among them;
+* where the bot must stay silent (an opt-out), the page is unchanged and the
+  section is recorded skipped or failed with a reason; no pass crashes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from collections import Counter
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.state import State
+from tests.support.euler import euler_entities
+from tests.support.llm_server import FakeLLMServer, TextReply, ToolCallReply
+from tests.support.mediawiki import BOT_USER, PYWIKIBOT_DIR
+from tests.support.wikidata_server import (FakeWikidata, SparqlReply, entity, item_snak, select, statement,
+                                           string_snak)
+
+pytestmark = pytest.mark.mediawiki
+CORPUS = Path(__file__).parent / "fixtures" / "hostile"
+ENTRIES = frozenset({
+    "heading", "question", "draft-template", "draft-syntaxhighlight", "draft-link", "other-text", "section",
+    "thought", "search", "entry-id", "property-id", "sparql", "failing-query", "final-query", "explanation",
+    "language", "label", "description", "claim", "result-literal", "result-iri"})
+EXPECTATIONS = frozenset({"reply", "silent", "either"})
+CASES_PER_PAGE = 12
+FINAL_QUERY = ("SELECT ?advisor ?advisorLabel WHERE { wd:Q7604 wdt:P184 ?advisor . "
+               "SERVICE wikibase:label { bd:serviceParam wikibase:language \"en\". } }")
+EXPLANATION = "The query lists the doctoral advisors (P184) of Leonhard Euler (Q7604)."
+#: What a reply may add to the page: the query template, entity templates, the bot's signature, "Try it!".
+ALLOWED_TEMPLATES = frozenset({"Template:SPARQL", "Template:Q"})
+ALLOWED_LINK_PREFIXES = (f"User:{BOT_USER}", f"User talk:{BOT_USER}")
+QUERY_SERVICE = "https://query.wikidata.org/"
+BOT_SIGNATURE = re.compile(
+    rf"\[\[User:{BOT_USER}\|{BOT_USER}\]\] \(\[\[User talk:{BOT_USER}\|talk\]\]\) "
+    r"\d\d:\d\d, \d{1,2} [A-Z][a-z]+ \d{4} \(UTC\)")
+FIXED_STYLE = re.compile(r"style=\"[^\"]*position\s*:\s*(?:fixed|absolute|sticky)", re.IGNORECASE)
+HEADING_TAG = re.compile(r"<h[1-6][\s>]", re.IGNORECASE)
+PARSE_PROPS = "text|sections|categories|templates|links|externallinks|images|properties|iwlinks|langlinks"
+
+
+# -- the corpus -------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Case:
+    """One payload at one entry point, with what the bot must do."""
+
+    name: str
+    family: str
+    entry: str
+    payload: str
+    expect: str
+    #: The SPARQL the entry point uses, ``$P`` standing for the payload.
+    query: str = 'SELECT ?x WHERE { ?x rdfs:label "$P"@en . }'
+    #: The payload is repeated this many times (long inputs stay short in the files).
+    repeat: int = 1
+    #: The case needs a page of its own: its asker-side text could spill into later sections.
+    isolate: bool = False
+    #: For entry "section": the heading line and the body, with {heading}, {marker} and {signature}.
+    heading_line: str = "== {heading} =="
+    body: str = ""
+
+    @property
+    def text(self) -> str:
+        return self.payload * self.repeat
+
+    @property
+    def marker(self) -> str:
+        """A plain word in the heading and question that names the case to the scripted model."""
+        return f"HC-{self.name}"
+
+    @property
+    def sparql(self) -> str:
+        return self.query.replace("$P", self.text)
+
+
+def load_cases() -> list[Case]:
+    cases = []
+    for path in sorted(CORPUS.glob("*.json")):
+        for raw in json.loads(path.read_text()):
+            case = Case(**raw)
+            if case.entry not in ENTRIES or case.expect not in EXPECTATIONS:
+                raise ValueError(f"{path.name}: case {case.name!r} has entry {case.entry!r} and expectation "
+                                 f"{case.expect!r}; entries: {sorted(ENTRIES)}, expectations: {sorted(EXPECTATIONS)}")
+            if not re.fullmatch(r"[a-z0-9-]+", case.name):
+                raise ValueError(f"{path.name}: case name {case.name!r} must be lower-case letters, digits, '-'")
+            cases.append(case)
+    names = [case.name for case in cases]
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+        raise ValueError(f"duplicate case names in {CORPUS}: {', '.join(duplicates)}")
+    return cases
+
+
+CASES = load_cases()
+
+
+def pages_of(cases: list[Case]) -> dict[str, list[Case]]:
+    """Batches: shared pages of up to CASES_PER_PAGE cases, and a page for each isolated case."""
+    pages: dict[str, list[Case]] = {}
+    shared = [case for case in cases if not case.isolate]
+    for start in range(0, len(shared), CASES_PER_PAGE):
+        pages[f"batch-{start // CASES_PER_PAGE + 1}"] = shared[start:start + CASES_PER_PAGE]
+    for case in cases:
+        if case.isolate:
+            pages[case.name] = [case]
+    return pages
+
+
+PAGES = pages_of(CASES)
+PAGE_OF = {case.name: page for page, cases in PAGES.items() for case in cases}
+
+
+# -- what each case puts on the page, in the model and in Wikidata -----------------------------
+
+@dataclass
+class Plan:
+    """A case made concrete: its section text, the model's steps, what Wikidata answers."""
+
+    case: Case
+    number: int
+    heading_line: str
+    body: str
+    steps: list[tuple[str, dict[str, str]]]
+    answers: dict[str, SparqlReply] = field(default_factory=dict)
+    entities: list[dict[str, Any]] = field(default_factory=list)
+    final_query: str | None = FINAL_QUERY
+
+    @property
+    def queries(self) -> set[str]:
+        """Every query the model wrote, as the agent keeps it (stripped)."""
+        return {arguments["sparql"].strip() for action, arguments in self.steps if action == "execute_sparql"}
+
+
+def signature(user: str, minute: int) -> str:
+    return f"[[User:{user}|{user}]] ([[User talk:{user}|talk]]) 12:{minute:02d}, 20 November 2026 (UTC)"
+
+
+def plan(case: Case, number: int) -> Plan:
+    marker, payload = case.marker, case.text
+    sign = signature("Alice", number % 60)
+    question = f"{marker}: Who were the doctoral advisors of Leonhard Euler? {sign}"
+    heading = marker
+    final_rows = select(["advisor", "advisorLabel"], [{"advisor": "Q124500", "advisorLabel": {
+        "type": "literal", "value": "Johann Bernoulli", "xml:lang": "en"}}])
+    run_final = ("execute_sparql", {"sparql": FINAL_QUERY})
+    stop = ("stop", {"explanation": EXPLANATION, "language": "en"})
+    steps: list[tuple[str, dict[str, str]]] = [run_final, stop]
+    answers = {FINAL_QUERY: final_rows}
+    entities: list[dict[str, Any]] = []
+    final = FINAL_QUERY
+    entry = case.entry
+    if entry == "heading":
+        heading = f"{marker} {payload}"
+    elif entry == "question":
+        question = f"{marker}: {payload} {sign}"
+    elif entry.startswith("draft-"):
+        draft = {
+            "draft-template": "{{SPARQL|query=" + case.sparql + "}}",
+            "draft-syntaxhighlight": '<syntaxhighlight lang="sparql">' + case.sparql + "</syntaxhighlight>",
+            "draft-link": f"[{QUERY_SERVICE}#{urllib.parse.quote(case.sparql, safe='')} my query]",
+        }[entry]
+        question = f"{marker}: Why does my query not work? {draft} {sign}"
+        steps = [("execute_sparql", {"sparql": case.sparql}), stop]
+        answers[case.sparql.strip()] = final_rows
+        final = case.sparql.strip()
+    elif entry == "other-text":
+        question += f"\n:{payload} {signature('Bob', (number + 1) % 60)}"
+    elif entry == "thought":
+        steps = [("execute_sparql", {"sparql": FINAL_QUERY, "thought": payload}), stop]
+    elif entry == "search":
+        steps = [("search_wikidata", {"query": payload}), run_final, stop]
+    elif entry == "entry-id":
+        steps = [("get_wikidata_entry", {"qid": payload}), run_final, stop]
+    elif entry == "property-id":
+        steps = [("get_property_examples", {"pid": payload}), run_final, stop]
+    elif entry in ("sparql", "failing-query"):
+        steps = [("execute_sparql", {"sparql": case.sparql}), run_final, stop]
+        answers[case.sparql.strip()] = final_rows if entry == "sparql" else SparqlReply(
+            400, "SPARQL-QUERY: queryStr=...\njava.util.concurrent.ExecutionException: "
+                 "org.openrdf.query.MalformedQueryException: " + payload + "\n\tat java.util...")
+    elif entry == "final-query":
+        steps = [("execute_sparql", {"sparql": case.sparql}), stop]
+        answers[case.sparql.strip()] = final_rows
+        final = case.sparql.strip()
+    elif entry == "explanation":
+        steps = [run_final, ("stop", {"explanation": payload, "language": "en"})]
+    elif entry == "language":
+        steps = [run_final, ("stop", {"explanation": EXPLANATION, "language": payload})]
+    elif entry in ("label", "description", "claim"):
+        qid = f"Q{900000 + number}"
+        label = payload if entry == "label" else f"hostile entity {case.name}"
+        description = payload if entry == "description" else "an entity of the hostile corpus"
+        claims = {"P31": [statement(item_snak("P31", "Q5"))]}
+        if entry == "claim":
+            claims["P214"] = [statement(string_snak("P214", payload, "external-id"))]
+        entities.append(entity(qid, label, description, claims=claims, aliases=[f"hostile entity {case.name}"]))
+        steps = [("search_wikidata", {"query": f"hostile entity {case.name}"}),
+                 ("get_wikidata_entry", {"qid": qid}), run_final, stop]
+    elif entry in ("result-literal", "result-iri"):
+        query = f"SELECT ?value WHERE {{ wd:Q7604 wdt:P1559 ?value . }} LIMIT {1000 + number}"
+        value = {"type": "literal" if entry == "result-literal" else "uri", "value": payload}
+        steps = [("execute_sparql", {"sparql": query}), stop]
+        answers[query] = select(["value"], [{"value": value}, {"value": {"type": "literal", "value": "plain"}}])
+        final = query
+    elif entry == "section":
+        heading_line = case.heading_line.replace("{heading}", heading)
+        body = case.body.replace("{marker}", marker).replace("{signature}", sign)
+        return Plan(case, number, heading_line, body, _with_markers(case, steps), answers, entities, final)
+    return Plan(case, number, f"== {heading} ==", question, _with_markers(case, steps), answers, entities, final)
+
+
+def _with_markers(case: Case, steps: list[tuple[str, dict[str, str]]]) -> list[tuple[str, dict[str, str]]]:
+    """Every step's thought starts with a marker, so the rendered trace shows where each step landed."""
+    marked = []
+    for number, (action, arguments) in enumerate(steps, 1):
+        thought = f"{step_marker(case, number)} " + arguments.get("thought", f"Step {number} of the plan.")
+        marked.append((action, {**arguments, "thought": thought}))
+    return marked
+
+
+def step_marker(case: Case, number: int) -> str:
+    return f"sm-{case.name}-{number}"
+
+
+class Script:
+    """The scripted model: finds the case's marker in the request and plays that case's steps."""
+
+    def __init__(self, plans: dict[str, Plan]) -> None:
+        self.plans = plans
+
+    def __call__(self, body: dict[str, Any]) -> ToolCallReply | TextReply:
+        messages = body.get("messages", [])
+        if "tools" not in body:  # a pruning or extraction call: give back the text it was shown
+            return TextReply(str(messages[-1].get("content", ""))[-1200:] if messages else "")
+        text = " ".join(str(message.get("content") or "") for message in messages if message["role"] == "user")
+        found = re.search(r"HC-([a-z0-9-]+)", text)
+        chosen = self.plans.get(found.group(1)) if found else None
+        steps = chosen.steps if chosen else [("execute_sparql", {"sparql": FINAL_QUERY, "thought": "unknown case"}),
+                                             ("stop", {"thought": "done", "explanation": EXPLANATION,
+                                                       "language": "en"})]
+        done = sum(message["role"] == "tool" for message in messages)
+        action, arguments = steps[min(done, len(steps) - 1)]
+        return ToolCallReply(action, arguments)
+
+
+# -- the wiki -----------------------------------------------------------------------------------
+
+def api_post(api_url: str, **params: str) -> dict[str, Any]:
+    """A POST to the Action API: parsing a long reply does not fit in a URL."""
+    data = urllib.parse.urlencode({"format": "json", "formatversion": "2", **params}).encode()
+    with urllib.request.urlopen(urllib.request.Request(api_url, data=data), timeout=120) as response:
+        return json.load(response)
+
+
+def revisions_with_text(mediawiki, title: str) -> list[dict[str, Any]]:
+    """Every revision of *title*, oldest first, with its user, timestamp, parent and text."""
+    found: list[dict[str, Any]] = []
+    extra: dict[str, str] = {}
+    while True:
+        answer = mediawiki.api(action="query", prop="revisions", titles=title, rvslots="main", rvdir="newer",
+                               rvprop="ids|user|timestamp|content", rvlimit="50", **extra)
+        for revision in answer["query"]["pages"][0].get("revisions", []):
+            found.append({"id": revision["revid"], "parent": revision["parentid"], "user": revision["user"],
+                          "timestamp": revision["timestamp"], "text": revision["slots"]["main"]["content"]})
+        if "continue" not in answer:
+            return found
+        extra = {key: str(value) for key, value in answer["continue"].items()}
+
+
+@dataclass
+class Parsed:
+    """What MediaWiki's parser makes of some wikitext: its link tables and its HTML."""
+
+    sections: list[tuple]
+    categories: list[str]
+    templates: set[str]
+    links: set[str]
+    external: list[str]
+    images: set[str]
+    properties: str
+    interwiki: set[str]
+    html: str
+
+    @classmethod
+    def of(cls, answer: dict[str, Any]) -> Parsed:
+        parse = answer["parse"]
+        return cls(
+            sections=[(section["level"], section["line"]) for section in parse["sections"]],
+            categories=sorted(category["category"] for category in parse["categories"]),
+            templates={template["title"] for template in parse["templates"]},
+            links={link["title"] for link in parse["links"]},
+            external=list(parse["externallinks"]),
+            images=set(parse["images"]),
+            properties=json.dumps(parse["properties"], sort_keys=True),
+            interwiki={f"{link['prefix']}:{link['title']}" for link in parse["iwlinks"]}
+            | {f"{link['lang']}:{link['title']}" for link in parse["langlinks"]},
+            html=parse["text"],
+        )
+
+
+def parse_revision(mediawiki, revision: int) -> Parsed:
+    return Parsed.of(mediawiki.api(action="parse", oldid=str(revision), prop=PARSE_PROPS))
+
+
+def parse_text(mediawiki, title: str, text: str) -> Parsed:
+    return Parsed.of(api_post(mediawiki.api_url, action="parse", title=title, text=text, contentmodel="wikitext",
+                              prop=PARSE_PROPS))
+
+
+class _Html(HTMLParser):
+    """The visible text of MediaWiki's HTML, split by whether it lies inside a collapsible element."""
+
+    VOID = frozenset({"br", "img", "hr", "input", "meta", "link", "wbr", "area", "base", "col", "source"})
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.stack: list[bool] = []
+        self.inside: list[str] = []
+        self.outside: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in self.VOID:
+            return
+        classes = (dict(attrs).get("class") or "").split()
+        self.stack.append("mw-collapsible" in classes or (bool(self.stack) and self.stack[-1]))
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag not in self.VOID and self.stack:
+            self.stack.pop()
+
+    def handle_data(self, data: str) -> None:
+        (self.inside if self.stack and self.stack[-1] else self.outside).append(data)
+
+
+def visible(html: str) -> _Html:
+    reader = _Html()
+    reader.feed(html)
+    reader.close()
+    return reader
+
+
+# -- running the bot on one page ---------------------------------------------------------------
+
+@dataclass
+class PageRun:
+    """One page of the corpus after the bot's passes: its history, parses and the bot's runs."""
+
+    title: str
+    plans: list[Plan]
+    human: dict[str, Any]
+    bot_revisions: list[dict[str, Any]]
+    runs: list[subprocess.CompletedProcess]
+    state: dict[str, tuple[str, str | None, dict | None]]
+    problems: dict[str, list[str]]
+
+
+def compose(plans: list[Plan]) -> str:
+    lead = ("{{shortcut|WD:RAQ}}\nThis is the place to request a SPARQL query.\n"
+            "<!-- other users' text above the sections stays as it is -->\n")
+    sections = []
+    for item in plans:
+        sections.append(f"{item.heading_line}\n<!-- hostile case {item.case.name} -->\n{item.body}\n")
+    return lead + "\n" + "\n".join(sections)
+
+
+def section_starts(text: str, plans: list[Plan]) -> list[int]:
+    """Where each case's section begins in the stored text: the line before its marker comment."""
+    starts, position = [], 0
+    for item in plans:
+        marker = text.index(f"<!-- hostile case {item.case.name} -->", position)
+        start = text.rfind("\n", 0, marker - 1) + 1
+        starts.append(start)
+        position = marker
+    return starts
+
+
+def run_bot(services: dict[str, Any], workdir: Path, title: str, *options: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYWIKIBOT_DIR": str(PYWIKIBOT_DIR), "OPENAI_API_KEY": "sk-hostile-corpus",
+           "OPENAI_BASE_URL": services["llm"].base_url, "WIKIDATA_API_URL": services["wikidata"].api_url,
+           "WIKIDATA_SPARQL_URL": services["wikidata"].sparql_url}
+    return subprocess.run([sys.executable, "-m", "bot.run", "--page", title, "--state", str(workdir / "state.sqlite"),
+                           "--config", str(workdir / "bot.ini"), *options],
+                          env=env, capture_output=True, text=True, timeout=1800, cwd=workdir)
+
+
+def insertion(old: str, new: str) -> tuple[int, int, int] | None:
+    """When *new* is *old* with one piece of text inserted: the lowest and highest insertion point, its length."""
+    grown = len(new) - len(old)
+    if grown <= 0:
+        return None
+    prefix = _first_difference(old, new)
+    suffix = 0
+    while suffix < len(old) and old[-1 - suffix] == new[-1 - suffix]:
+        suffix += 1
+    if prefix + suffix < len(old):
+        return None
+    return len(old) - suffix, prefix, grown
+
+
+def run_page(mediawiki, services, workdir: Path, page: str, plans: list[Plan]) -> PageRun:
+    title = f"Wikidata:Request a query/Hostile {page} {int(time.time())}"
+    mediawiki.edit_as_human(title, compose(plans), "questions of the hostile corpus")
+    human = revisions_with_text(mediawiki, title)[-1]
+    section_starts(human["text"], plans)  # every case's section is on the page
+    runs = [run_bot(services, workdir, title, "--once", "--live", "--backlog"),
+            run_bot(services, workdir, title, "--once", "--live")]
+    bot_revisions = [revision for revision in revisions_with_text(mediawiki, title) if revision["id"] > human["id"]]
+    state = State(workdir / "state.sqlite")
+    try:
+        records = {record.heading: (record.status, record.last_error, record.trace) for record in state.sections(title)}
+    finally:
+        state.close()
+    problems: dict[str, list[str]] = {item.case.name: [] for item in plans}
+    run = PageRun(title, plans, human, bot_revisions, runs, records, problems)
+    judge(mediawiki, run)
+    return run
+
+
+# -- judging ------------------------------------------------------------------------------------
+
+def judge(mediawiki, run: PageRun) -> None:
+    """Fill ``run.problems`` with what broke, per case."""
+    everyone = [item.case.name for item in run.plans]
+    replies: dict[str, list[dict[str, Any]]] = {name: [] for name in everyone}
+    old = run.human["text"]
+    before = parse_revision(mediawiki, run.human["id"])
+    # Parsing the page after every bot revision is slow; it is needed only to say which reply changed it.
+    changed = bool(run.bot_revisions) and bool(compare_pages(before, parse_revision(mediawiki,
+                                                                                     run.bot_revisions[-1]["id"])))
+    for revision in run.bot_revisions:
+        new = revision["text"]
+        try:
+            starts = section_starts(old, run.plans)
+        except ValueError:
+            starts = []
+        found = insertion(old, new) if revision["user"] == BOT_USER and starts else None
+        owner = None
+        if found is None:
+            index = _owner(starts, _first_difference(old, new))
+            for name in [everyone[index]] if index is not None else everyone:
+                run.problems[name].append(
+                    f"revision {revision['id']} by {revision['user']} is not one insertion: text changed near "
+                    f"{_excerpt(old, _first_difference(old, new))!r} (an undo, or someone's text rewritten)")
+        else:
+            low, high, length = found
+            for point in range(low, high + 1):
+                index = _owner(starts, point)
+                end = starts[index + 1] if index is not None and index + 1 < len(starts) else len(old)
+                if index is not None and not old[point:end].strip():
+                    owner = index
+                    break
+            if owner is None:
+                index = _owner(starts, low)
+                for name in [everyone[index]] if index is not None else everyone:
+                    run.problems[name].append(f"bot revision {revision['id']} inserted text not at the end of a "
+                                              f"case's section but before {_excerpt(old, low)!r}")
+            else:
+                replies[everyone[owner]].append({"revision": revision, "text": new[low:low + length]})
+        if changed:
+            after = parse_revision(mediawiki, revision["id"])
+            for problem in compare_pages(before, after):
+                for name in [everyone[owner]] if owner is not None else everyone:
+                    run.problems[name].append(f"bot revision {revision['id']}: {problem}")
+            before = after
+        old = new
+    for item in run.plans:
+        name = item.case.name
+        found = replies[name]
+        record = next((value for heading, value in run.state.items()
+                       if re.match(re.escape(item.case.marker) + r"(?![a-z0-9-])", heading)), None)
+        if len(found) > 1:
+            run.problems[name].append(f"{len(found)} replies in the section (revisions "
+                                      f"{[reply['revision']['id'] for reply in found]})")
+        if not found:
+            if item.case.expect == "reply":
+                run.problems[name].append(f"no reply (state: {record[:2] if record else None})")
+            elif record is None or record[0] not in ("skipped", "failed", "pending") or not record[1]:
+                run.problems[name].append(f"no reply and no recorded reason (state: {record[:2] if record else None})")
+        elif item.case.expect == "silent":
+            run.problems[name].append("the bot replied where it must stay silent")
+        trace = record[2] if record else None
+        final = trace.get("final_sparql") if trace else item.final_query
+        for reply in found:
+            run.problems[name].extend(judge_reply(mediawiki, run.title, item, reply, final))
+
+
+def _first_difference(old: str, new: str) -> int:
+    index = 0
+    while index < min(len(old), len(new)) and old[index] == new[index]:
+        index += 1
+    return index
+
+
+def _owner(starts: list[int], point: int) -> int | None:
+    """The case whose section holds *point* (an insertion point belongs to the section it ends)."""
+    owner = None
+    for index, start in enumerate(starts):
+        if start < point:
+            owner = index
+    return owner
+
+
+def _excerpt(text: str, point: int) -> str:
+    return text[max(0, point - 40):point + 40]
+
+
+def compare_pages(before: Parsed, after: Parsed) -> list[str]:
+    """What a reader would see change on the page beyond what a reply may add."""
+    problems = []
+    if after.sections != before.sections:
+        problems.append(f"sections changed: {_list_change(before.sections, after.sections)}")
+    if after.categories != before.categories:
+        problems.append(f"categories changed: {_list_change(before.categories, after.categories)}")
+    if extra := after.templates - before.templates - ALLOWED_TEMPLATES:
+        problems.append(f"new templates {sorted(extra)}")
+    if extra := {link for link in after.links - before.links if not link.startswith(ALLOWED_LINK_PREFIXES)}:
+        problems.append(f"new links {sorted(extra)}")
+    if extra := [link for link in after.external if link not in before.external and not link.startswith(QUERY_SERVICE)]:
+        problems.append(f"new external links {extra}")
+    if after.images != before.images:
+        problems.append(f"images changed: {sorted(after.images ^ before.images)}")
+    if after.properties != before.properties:
+        problems.append(f"page properties changed: {before.properties} -> {after.properties}")
+    if after.interwiki != before.interwiki:
+        problems.append(f"interwiki links changed: {sorted(after.interwiki ^ before.interwiki)}")
+    for label, pattern in (("<script>", re.compile(r"<script", re.IGNORECASE)), ("positioned elements", FIXED_STYLE),
+                           ("heading elements", HEADING_TAG)):
+        if len(pattern.findall(after.html)) > len(pattern.findall(before.html)):
+            problems.append(f"more {label} in the HTML ({len(pattern.findall(before.html))} -> "
+                            f"{len(pattern.findall(after.html))})")
+    shown_before, shown_after = visible(before.html), visible(after.html)
+    markers_before = Counter(re.findall(r"HC-[a-z0-9-]+", " ".join(shown_before.inside + shown_before.outside)))
+    markers_after = Counter(re.findall(r"HC-[a-z0-9-]+", " ".join(shown_after.inside + shown_after.outside)))
+    hidden = sorted(marker for marker, count in markers_before.items() if markers_after[marker] < count)
+    if hidden:
+        problems.append(f"text that was visible is gone: {hidden[:5]}")
+    return problems
+
+
+def _list_change(before: list, after: list) -> str:
+    gone = [entry for entry in before if entry not in after]
+    new = [entry for entry in after if entry not in before]
+    return f"gone {gone[:5]}, new {new[:5]}" if gone or new else "reordered"
+
+
+def judge_reply(mediawiki, title: str, item: Plan, reply: dict[str, Any], final: str | None) -> list[str]:
+    """The saved reply alone: one expanded signature, a collapsed trace, links that run the agent's queries.
+
+    *final* is the agent's final query as its trace records it (the agent may rewrite the model's last
+    query, e.g. adding ``DISTINCT``): the reply must link it exactly.
+    """
+    problems = []
+    text = reply["text"]
+    signatures = len(BOT_SIGNATURE.findall(text))
+    if signatures != 1 or text.count(f"[[User:{BOT_USER}|") != 1:
+        problems.append(f"the saved reply holds {signatures} expanded signatures of the bot and "
+                        f"{text.count(f'[[User:{BOT_USER}|')} links to its user page (one of each expected); "
+                        f"its end: {text[-160:]!r}")
+    parsed = parse_text(mediawiki, title, text)
+    if parsed.sections:
+        problems.append(f"the reply makes headings {parsed.sections[:3]}")
+    if parsed.categories:
+        problems.append(f"the reply adds categories {parsed.categories}")
+    if extra := parsed.templates - ALLOWED_TEMPLATES:
+        problems.append(f"the reply transcludes {sorted(extra)}")
+    if extra := {link for link in parsed.links if not link.startswith(ALLOWED_LINK_PREFIXES)}:
+        problems.append(f"the reply links to {sorted(extra)}")
+    if parsed.images or parsed.interwiki or parsed.properties not in ("[]", "{}"):
+        problems.append(f"the reply adds images {parsed.images}, interwiki {parsed.interwiki} or page "
+                        f"properties {parsed.properties}")
+    decoded = []
+    for link in parsed.external:
+        if not link.startswith(QUERY_SERVICE):
+            problems.append(f"the reply links outside the query service: {link[:120]}")
+            continue
+        split = urllib.parse.urlsplit(link)
+        query = urllib.parse.unquote(split.fragment) if split.fragment else \
+            urllib.parse.parse_qs(split.query).get("query", [""])[0]
+        decoded.append(query)
+        if query not in item.queries | {final}:
+            problems.append(f"a Try-it link runs a query the agent did not write: {query[:300]!r}")
+    if final is not None and final not in decoded:
+        problems.append(f"no Try-it link runs the final query {final[:200]!r} (links run {decoded!r:.400})")
+    for label, pattern in (("<script>", re.compile(r"<script", re.IGNORECASE)), ("a positioned element", FIXED_STYLE),
+                           ("a heading element", HEADING_TAG)):
+        if pattern.search(parsed.html):
+            problems.append(f"the reply's HTML holds {label}")
+    shown = visible(parsed.html)
+    outside = " ".join(shown.outside)
+    date = time.strftime("%-d %B %Y", time.strptime(reply["revision"]["timestamp"], "%Y-%m-%dT%H:%M:%SZ"))
+    stamps = len(re.findall(rf"\d\d:\d\d, {date} \(UTC\)", outside + " ".join(shown.inside)))
+    if stamps != 1:
+        problems.append(f"the rendered reply shows {stamps} signature times of today (one expected)")
+    for number in range(1, len(item.steps) + 1):
+        if step_marker(item.case, number) + " " in outside + " ":
+            problems.append(f"step {number} of the trace renders outside the collapsed block")
+    return problems
+
+
+# -- the tests ------------------------------------------------------------------------------------
+
+class Corpus:
+    """Runs each page of the corpus once, on first demand, and keeps what it found."""
+
+    def __init__(self, mediawiki, services: dict[str, Any], workdir: Path, plans: dict[str, Plan]) -> None:
+        self.mediawiki = mediawiki
+        self.plans = plans
+        self.services = services
+        self.workdir = workdir
+        self.runs: dict[str, PageRun] = {}
+
+    def page(self, name: str) -> PageRun:
+        if name not in self.runs:
+            self.runs[name] = run_page(self.mediawiki, self.services, self.workdir, name,
+                                       [self.plans[case.name] for case in PAGES[name]])
+        return self.runs[name]
+
+
+@pytest.fixture(scope="module")
+def corpus(mediawiki, tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("hostile")
+    (workdir / "bot.ini").write_text(f"[bot]\nmax_sections_per_pass = {CASES_PER_PAGE + 5}\n")
+    plans = {case.name: plan(case, number) for number, case in enumerate(CASES)}
+    wikidata = FakeWikidata()
+    wikidata.add(*euler_entities())
+    for item in plans.values():
+        wikidata.add(*item.entities)
+    answers = {query.strip(): reply for item in plans.values() for query, reply in item.answers.items()}
+    default = answers[FINAL_QUERY]
+    wikidata.sparql = lambda query: answers.get(query.strip(), default)
+    llm = FakeLLMServer(script=Script(plans))
+    mediawiki.edit_as_human(f"User:{BOT_USER}/Stop", "", "clear the stop page")
+    yield Corpus(mediawiki, {"llm": llm, "wikidata": wikidata}, workdir, plans)
+    llm.close()
+    wikidata.close()
+
+
+def test_the_corpus_is_large_and_covers_every_entry_point():
+    assert len(CASES) >= 100
+    assert {case.entry for case in CASES} == ENTRIES
+
+
+@pytest.mark.parametrize("page", list(PAGES))
+def test_every_pass_ends_cleanly(corpus, page):
+    run = corpus.page(page)
+    for number, done in enumerate(run.runs, 1):
+        assert done.returncode == 0 and "Traceback" not in done.stderr, \
+            f"pass {number} on {run.title!r} ended with {done.returncode}: {done.stderr[-3000:]}"
+        assert "sk-hostile-corpus" not in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+def test_the_payload_stays_inert(corpus, case):
+    run = corpus.page(PAGE_OF[case.name])
+    problems = run.problems[case.name]
+    assert not problems, f"{case.family} / {case.entry} / payload {case.text[:200]!r}:\n  " + "\n  ".join(problems)
