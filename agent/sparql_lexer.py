@@ -9,8 +9,8 @@ The terminals follow the SPARQL 1.1 grammar (section 19.8): ``IRIREF``,
 ``PNAME_NS``/``PNAME_LN`` with ``PLX`` (``%XX`` and ``PN_LOCAL_ESC`` such as
 ``ex:it\\'s``), ``VAR1``/``VAR2``, ``BLANK_NODE_LABEL``, the four string forms
 with their escapes, ``LANGTAG`` and the numbers; the query service's named
-subqueries (``WITH { … } AS %name``, ``INCLUDE %name``) give ``%name`` words.  A ``<`` that does not open a
-well-formed ``IRIREF`` is the less-than operator.  Text that is no SPARQL at
+subqueries (``WITH { … } AS %name``, ``INCLUDE %name``) give ``%name`` words.
+A ``<`` that does not open a well-formed ``IRIREF`` is the less-than operator.  Text that is no SPARQL at
 all comes out as ``unknown`` tokens, one character each (an unterminated
 string: its opening quote), so the tokenizer never raises and joining the
 token texts always gives back the input exactly.

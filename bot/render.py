@@ -1,27 +1,54 @@
-"""Render the bot's reply: the final query, a preview of its rows, the agent's steps collapsed, a signature.
+"""Render the bot's reply: the final query, a preview of its rows, the answer in words, the steps collapsed.
 
 Every piece of text that comes from the model, from Wikidata or from the
 asker goes through :mod:`bot.wikitext` before it reaches the template, so the
-template itself holds the only markup a reply can contain.  A reply never
-exceeds ``max_chars``: the trace is shortened first (observations, then the
-oldest steps).
+template holds the only markup a reply can contain.  The reply is written in
+the asker's language where :mod:`bot.messages` has it.  It stays under
+``max_chars``: the trace is shortened first (long observations cut, then the
+oldest steps left out), then the preview rows, and a query too long for any
+reply is replaced by a note saying so.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterator
 
 import jinja2
 
 from agent.observations import shorten_iri
 from agent.trace import AgentResult, Step
-from bot.forum import Request
-from bot.wikitext import inline, preformatted, sparql_template, syntaxhighlight
+from bot.messages import messages_for
+from bot.wikitext import code_block, encode, fits_sparql_template, inline, query_block, query_service_link, \
+    sparql_template
 
 PREVIEW_ROWS = 5
 CELL_CHARS = 200
 THOUGHT_CHARS = 1000
+ARGUMENT_CHARS = 3000
+EXPLANATION_CHARS = 2000
+#: Observation lengths tried in turn before steps are left out.
+OBSERVATION_CHARS = (600, 200, 0)
+#: The smallest cap a reply can be held to: its fixed wording, a note and the signature.
+MIN_CHARS = 1500
+INDENT_EM = 1.6  # the width of one ``:`` indentation level in MediaWiki's skins
+
 _environment = jinja2.Environment(loader=jinja2.PackageLoader("bot", "templates"),
                                   undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
-                                  autoescape=False)
+                                  autoescape=False, keep_trailing_newline=False)
+
+
+def final_query_wikitext(sparql: str, *, try_it: str = "Try it!") -> str:
+    """The wikitext that shows *sparql* and links it to the query service, exactly as written.
+
+    ``{{SPARQL|query=…}}`` (syntax colouring, the service's own link) when
+    the template shows and links the query unchanged; otherwise the query
+    entity-encoded with a "Try it!" link built here.  Only the white space
+    around the query is left out (the template trims it; SPARQL ignores it).
+    """
+    query = sparql.strip(" \t\r\n")
+    if fits_sparql_template(query):
+        return sparql_template(query)
+    return query_block(query) + f"[{query_service_link(query)} {encode(try_it)}]"
 
 
 def _cell(term: dict[str, str]) -> str:
@@ -31,64 +58,108 @@ def _cell(term: dict[str, str]) -> str:
     return inline(short or term.get("value", ""), CELL_CHARS) or " "
 
 
-def preview_table(result: AgentResult, rows: int = PREVIEW_ROWS) -> str:
+def preview_table(result: AgentResult, rows: int, words: dict[str, str]) -> str:
     """The first *rows* rows as a wikitable (entities as {{Q|...}}, which shows their labels)."""
-    if not isinstance(result.answer, list) or not result.answer:
+    if not isinstance(result.answer, list) or not result.answer or rows <= 0:
         return ""
     variables = result.variables or list(result.answer[0])
     lines = ['{| class="wikitable"', "! " + " !! ".join(inline(name) for name in variables)]
     for row in result.answer[:rows]:
         lines.append("|-")
         lines.append("| " + " || ".join(_cell(row[name]) if name in row else " " for name in variables))
-    lines.append("|}")
     if len(result.answer) > rows:
-        lines[-1] = f"|-\n| colspan={len(variables)} | … {len(result.answer) - rows} more rows\n|}}"
+        more = encode(words["more_rows"].format(count=len(result.answer) - rows))
+        lines += ["|-", f"| colspan={len(variables)} | {more}"]
+    lines.append("|}")
     return "\n".join(lines)
 
 
-def _step(number: int, step: Step, observation_chars: int) -> str:
+def _step(number: int, step: Step, observation_chars: int, words: dict[str, str]) -> str:
     if step.action == "execute_sparql":
-        action = "<code>execute_sparql</code>" + syntaxhighlight(step.argument)
+        action = f"<code>{inline(step.action)}</code>{code_block(step.argument, ARGUMENT_CHARS)}"
     else:
-        action = f"<code>{inline(step.action or 'no action')}({inline(step.argument, THOUGHT_CHARS)})</code>"
-    text = f"<br>'''{number}.''' {inline(step.thought, THOUGHT_CHARS)} → {action}"
+        action = f"<code>{inline(step.action or '?')}({inline(step.argument, ARGUMENT_CHARS)})</code>"
+    text = f"<b>{number}.</b> {inline(step.thought, THOUGHT_CHARS)} → {action}"
     if step.rolled_back:
-        text += " ''(rolled back)''"
+        text += f" <i>{encode(words['rolled_back'])}</i>"
     if step.observation and observation_chars > 0:
-        observation = step.observation
-        if len(observation) > observation_chars:
-            observation = observation[:observation_chars] + " …"
-        text += preformatted(observation)
-    return text
+        text += code_block(step.observation, observation_chars)
+    return f'<div style="margin:0.5em 0">{text}</div>'
 
 
-def _trace(result: AgentResult, observation_chars: int, skip: int) -> str:
-    steps = [_step(number, step, observation_chars) for number, step in enumerate(result.steps, 1)]
-    if skip:
-        steps = [f"<br>''({skip} earlier steps left out)''"] + steps[skip:]
-    title = f"'''Steps taken''' ({len(result.steps)}, {result.usage.llm_calls} model calls)"
-    return ('<div class="mw-collapsible mw-collapsed">' + title + '<div class="mw-collapsible-content">'
-            + "".join(steps) + "</div></div>")
+def _traces(result: AgentResult, words: dict[str, str]) -> Iterator[str]:
+    """The collapsed trace, shorter and shorter, all on one line so no step can leave the block."""
+    title = encode(words["steps"].format(steps=len(result.steps), calls=result.usage.llm_calls))
+    for observation_chars in OBSERVATION_CHARS:
+        steps = [_step(number, step, observation_chars, words) for number, step in enumerate(result.steps, 1)]
+        skips = range(len(steps)) if observation_chars == OBSERVATION_CHARS[-1] else range(1)
+        for skip in skips:
+            shown = steps[skip:]
+            if skip:
+                shown.insert(0, f"<div><i>{encode(words['left_out'].format(count=skip))}</i></div>")
+            yield ('<div class="mw-collapsible mw-collapsed" style="margin:0.5em 0;padding:0.2em 0.5em;'
+                   f'border:1px solid #c8ccd1"><b>{title}</b><div class="mw-collapsible-content">'
+                   + "".join(shown) + "</div></div>")
 
 
-def render_reply(result: AgentResult, request: Request, *, max_chars: int = 20000) -> str:
-    """The reply's wikitext, indented one level, ending with the bot's signature."""
-    has_query = result.final_sparql is not None and result.answer not in (None, [])
-    row_count = None
-    if has_query:
-        row_count = 1 if isinstance(result.answer, bool) else len(result.answer)
+def _lead(result: AgentResult, answered: bool, words: dict[str, str]) -> str:
+    if not answered:
+        return words["nothing"]
+    prefix = "best_effort" if result.best_effort else "answer"
+    if isinstance(result.answer, bool):
+        return words[prefix + "_ask"].format(yes_no=words["yes" if result.answer else "no"])
+    count = len(result.answer or [])
+    rows = words["rows_one"] if count == 1 else words["rows_other"].format(count=count)
+    return words[prefix].format(rows=rows)
+
+
+def _tried(result: AgentResult, words: dict[str, str]) -> str:
+    """What was tried, from the trace, when the model explained nothing."""
+    searches = list(dict.fromkeys(step.argument.strip() for step in result.steps
+                                  if step.action == "search_wikidata" and step.argument.strip()))
+    count = sum(step.action == "execute_sparql" for step in result.steps)
+    queries = words["queries_one"] if count == 1 else words["queries_other"].format(count=count)
+    if not searches:
+        return words["tried_no_search"].format(queries=queries)
+    shown = ", ".join(f"“{' '.join(term.split())[:80]}”" for term in searches[:5])
+    return words["tried"].format(searches=shown + (" …" if len(searches) > 5 else ""), queries=queries)
+
+
+def render_reply(result: AgentResult, *, depth: int = 1, max_chars: int = 20000) -> str:
+    """The whole reply to one question (*depth* 1) or follow-up (2 or more), signed, under *max_chars*."""
+    if depth < 1:
+        raise ValueError(f"a reply's depth is 1 or more, not {depth}")
+    if max_chars < MIN_CHARS:
+        raise ValueError(f"a reply needs at least {MIN_CHARS} characters, not {max_chars}")
+    words = messages_for(result.language)
+    query_text = (result.final_sparql or "").strip()
+    answered = bool(query_text) and result.answer is not None and result.answer != []
+    explanation = result.explanation.strip() or ("" if answered else _tried(result, words))
+    if len(explanation) > EXPLANATION_CHARS:
+        explanation = explanation[: EXPLANATION_CHARS - 1] + "…"
     template = _environment.get_template("reply.wiki.j2")
-    for observation_chars in (400, 150, 0):
-        for skip in range(0, max(len(result.steps), 1), 2):
-            text = template.render(
-                query=sparql_template(result.final_sparql) if has_query else "",
-                row_count=row_count,
-                preview=preview_table(result) if has_query else "",
-                reason=inline(result.stop_message or result.stop_reason),
-                trace=_trace(result, observation_chars, skip),
-            ).strip()
-            if len(text) <= max_chars:
-                return text
-            if observation_chars:
-                break
-    raise ValueError(f"a reply cannot fit in {max_chars} characters")
+
+    def render(query: str, rows: int, trace: str, explained: str) -> str:
+        return template.render(indent=f"{INDENT_EM * depth:g}", lead=encode(_lead(result, answered, words)),
+                               query=query, preview=preview_table(result, rows, words) if answered else "",
+                               explanation=encode(explained), trace=trace,
+                               footer=encode(words["footer"])).strip()
+
+    query = final_query_wikitext(query_text, try_it=words["try_it"]) if answered else ""
+    for trace in _traces(result, words):
+        text = render(query, PREVIEW_ROWS, trace, explanation)
+        if len(text) <= max_chars:
+            return text
+    for rows in range(PREVIEW_ROWS, -1, -1):
+        text = render(query, rows, "", explanation)
+        if len(text) <= max_chars:
+            return text
+    if query:
+        query = encode(words["query_too_long"].format(count=len(query_text)))
+    cut = len(explanation)
+    while True:  # the explanation is cut last: MIN_CHARS leaves room for everything else
+        shown = explanation if cut == len(explanation) else explanation[:cut] + "…" if cut else ""
+        text = render(query, 0, "", shown)
+        if len(text) <= max_chars or not shown:
+            return text
+        cut //= 2

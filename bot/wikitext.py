@@ -1,111 +1,138 @@
-"""Make text from the LLM, from Wikidata labels or from the asker inert in wikitext.
+"""Wikitext from untrusted text: encoded, never wrapped.
 
-Nothing that passes through here can become a link, template, category, magic
-word, signature, heading, list, table or HTML element in a reply:
+Text from the model, from Wikidata or from the asker reaches a reply only
+through :func:`encode`: every character that wikitext, the preprocessor or
+the pre-save transform can act on is spelt as an HTML entity, control
+characters are removed and line breaks become ``<br>``, so the text can start
+no tag, strip marker, link, template, signature, list, heading or table,
+whatever it holds.  No ``<nowiki>``, ``<pre>`` or ``<syntaxhighlight>`` is
+trusted with it: a wrapper is only as safe as the parser's least-known
+feature (strip markers, ``</pre >`` with a space).
 
-* :func:`inline` and :func:`preformatted` escape ``& < >`` and ``~`` as HTML
-  entities and wrap the text in ``<nowiki>`` or ``<pre>``, which MediaWiki
-  keeps out of both the parser and the signature expansion at save time.
-* :func:`safe_sparql` rewrites a query so that it holds no wikitext at all
-  while meaning the same: SPARQL ignores white space between tokens, and its
-  ``\\uXXXX`` escapes (decoded before the query is parsed) can spell any
-  character inside literals and IRIs.  Comments are left out.
+The final query is the one exception that keeps its own text: it goes into
+``{{SPARQL|query=…}}`` (syntax colouring and the query service's "Try it!"
+link) only when :func:`fits_sparql_template` proves that the template shows
+and links it exactly as written; otherwise :func:`query_block` shows it
+entity-encoded and :func:`query_service_link` links it, percent-encoded.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 
-#: Characters spelt as ``\\uXXXX`` inside SPARQL literals: each could start wikitext markup.
-_LITERAL_ESCAPES = frozenset("~{}[]|<>")
-_TOKEN = re.compile(
-    r'"""(?:[^"\\]|\\.|"(?!""))*(?:"""|$)'
-    r"|'''(?:[^'\\]|\\.|'(?!''))*(?:'''|$)"
-    r'|"(?:[^"\\\n]|\\.)*(?:"|$)'
-    r"|'(?:[^'\\\n]|\\.)*(?:'|$)"
-    r"|<[^<>\"{}|^`\\\s]*>"
-    r"|#[^\n]*",
-    re.DOTALL,
+from agent.sparql_lexer import tokenize
+
+QUERY_SERVICE = "https://query.wikidata.org/#"
+
+#: Characters that can start markup somewhere in wikitext.
+_SIGNIFICANT = frozenset("&<>[]{}|~'=_:*#;!-\"")
+#: Characters the parser's French spacing puts a non-breaking space before (after) when a space precedes
+#: (follows) them; spelt then, so that the text copied from the page is the text written.
+_AFTER_SPACE = frozenset("?%»›")
+_BEFORE_SPACE = frozenset("«‹")
+_LINE_BREAKS = re.compile(r"\r\n|[\n\r\u0085\u2028\u2029]")
+#: Words that start a magic link (``ISBN 123…``) on wikis that still enable them.
+_MAGIC_LINK = re.compile(r"\b(?=ISBN|RFC|PMID)")
+
+#: Sequences the preprocessor or the pre-save transform acts on inside a template argument.
+_TEMPLATE_UNSAFE = re.compile(
+    r"\{\{|\}\}|\[\[|~~|__\w+__|<!|&[#A-Za-z0-9]+;"
+    r"|</?[A-Za-z][A-Za-z0-9_-]*(?=[\s/>]|$)"  # an extension tag (<ref>, </pre >, <includeonly>)
+    r"|[{}]\||\|[{}]"  # a bar next to a brace: its {{!}} would join the brace
+    r"|(?:^|\n)="  # a heading or an argument's name
 )
 
 
+def _dropped(char: str) -> bool:
+    """Characters a page cannot show or MediaWiki would rewrite at save time: controls, surrogates,
+    format characters (bidi overrides) and noncharacters."""
+    category = unicodedata.category(char)
+    code = ord(char)
+    return (category in ("Cc", "Cs", "Cf") and char not in "\t\n") or (0xFDD0 <= code <= 0xFDEF) \
+        or (code & 0xFFFE) == 0xFFFE
+
+
+def encode(text: str) -> str:
+    """*text* as inert wikitext on one line: entities for markup characters, ``<br>`` for line breaks."""
+    text = "".join(char for char in _LINE_BREAKS.sub("\n", str(text)) if not _dropped(char))
+    text = unicodedata.normalize("NFC", text)
+    magic = {match.start() for match in _MAGIC_LINK.finditer(text)}
+    out = []
+    for index, char in enumerate(text):
+        before = text[index - 1] if index else "\n"
+        after = text[index + 1] if index + 1 < len(text) else "\n"
+        if char == "\n":
+            out.append("<br>")
+        elif char == "&":
+            out.append("&amp;")
+        elif (char in _SIGNIFICANT or index in magic or (char in " \t" and before == "\n")
+              or (char in _AFTER_SPACE and before.isspace()) or (char in _BEFORE_SPACE and after.isspace())):
+            out.append(f"&#{ord(char)};")
+        else:
+            out.append(char)
+    return "".join(out)
+
+
 def inline(text: str, limit: int | None = None) -> str:
-    """One line of untrusted text, shown as it is (cut at *limit* characters)."""
+    """One line of untrusted text, white space folded, cut at *limit* characters."""
     text = " ".join(str(text).split())
     if limit is not None and len(text) > limit:
         text = text[: limit - 1] + "…"
-    return f"<nowiki>{_entities(text)}</nowiki>" if text else ""
+    return encode(text)
 
 
-def preformatted(text: str) -> str:
-    """Untrusted text over several lines, in a ``<pre>`` block."""
-    return f"<pre>{_entities(str(text))}</pre>"
+def code_block(text: str, limit: int | None = None) -> str:
+    """Untrusted text over several lines (an observation, a query of the trace) as a monospace block."""
+    text = str(text)
+    if limit is not None and len(text) > limit:
+        text = text[:limit] + " …"
+    return ('<div style="font-family:monospace;white-space:pre-wrap;margin:0.3em 0;padding:0.2em;'
+            f'background:#f8f9fa">{encode(text)}</div>')
 
 
-def _entities(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("~", "&#126;")
+def fits_sparql_template(query: str) -> bool:
+    """Whether ``{{SPARQL|query=…}}`` shows and links *query* exactly as written.
 
-
-def _escape(char: str) -> str:
-    return f"\\u{ord(char):04X}"
-
-
-def _spell(body: str, characters: frozenset[str]) -> str:
-    """Spell *characters* and the second of every ``__`` as SPARQL escapes."""
-    body = "".join(_escape(char) if char in characters else char for char in body)
-    return body.replace("__", "_" + _escape("_"))
-
-
-def _iri(token: str) -> str:
-    """An IRI: ``~``, ``[[ ]]`` and ``__`` spelt out; a relative one that could pass for a tag gets its first
-    character spelt too (``<ref>``, ``</syntaxhighlight>``)."""
-    body = _spell(token[1:-1], frozenset("~")).replace("[[", "[" + _escape("[")).replace("]]", "]" + _escape("]"))
-    if body and ":" not in body and (body[0].isalpha() or body[0] == "/"):
-        body = _escape(body[0]) + body[1:]
-    return f"<{body}>"
-
-
-def _literal(token: str) -> str:
-    quote = 3 if token[:3] in ('"""', "'''") else 1
-    closed = len(token) >= 2 * quote and token.endswith(token[:quote])
-    end = len(token) - quote if closed else len(token)
-    return token[:quote] + _spell(token[quote:end], _LITERAL_ESCAPES) + token[end:]
-
-
-def _code(text: str) -> str:
-    """Query text outside literals, IRIs and comments: separate braces and brackets, break runs."""
-    text = re.sub(r"([{}\[\]])(?=[{}\[\]])", r"\1 ", text)
-    text = text.replace("~", " ~ ").replace("__", "_x_")
-    return text
-
-
-def safe_sparql(query: str) -> str:
-    """The same query, free of wikitext: no ``{{ }} [[ ]] ~~~ __MAGIC__``, tags or comments."""
-    pieces: list[str] = []
-    position = 0
-    for match in _TOKEN.finditer(query):
-        pieces.append(_code(query[position:match.start()]))
-        token = match.group(0)
-        if token.startswith("#"):
-            pass  # a comment: left out
-        elif token.startswith("<"):
-            pieces.append(_iri(token))
-        else:
-            pieces.append(_literal(token))
-        position = match.end()
-    pieces.append(_code(query[position:]))
-    text = "".join(pieces)
-    return "\n".join(line.rstrip() for line in text.splitlines()).strip()
+    The template trims its argument and MediaWiki stores NFC text without
+    carriage returns or control characters; inside the argument the
+    preprocessor acts on ``{{``, ``}}``, ``[[`` (an unclosed one hides the
+    template's end), bars, tags, comments, signatures and headings, and a
+    ``__WORD__`` would become a behaviour switch in the link (a lone ``]]``
+    or ``__`` is plain text there).
+    A bar alone is written as ``{{!}}``, which expands back to ``|``.
+    """
+    return (bool(query) and query == query.strip() and unicodedata.is_normalized("NFC", query)
+            and not any(_dropped(char) or char in "\r\u0085\u2028\u2029" for char in query)
+            and _TEMPLATE_UNSAFE.search(query) is None)
 
 
 def sparql_template(query: str) -> str:
-    """``{{SPARQL|query=...}}`` whose "Try it!" link runs :func:`safe_sparql` of *query*."""
-    # Bars become {{!}}, spaced so that no brace of the query can join a template's braces;
-    # the newline keeps a closing brace of the query apart from the template's (MediaWiki trims it).
-    body = re.sub(r"\|+", lambda bars: " " + "{{!}}" * len(bars.group(0)) + " ", safe_sparql(query))
-    return "{{SPARQL|query=" + body + "\n}}"
+    """``{{SPARQL|query=…}}`` for a query :func:`fits_sparql_template` accepts."""
+    if not fits_sparql_template(query):
+        raise ValueError("this query holds wikitext the {{SPARQL}} template would act on; use query_block")
+    # The line break keeps a closing brace of the query apart from the template's (the argument is trimmed).
+    return "{{SPARQL|query=" + query.replace("|", "{{!}}") + "\n}}"
 
 
-def syntaxhighlight(query: str) -> str:
-    """A query shown in ``<syntaxhighlight lang="sparql">`` (its content is raw: the query must be safe)."""
-    return f'<syntaxhighlight lang="sparql">{safe_sparql(query)}</syntaxhighlight>'
+def query_service_link(query: str) -> str:
+    """The query service URL that opens *query* exactly: every byte but letters and digits percent-encoded,
+    so the URL holds no wikitext (not even ``~~~`` or ``__``)."""
+    data = query.encode("utf-8", "surrogatepass")
+    return QUERY_SERVICE + "".join(chr(byte) if chr(byte).isascii() and chr(byte).isalnum() else f"%{byte:02X}"
+                                   for byte in data)
+
+
+_COLOURS = {"word": "#1a1aa6", "var": "#0b7f70", "string": "#a31515", "comment": "#6a737d", "iri": "#6f42c1",
+            "pname": "#6f42c1", "langtag": "#a31515", "number": "#098658"}
+
+
+def query_block(query: str) -> str:
+    """A query shown entity-encoded, coloured by its tokens (for queries the template cannot hold)."""
+    pieces = []
+    for token in tokenize(query):
+        text = encode(token.text)
+        colour = _COLOURS.get(token.kind)
+        pieces.append(f'<span style="color:{colour}">{text}</span>' if colour and text else text)
+    return ('<div class="spinach-query" style="font-family:monospace;white-space:pre-wrap;padding:0.5em;'
+            'border:1px solid #c8ccd1;background:#f8f9fa">' + "".join(pieces) + "</div>")

@@ -1,112 +1,331 @@
-"""The reply's wikitext: what it shows, its size cap, and hostile text made inert."""
+"""The reply's wikitext: what it says and shows, its size cap, and hostile text made inert.
 
+The unit tests read the reply with mwparserfromhell; the live ones save it on
+the real MediaWiki and read what the wiki stored and rendered, since only the
+wiki's parser is the judge of what a reply does on a page.
+"""
+
+from __future__ import annotations
+
+import json
 import re
+import urllib.parse
+from html.parser import HTMLParser
 
 import mwparserfromhell
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agent.trace import AgentResult, Step, Usage
-from bot.forum import Request
-from bot.render import render_reply
-from bot.wikitext import safe_sparql, sparql_template
+from bot.render import MIN_CHARS, final_query_wikitext, render_reply
+from bot.wikitext import QUERY_SERVICE, encode, fits_sparql_template
 
+STRIP_MARKER = "\x7f'\"`UNIQ--nowiki-00000000-QINU`\"'\x7f"
 HOSTILE = ("}} {{ [[Category:Spam]] ~~~~ ~~~~~ <script>alert(1)</script> __NOTOC__ \n== heading ==\n"
-           "</syntaxhighlight> </div> </pre> <nowiki> </nowiki> {| ---- * # : ; ISBN 978-3-16-148410-0 "
-           "https://spam.example/ '''bold''' <ref>x</ref> {{subst:foo}} [https://spam.example link]")
+           "</syntaxhighlight > </div > </pre > <nowiki> </nowiki> {| ---- * # : ; ISBN 978-3-16-148410-0 "
+           "https://spam.example/ '''bold''' <ref>x</ref> {{subst:foo}} [https://spam.example link] <!-- "
+           + STRIP_MARKER + " [[User:Alice]] \n#MeToo\n*NSYNC\n:indent\n;term\n -{zh}- \ud800 \u202e")
 QUERY = 'SELECT ?x ?xLabel WHERE { ?x wdt:P31 wd:Q5 ; rdfs:label "' + HOSTILE.replace("\n", " ") + \
     '"@en . FILTER(?x != <ref>) } # ~~~~ [[Category:Spam]]'
+ALLOWED_TAGS = {"div", "b", "i", "code", "br", "small", "span", "table", "tr", "th", "td"}
 
 
-def result(thought=HOSTILE, label=HOSTILE, final=QUERY, answer=True) -> AgentResult:
-    rows = [{"x": {"type": "uri", "value": "http://www.wikidata.org/entity/Q42"},
-             "xLabel": {"type": "literal", "value": label, "xml:lang": "en"}}] * 7
+def rows(label: str, count: int = 7) -> list[dict]:
+    return [{"x": {"type": "uri", "value": "http://www.wikidata.org/entity/Q42"},
+             "xLabel": {"type": "literal", "value": label, "xml:lang": "en"}}] * count
+
+
+def result(thought=HOSTILE, label=HOSTILE, final=QUERY, answer=True, **fields) -> AgentResult:
     steps = [Step(thought, "search_wikidata", HOSTILE, f"{label} (Q42): {HOSTILE}"),
+             Step(thought, "execute_sparql", HOSTILE, f"x\txLabel\nQ42\t{label}"),
              Step(thought, "execute_sparql", final, f"x\txLabel\nQ42\t{label}"),
              Step(thought, "stop", "", None)]
-    return AgentResult("q", final if answer else None, rows if answer else None, ["x", "xLabel"], steps,
-                       "stop" if answer else "action_limit", HOSTILE, Usage(llm_calls=3))
-
-
-PROTECTED = ("nowiki", "pre", "syntaxhighlight")
-
-
-def outside_protection(wikitext: str) -> mwparserfromhell.wikicode.Wikicode:
-    """What MediaWiki would parse: the contents of nowiki, pre and syntaxhighlight are never parsed, and the
-    {{SPARQL}} query only reaches syntaxhighlight and a URL (its own test checks it)."""
-    code = mwparserfromhell.parse(wikitext)
-    for tag in code.filter_tags(recursive=True):
-        if str(tag.tag).lower() in PROTECTED and tag.contents is not None:
-            tag.contents = ""
-    for template in code.filter_templates(recursive=True):
-        if str(template.name).strip() == "SPARQL":
-            template.add("query", "QUERY")
-    return code
+    return AgentResult("q", final if answer else None, rows(label) if answer else None, ["x", "xLabel"], steps,
+                       "stop" if answer else "action_limit", HOSTILE, Usage(llm_calls=4), **fields)
 
 
 def active_markup(wikitext: str) -> dict:
-    code = outside_protection(wikitext)
+    """What mwparserfromhell finds in a reply, the {{SPARQL}} query left out (the wiki test checks it)."""
+    code = mwparserfromhell.parse(wikitext)
+    for template in code.filter_templates(recursive=False):
+        if str(template.name).strip() == "SPARQL":
+            template.add("query", "QUERY")
     return {
-        "templates": sorted({str(t.name).strip() for t in code.ifilter_templates(recursive=True)}),
+        "templates": {str(t.name).strip() for t in code.ifilter_templates(recursive=True)},
         "links": [str(link) for link in code.ifilter_wikilinks(recursive=True)],
-        "external": [str(link) for link in code.ifilter_external_links(recursive=True)],
+        "external": [str(link.url) for link in code.ifilter_external_links(recursive=True)],
         "headings": [str(h) for h in code.ifilter_headings(recursive=True)],
-        "tags": sorted({str(tag.tag).lower() for tag in code.ifilter_tags(recursive=True)}),
+        "comments": [str(c) for c in code.ifilter_comments(recursive=True)],
+        "tags": {str(tag.tag).lower() for tag in code.ifilter_tags(recursive=True) if not tag.wiki_markup}
+        | {"table" for tag in code.ifilter_tags(recursive=True) if tag.wiki_markup},
+        "text": str(code),
     }
 
 
 @pytest.mark.parametrize("answer", [True, False])
 def test_hostile_text_everywhere_renders_inert(answer):
-    reply = render_reply(result(answer=answer), Request("h", HOSTILE))
+    reply = render_reply(result(answer=answer, explanation=HOSTILE))
     markup = active_markup(reply)
-    assert set(markup["templates"]) <= {"SPARQL", "!", "Q"}
-    assert markup["links"] == [] and markup["headings"] == []
-    assert markup["external"] == []
-    # dd and table markup are the reply's own indentation and preview table, b and i its own emphasis
-    assert set(markup["tags"]) <= {"nowiki", "pre", "syntaxhighlight", "div", "small", "code", "br", "dd",
-                                   "table", "tr", "th", "td", "b", "i"}
-    parsed = str(outside_protection(reply))
-    assert parsed.count("~~~") == 1 and reply.endswith(" ~~~~") and "~~~" not in reply[:-4]
-    assert "<script" not in parsed and "__NOTOC__" not in parsed
-    assert not re.search(r"^=", parsed, re.MULTILINE)
-    # nothing closes a protective tag early: each nowiki/pre/syntaxhighlight holds no other tag
-    for tag in mwparserfromhell.parse(reply).ifilter_tags(recursive=True):
-        if str(tag.tag) in ("nowiki", "pre"):
-            assert "<" not in str(tag.contents)
-        if str(tag.tag) == "syntaxhighlight":
-            assert "</" not in str(tag.contents) and "<" + "\\u002F" not in str(tag.contents).lower()
+    assert markup["templates"] <= {"SPARQL", "!", "Q"}
+    assert markup["links"] == [] and markup["headings"] == [] and markup["comments"] == []
+    assert all(url.startswith(QUERY_SERVICE) for url in markup["external"])
+    assert markup["tags"] <= ALLOWED_TAGS
+    # no wrapper is trusted, no strip marker or control character gets through, one signature at the end
+    assert not re.search(r"<(nowiki|pre|syntaxhighlight)", reply, re.IGNORECASE)
+    assert "\x7f" not in reply and "\ud800" not in reply and "\u202e" not in reply
+    assert reply.count("~~~") == 1 and reply.endswith(" ~~~~\n</div>")
+    assert "__NOTOC__" not in markup["text"] and "ISBN 978" not in reply and "://spam" not in reply
 
 
-def test_the_query_template_carries_an_equivalent_query_and_nothing_else():
-    template = sparql_template(QUERY)
-    code = mwparserfromhell.parse(template)
-    [sparql] = [t for t in code.filter_templates(recursive=False)]
-    value = str(sparql.get("query").value).replace("{{!}}", "|").strip()
-    assert value.replace(" | ", "|") == safe_sparql(QUERY).replace(" | ", "|")
-    assert "Category" in value and "[[" not in value and "~~~" not in value and "}}" not in value
-    assert "#" not in safe_sparql("SELECT ?x WHERE { ?x ?p ?o } # a comment")
+def test_encode_spells_every_markup_character_and_drops_controls():
+    markup = "&<>[]{}|~'=_:*#;!-\""
+    encoded = encode(markup + "\x00\x01\x7f\u0085a\r\nb\u2028c")
+    assert re.sub(r"&#\d+;|&amp;", "", encoded) == "<br>a<br>b<br>c"  # U+0085 is a line break too
+    assert encode(" lead") == "&#32;lead" and encode("ISBN 12") == "&#73;SBN 12"
+    assert encode("e\u0301") == "\u00e9"  # stored as MediaWiki would store it (NFC)
 
 
-def test_a_reply_shows_the_query_rows_and_trace_and_a_signature():
+def test_a_reply_shows_the_query_rows_words_and_trace_and_a_signature():
     reply = render_reply(result(thought="Look up the answer", label="Douglas Adams",
-                                final="SELECT ?x WHERE { ?x wdt:P31 wd:Q5 }"), Request("h", "q"))
-    assert reply.startswith(":Here is a query that should answer this (7 results):")
+                                final="SELECT ?x WHERE { ?x wdt:P31 wd:Q5 }",
+                                explanation="The query lists humans (P31 = Q5).\nItems without a class are left out."))
+    lines = reply.splitlines()
+    assert lines[0] == '<div class="spinach-reply" style="margin-left:1.6em">'
+    assert lines[1] == "Here is a query that answers this (7 results)&#58;"
     assert "{{SPARQL|query=SELECT ?x WHERE { ?x wdt:P31 wd:Q5 }\n}}" in reply
-    assert "{{Q|Q42}}" in reply and "2 more rows" in reply
+    assert reply.count("{{Q|Q42}}") == 5 and "… 2 more rows" in reply
+    assert "The query lists humans (P31 &#61; Q5).<br>Items without a class are left out." in reply
     assert 'class="mw-collapsible mw-collapsed"' in reply and "Look up the answer" in reply
-    assert '<syntaxhighlight lang="sparql">' in reply
-    assert reply.rstrip().endswith("~~~~")
+    assert lines[-2].endswith(" ~~~~") and lines[-1] == "</div>"
+    assert not any(line.startswith((":", "*", "#", ";", " ")) for line in lines)
 
 
-def test_without_a_query_the_reply_says_so():
-    reply = render_reply(result(thought="t", label="l", answer=False), Request("h", "q"))
-    assert reply.startswith(":I could not find a query that answers this")
-    assert "{{SPARQL" not in reply and "Steps taken" in reply
+def test_depth_indents_the_whole_reply_with_one_margin():
+    reply = render_reply(result(label="l", final="SELECT ?x {}"), depth=3)
+    assert reply.startswith('<div class="spinach-reply" style="margin-left:4.8em">')
+    assert reply.count("margin-left") == 1
+    with pytest.raises(ValueError, match="depth"):
+        render_reply(result(), depth=0)
 
 
-def test_the_reply_is_capped_trace_first():
-    long = result(thought="x" * 3000, label="y" * 3000, final="SELECT ?x WHERE { ?x wdt:P31 wd:Q5 }")
+def test_without_an_answer_the_reply_says_what_was_tried_not_the_limit():
+    reply = render_reply(result(thought="t", label="l", answer=False))
+    assert reply.splitlines()[1] == "I could not find a query that answers this."
+    assert "I searched Wikidata for “" in reply and "and ran 2 queries, but none returned results." in reply
+    assert "{{SPARQL" not in reply and "query.wikidata.org" not in reply and "limit" not in reply
+    explained = render_reply(result(answer=False, explanation="No item links these two; try P50 instead."))
+    assert "No item links these two&#59; try P50 instead." in explained and "I searched" not in explained
+
+
+def test_a_query_that_returned_nothing_is_not_presented_as_an_answer():
+    empty = result(label="l", final="SELECT ?x {}")
+    empty.answer = []
+    reply = render_reply(empty)
+    assert "I could not find a query" in reply and "{{SPARQL" not in reply
+
+
+def test_a_best_effort_query_says_so_and_a_boolean_is_answered_in_words():
+    best = render_reply(result(label="l", final="SELECT ?x {}", best_effort=True))
+    assert "I did not settle on a query myself" in best and "(7 results)" in best
+    ask = result(label="l", final="ASK { wd:Q42 wdt:P31 wd:Q5 }")
+    ask.answer = True
+    assert "its answer is yes&#58;" in render_reply(ask)
+    ask.answer = False
+    assert "its answer is no&#58;" in render_reply(ask)
+
+
+@pytest.mark.parametrize(("language", "lead"), [
+    ("de", "Diese Abfrage beantwortet die Frage (7 Ergebnisse)&#58;"),
+    ("fr-CA", "Voici une requête qui répond à la question (7 résultats) &#58;"),
+    ("es", "Esta consulta responde a la pregunta (7 resultados)&#58;"),
+    ("pt", "Here is a query that answers this (7 results)&#58;"),
+    ("", "Here is a query that answers this (7 results)&#58;"),
+])
+def test_the_fixed_wording_follows_the_askers_language(language, lead):
+    reply = render_reply(result(label="l", final="SELECT ?x {}", language=language))
+    assert reply.splitlines()[1] == lead
+
+
+def test_the_reply_is_capped_trace_first_then_rows():
+    long = result(thought="x" * 3000, label="y" * 150, final="SELECT ?x WHERE { ?x wdt:P31 wd:Q5 }")
     long.steps = long.steps * 10
-    reply = render_reply(long, Request("h", "q"), max_chars=12000)
+    reply = render_reply(long, max_chars=12000)
     assert len(reply) <= 12000
-    assert "{{SPARQL|query=" in reply and reply.rstrip().endswith("~~~~")
-    assert "earlier steps left out" in reply
+    assert "{{SPARQL|query=" in reply and "earlier steps left out" in reply and "… 2 more rows" in reply
+    short = render_reply(long, max_chars=2000)
+    assert len(short) <= 2000 and "mw-collapsible" not in short and "{{SPARQL|query=" in short
+    with pytest.raises(ValueError, match="at least"):
+        render_reply(long, max_chars=MIN_CHARS - 1)
+
+
+def test_an_over_long_final_query_or_a_lone_surrogate_still_renders():
+    huge = "SELECT ?x WHERE { " + "?x wdt:P31 wd:Q5 . " * 2000 + "}"
+    reply = render_reply(result(thought="broken \ud800 thought", label="l", final=huge), max_chars=20000)
+    assert len(reply) <= 20000 and f"The query is {len(huge)} characters long" in reply
+    assert reply.endswith("~~~~\n</div>") and "\ud800" not in reply
+
+
+# The "Try it!" link is the model's query, whatever it holds (issue 8, break 4), and markup in a valid
+# query never gets past the template (break 3).
+TRY_IT_CASES = [
+    'SELECT ?x WHERE { ?x rdfs:label "__NOTOC__" }',
+    "SELECT ?a__b WHERE { ?a__b ?p ?o }",
+    "PREFIX ex: <http://ex.org/> SELECT * WHERE { ex:a\\~b ?p ?o }",
+    'PREFIX ex: <http://ex.org/> SELECT * WHERE { ex:a\\#b ?p "x" }',
+    'SELECT * WHERE { ?x ?p "line\u2028break" }',
+    'SELECT * WHERE { ?x ?p "next\u0085line" }',
+    'SELECT * WHERE { ?x ?p "trailing   " }',
+    'SELECT * WHERE { ?x ?p "a  \nb" }',
+    'SELECT * WHERE { ?x ?p "bell\x07" }',
+    'SELECT * WHERE { ?x ?p "cafe\u0301" }',
+    "SELECT *\r\nWHERE { ?x ?p ?o }",
+    'SELECT * WHERE { ?x ?p ?o FILTER(?o = "~~~~") }',
+    "SELECT * WHERE { { ?x ?p ?o }}",
+    'SELECT * WHERE { ?x ?p ?o FILTER(?o || "|}") }',
+    '#defaultView:Map\n#title: a map\nSELECT ?x WHERE { ?x ?p "[AUTO_LANGUAGE],en" }',
+    "SELECT * WHERE { ?x ?p <!--> }",
+    'PREFIX ex: <http://ex.org/> SELECT * WHERE { ?x ex:it\\\'s "<!--" }',
+    'PREFIX ex: <http://ex.org/> SELECT * WHERE { ?x ex:a\\#b "<includeonly >" }',
+    'SELECT * WHERE { ?x ?p "</syntaxhighlight ></div >" }',
+    'SELECT * WHERE { ?x ?p "' + STRIP_MARKER + '" }',
+]
+
+
+def linked_query(wikitext: str) -> str:
+    """The query a click on "Try it!" opens, read from the wikitext as MediaWiki would expand it."""
+    code = mwparserfromhell.parse(wikitext)
+    templates = code.filter_templates(recursive=False)
+    if templates:
+        [template] = templates
+        return str(template.get("query").value).replace("{{!}}", "|").strip()
+    [link] = code.filter_external_links()
+    return urllib.parse.unquote(str(link.url).removeprefix(QUERY_SERVICE))
+
+
+@pytest.mark.parametrize("query", TRY_IT_CASES)
+def test_try_it_opens_the_models_exact_query(query):
+    wikitext = final_query_wikitext(query)
+    assert linked_query(wikitext) == query
+    assert fits_sparql_template(query) == wikitext.startswith("{{SPARQL|query=")
+
+
+def test_common_queries_keep_the_template_and_their_text():
+    query = '#defaultView:Map\nSELECT ?x WHERE { ?x wdt:P625 ?c . FILTER(?a || ?b) SERVICE wikibase:label ' \
+            '{ bd:serviceParam wikibase:language "[AUTO_LANGUAGE],en". } }'
+    assert final_query_wikitext(query) == "{{SPARQL|query=" + query.replace("|", "{{!}}") + "\n}}"
+
+
+SPARQL_SHAPED = st.lists(st.sampled_from([
+    "SELECT", " ", "\n", "?x", "{", "}", "[", "]", "|", "||", "<", ">", "<ref>", "</pre >", "<!--", "-->",
+    '"', "'", '"""', "#", "~", "~~~", "_", "__", "__NOTOC__", "=", "\n=", ":", "*", ";", "!", "&", "&amp;",
+    "&#124;", "ex:a\\'b", "\\", "{{!}}", "[[", "]]", "{{", "}}", "\x7f", "UNIQ--nowiki-00000000-QINU", "\t",
+    "\r", "\u2028", "é", "e\u0301", "%41", "http://x/", "[AUTO_LANGUAGE]", "-{", "}-", "ISBN 1", "''",
+]) | st.text(max_size=3), max_size=40).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(SPARQL_SHAPED)
+def test_any_query_is_linked_exactly_and_brings_no_markup(query):
+    wikitext = final_query_wikitext(query)
+    assert linked_query(wikitext) == query.strip(" \t\r\n")
+    code = mwparserfromhell.parse(wikitext)
+    assert code.filter_wikilinks() == [] and code.filter_comments() == [] and "~~~" not in wikitext
+    if wikitext.startswith("{{SPARQL|query="):
+        [template] = code.filter_templates(recursive=False)
+        assert str(template) == wikitext
+        assert {str(t.name) for t in code.filter_templates()} <= {"SPARQL", "!"}
+        # bold, italics, lists and URLs inside the argument are plain text to the preprocessor: the query only
+        # reaches syntaxhighlight and a percent-encoded URL (the gold-query test checks that on the wiki)
+        assert [tag for tag in code.filter_tags() if not tag.wiki_markup] == []
+    else:
+        assert code.filter_templates() == []
+        assert {str(tag.tag) for tag in code.filter_tags()} <= {"div", "span", "br"}
+        assert len(code.filter_external_links()) == 1
+
+
+# Live: the wiki's own parser and storage.
+
+class Collapsible(HTMLParser):
+    """The text inside the reply's collapsible element, and the text after it closes."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.depth = 0  # div nesting inside the collapsible element; 0 when outside
+        self.inside: list[str] = []
+        self.after: list[str] = []
+        self.closed = False
+
+    def handle_starttag(self, tag, attrs):
+        if tag != "div":
+            return
+        if self.depth:
+            self.depth += 1
+        elif "mw-collapsible" in (dict(attrs).get("class") or "").split():
+            self.depth = 1
+
+    def handle_endtag(self, tag):
+        if tag == "div" and self.depth:
+            self.depth -= 1
+            self.closed = self.closed or self.depth == 0
+
+    def handle_data(self, data):
+        if self.depth:
+            self.inside.append(data)
+        elif self.closed:
+            self.after.append(data)
+
+
+def save_and_read(mediawiki, title: str, text: str) -> tuple[str, dict]:
+    """Save *text* as a page and return what the wiki stored and its parse."""
+    mediawiki.edit_as_human(title, text)
+    parsed = mediawiki.api(action="parse", page=title, disablelimitreport="1",
+                           prop="text|links|templates|externallinks|categories|sections|properties")["parse"]
+    return mediawiki.page_text(title), parsed
+
+
+def squash(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_a_hostile_reply_saved_on_the_real_wiki_stays_inert_and_collapsed(mediawiki):
+    hostile = result(explanation=HOSTILE, final="SELECT ?x WHERE { ?x ?p ?o }")
+    hostile.steps = [Step(f"step {n}: {HOSTILE}", "execute_sparql", HOSTILE, f"row\n{HOSTILE}") for n in range(6)]
+    reply = render_reply(hostile)
+    page = "== Question ==\nWhat? [[User:Alice|Alice]] 10:00, 1 January 2026 (UTC)\n" + reply
+    stored, parsed = save_and_read(mediawiki, "Render hostile", page)
+    assert stored.startswith(page[:-len("~~~~\n</div>")]) and "~~~" not in stored and "\x7f" not in stored
+    assert stored.endswith("(UTC)\n</div>")
+    assert [section["line"] for section in parsed["sections"]] == ["Question"]
+    assert parsed["categories"] == [] and parsed["properties"] in ([], {})
+    assert {link["title"] for link in parsed["links"]} <= {"User:Alice", "User talk:Alice"}
+    assert {t["title"] for t in parsed["templates"]} <= {"Template:SPARQL", "Template:Q"}
+    assert all(url.startswith(QUERY_SERVICE) for url in parsed["externallinks"])
+    html = parsed["text"]
+    assert "<script" not in html and "<h2" in html and html.count("<h2") == 1 and "UNIQ" in html
+    reader = Collapsible()
+    reader.feed(html)
+    inside = squash("".join(reader.inside))
+    for number in range(6):
+        assert f"step {number}: }}}} {{{{ [[Category:Spam]]" in inside
+    assert "#MeToo *NSYNC :indent ;term" in inside
+    assert squash("".join(reader.after)).startswith("Written by a bot")
+
+
+def test_a_long_replayed_trace_stays_inside_its_collapsed_block(mediawiki, shared_dir):
+    from harness.replay import replay
+
+    runs = json.loads((shared_dir / "reference-outputs" / "qald10_spinach_traces_test.log").read_text())
+    run = max(runs, key=lambda run: (len(run.get("actions") or []),
+                                     sum(len(action.get("observation") or "") for action in run["actions"] or [])))
+    outcome = replay(run).result
+    assert len(outcome.steps) >= 10
+    reply = render_reply(outcome)
+    _, parsed = save_and_read(mediawiki, "Render replayed trace", "== Q ==\n" + reply)
+    reader = Collapsible()
+    reader.feed(parsed["text"])
+    inside, after = squash("".join(reader.inside)), squash("".join(reader.after))
+    for step in outcome.steps:
+        assert squash(step.thought)[:60] in inside
+    assert after.startswith("Written by a bot") and len(after) < 300
+    assert [section["line"] for section in parsed["sections"]] == ["Q"]

@@ -1,0 +1,108 @@
+"""The fixed wording of a reply, in the languages the forum's askers write most.
+
+A reply is written in the asker's language (the model's judgement, a BCP 47
+code on the result) when this table has it, in English otherwise.  The
+messages are plain text: the renderer encodes them like any other text and
+fills the ``{name}`` fields with text it has encoded already.
+"""
+
+from __future__ import annotations
+
+MESSAGES: dict[str, dict[str, str]] = {
+    "en": {
+        "answer": "Here is a query that answers this ({rows}):",
+        "answer_ask": "Here is a query that answers this; its answer is {yes_no}:",
+        "best_effort": "I did not settle on a query myself. This is my best attempt, put together at the end of "
+                       "the search ({rows}); please check it before relying on it:",
+        "best_effort_ask": "I did not settle on a query myself. This is my best attempt, put together at the end "
+                           "of the search (its answer is {yes_no}); please check it before relying on it:",
+        "nothing": "I could not find a query that answers this.",
+        "tried": "I searched Wikidata for {searches} and ran {queries}, but none returned results.",
+        "tried_no_search": "I ran {queries}, but none returned results.",
+        "queries_one": "1 query", "queries_other": "{count} queries",
+        "rows_one": "1 result", "rows_other": "{count} results",
+        "more_rows": "… {count} more rows",
+        "yes": "yes", "no": "no",
+        "try_it": "Try it!",
+        "query_too_long": "The query is {count} characters long, too long to show in a reply.",
+        "steps": "Steps taken ({steps}, {calls} model calls)",
+        "left_out": "({count} earlier steps left out to keep the reply short)",
+        "rolled_back": "(rolled back)",
+        "footer": "Written by a bot that explores Wikidata with a language model; please check the query "
+                  "before relying on it.",
+    },
+    "de": {
+        "answer": "Diese Abfrage beantwortet die Frage ({rows}):",
+        "answer_ask": "Diese Abfrage beantwortet die Frage; ihre Antwort ist {yes_no}:",
+        "best_effort": "Ich habe mich auf keine Abfrage festgelegt. Dies ist mein bester Versuch, am Ende der "
+                       "Suche zusammengestellt ({rows}); bitte prüfe ihn, bevor du dich darauf verlässt:",
+        "best_effort_ask": "Ich habe mich auf keine Abfrage festgelegt. Dies ist mein bester Versuch, am Ende "
+                           "der Suche zusammengestellt (Antwort: {yes_no}); bitte prüfe ihn, bevor du dich darauf "
+                           "verlässt:",
+        "nothing": "Ich konnte keine Abfrage finden, die die Frage beantwortet.",
+        "tried": "Ich habe Wikidata nach {searches} durchsucht und {queries} ausgeführt, aber keine lieferte "
+                 "Ergebnisse.",
+        "tried_no_search": "Ich habe {queries} ausgeführt, aber keine lieferte Ergebnisse.",
+        "queries_one": "1 Abfrage", "queries_other": "{count} Abfragen",
+        "rows_one": "1 Ergebnis", "rows_other": "{count} Ergebnisse",
+        "more_rows": "… {count} weitere Zeilen",
+        "yes": "ja", "no": "nein",
+        "try_it": "Ausprobieren!",
+        "query_too_long": "Die Abfrage ist {count} Zeichen lang, zu lang für eine Antwort.",
+        "steps": "Vorgehen ({steps} Schritte, {calls} Modellaufrufe)",
+        "left_out": "({count} frühere Schritte ausgelassen, damit die Antwort kurz bleibt)",
+        "rolled_back": "(verworfen)",
+        "footer": "Geschrieben von einem Bot, der Wikidata mit einem Sprachmodell erkundet; bitte prüfe die "
+                  "Abfrage, bevor du dich darauf verlässt.",
+    },
+    "fr": {
+        "answer": "Voici une requête qui répond à la question ({rows}) :",
+        "answer_ask": "Voici une requête qui répond à la question ; sa réponse est {yes_no} :",
+        "best_effort": "Je ne me suis arrêté sur aucune requête. Voici ma meilleure tentative, assemblée à la fin "
+                       "de la recherche ({rows}) ; merci de la vérifier avant de vous y fier :",
+        "best_effort_ask": "Je ne me suis arrêté sur aucune requête. Voici ma meilleure tentative, assemblée à la "
+                           "fin de la recherche (réponse : {yes_no}) ; merci de la vérifier avant de vous y fier :",
+        "nothing": "Je n'ai pas trouvé de requête qui réponde à la question.",
+        "tried": "J'ai cherché {searches} dans Wikidata et exécuté {queries}, sans aucun résultat.",
+        "tried_no_search": "J'ai exécuté {queries}, sans aucun résultat.",
+        "queries_one": "1 requête", "queries_other": "{count} requêtes",
+        "rows_one": "1 résultat", "rows_other": "{count} résultats",
+        "more_rows": "… {count} lignes de plus",
+        "yes": "oui", "no": "non",
+        "try_it": "Essayer !",
+        "query_too_long": "La requête fait {count} caractères, trop pour une réponse.",
+        "steps": "Étapes ({steps}, {calls} appels au modèle)",
+        "left_out": "({count} étapes antérieures omises pour garder la réponse courte)",
+        "rolled_back": "(annulée)",
+        "footer": "Écrit par un bot qui explore Wikidata avec un modèle de langue ; merci de vérifier la requête "
+                  "avant de vous y fier.",
+    },
+    "es": {
+        "answer": "Esta consulta responde a la pregunta ({rows}):",
+        "answer_ask": "Esta consulta responde a la pregunta; su respuesta es {yes_no}:",
+        "best_effort": "No me decidí por ninguna consulta. Este es mi mejor intento, reunido al final de la "
+                       "búsqueda ({rows}); compruébalo antes de fiarte de él:",
+        "best_effort_ask": "No me decidí por ninguna consulta. Este es mi mejor intento, reunido al final de la "
+                           "búsqueda (respuesta: {yes_no}); compruébalo antes de fiarte de él:",
+        "nothing": "No encontré ninguna consulta que responda a la pregunta.",
+        "tried": "Busqué {searches} en Wikidata y ejecuté {queries}, pero ninguna devolvió resultados.",
+        "tried_no_search": "Ejecuté {queries}, pero ninguna devolvió resultados.",
+        "queries_one": "1 consulta", "queries_other": "{count} consultas",
+        "rows_one": "1 resultado", "rows_other": "{count} resultados",
+        "more_rows": "… {count} filas más",
+        "yes": "sí", "no": "no",
+        "try_it": "¡Pruébala!",
+        "query_too_long": "La consulta tiene {count} caracteres, demasiados para una respuesta.",
+        "steps": "Pasos ({steps}, {calls} llamadas al modelo)",
+        "left_out": "({count} pasos anteriores omitidos para que la respuesta sea breve)",
+        "rolled_back": "(descartado)",
+        "footer": "Escrito por un bot que explora Wikidata con un modelo de lenguaje; comprueba la consulta antes "
+                  "de fiarte de ella.",
+    },
+}
+
+
+def messages_for(language: str) -> dict[str, str]:
+    """The table for a BCP 47 code (``de``, ``de-CH`` and ``DE`` all give German), English otherwise."""
+    primary = str(language or "").split("-")[0].split("_")[0].strip().lower()
+    return MESSAGES.get(primary, MESSAGES["en"])
