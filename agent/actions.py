@@ -20,6 +20,7 @@ from agent.kb.base import KnowledgeBase, QueryResult
 @dataclass(frozen=True)
 class Parameter:
     name: str
+    #: Sent in the tool schema when not empty; the policy prompt explains the rest.
     description: str
 
 
@@ -58,10 +59,12 @@ class ActionSpec:
 
     def schema(self) -> dict:
         """The action as an OpenAI tool; every tool also takes the step's ``thought``."""
-        properties = {"thought": {"type": "string", "description": "Your reasoning for this step."}}
+        properties = {"thought": {"type": "string"}}
         required = ["thought"]
         for parameter in ((self.argument,) if self.argument else ()) + self.extras:
-            properties[parameter.name] = {"type": "string", "description": parameter.description}
+            properties[parameter.name] = {"type": "string"}
+            if parameter.description:
+                properties[parameter.name]["description"] = parameter.description
             required.append(parameter.name)
         return {"type": "function", "function": {
             "name": self.name, "description": self.description,
@@ -115,17 +118,16 @@ def _query(kb: KnowledgeBase, sparql: str, timeout: float | None) -> Outcome:
 ACTIONS: dict[str, ActionSpec] = {
     spec.name: spec
     for spec in (
-        ActionSpec("search_wikidata", "Find items and properties by label or alias.",
-                   Parameter("query", "A name or short phrase."), execute=_search),
-        ActionSpec("get_wikidata_entry", "Read an item's statements with their qualifiers and ranks.",
-                   Parameter("qid", "An item ID such as Q42."), check=_check_qid, execute=_entry),
-        ActionSpec("get_property_examples", "See how a property is used, from its property examples.",
-                   Parameter("pid", "A property ID such as P31."), check=_check_pid, execute=_examples),
-        ActionSpec("execute_sparql", "Run a SPARQL query on the query service and read its result.",
-                   Parameter("sparql", "The complete query."), execute=_query),
-        ActionSpec("stop", "Finish: the last executed query, which returned results, is the answer.", None,
-                   extras=(Parameter("explanation", "2-5 sentences for the asker, in their language."),
-                           Parameter("language", "The asker's language as a BCP 47 code, e.g. en, de."))),
+        ActionSpec("search_wikidata", "Find items and properties by label.", Parameter("query", ""),
+                   execute=_search),
+        ActionSpec("get_wikidata_entry", "Read an item's statements.", Parameter("qid", ""),
+                   check=_check_qid, execute=_entry),
+        ActionSpec("get_property_examples", "See how a property is used.", Parameter("pid", ""),
+                   check=_check_pid, execute=_examples),
+        ActionSpec("execute_sparql", "Run a query.", Parameter("sparql", ""), execute=_query),
+        ActionSpec("stop", "Finish on the last query.", None,
+                   extras=(Parameter("explanation", "2-5 sentences for the asker."),
+                           Parameter("language", "The asker's language code."))),
     )
 }
 

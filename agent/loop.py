@@ -70,7 +70,8 @@ class AgentConfig:
     prune_threshold: int = 1500
     #: Seconds a query may run; ``None`` leaves it to the knowledge base.
     query_timeout: float | None = None
-    #: Search observations older than this many path steps shrink to the hits used since.
+    #: Steps older than this many path steps lose their thought in the prompt, and their search
+    #: results and entries shrink to the hits and statements used since.
     recent_steps: int = 2
     #: Run the end-of-run steps; off, a run ends on the stop's query or the last query with rows
     #: (the replay reports both, to compare like with like with the paper).
@@ -304,17 +305,25 @@ class _Run:
         path = self.path
         for position, index in enumerate(path):
             step = self.steps[index]
-            observation = step.observation or ""
-            if step.action == "search_wikidata" and position < len(path) - self.config.recent_steps:
+            observation, thought = step.observation or "", step.thought
+            if position < len(path) - self.config.recent_steps:
+                # An old step keeps what later steps built on: its action, the hits and statements used
+                # since, the first rows of its result.
+                thought = ""
                 later = " ".join(self.steps[i].argument + " " + self.steps[i].thought for i in path[position + 1:])
-                observation = observations.shrink_search(observation, later)
+                if step.action == "search_wikidata":
+                    observation = observations.shrink_search(observation, later)
+                elif step.action == "get_wikidata_entry":
+                    observation = observations.shrink_entry(observation, later)
+                elif step.action == "execute_sparql":
+                    observation = observations.shrink_result(observation)
             spec = ACTIONS.get(step.action)
             if text or spec is None:
                 action = f"{step.action}({step.argument})" if step.action else "(none)"
-                messages.append({"role": "assistant", "content": f"Thought: {step.thought}\nAction: {action}"})
+                messages.append({"role": "assistant", "content": f"Thought: {thought}\nAction: {action}"})
                 messages.append({"role": "user", "content": f"Observation: {observation}"})
                 continue
-            arguments = {"thought": step.thought}
+            arguments = {"thought": thought}
             if spec.argument:
                 arguments[spec.argument.name] = step.argument
             call_id = f"call_{index}"

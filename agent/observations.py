@@ -174,6 +174,29 @@ def shrink_search(observation: str, later: str) -> str:
     return "\n".join(kept + [f"({hits - len(kept)} other hits not used)"])
 
 
+#: Rows an old query result keeps in the prompt.
+OLD_RESULT_ROWS = 3
+
+
+def shrink_result(observation: str) -> str:
+    """An old query result cut to its header, its first rows and its row count."""
+    lines = observation.splitlines()
+    if len(lines) <= OLD_RESULT_ROWS + 2 or not re.fullmatch(r"\(\d+ rows?\)", lines[-1]):
+        return observation
+    return "\n".join(lines[:OLD_RESULT_ROWS + 1] + ["...", lines[-1]])
+
+
+def shrink_entry(observation: str, later: str) -> str:
+    """An old entry cut to its header and the statement lines that name an ID used since (in *later* text)."""
+    header, _, body = observation.partition("\n")
+    lines = [line for line in body.splitlines() if _ID.search(line)]
+    kept = [line.strip() for line in lines if any(re.search(rf"\b{found}\b", later)
+                                                  for found in _ID.findall(line))]
+    if len(kept) == len(lines):
+        return observation
+    return "\n".join([header, *kept, f"({len(lines) - len(kept)} other statements not used)"])
+
+
 #: What :func:`cut_entry` keeps: values per property, and characters in all.
 CUT_VALUES = 5
 CUT_CHARS = 4000

@@ -49,16 +49,21 @@ def _completion(body: dict[str, Any], message: dict[str, Any]) -> dict[str, Any]
 _EXTRACTION_OPENING = render("extract", question="", trace="").split("\n", 1)[0]
 
 
-def recorded_model(run: dict[str, Any], output: dict[str, Any] | None = None) -> ChatModel:
+def recorded_model(run: dict[str, Any], output: dict[str, Any] | None = None,
+                   sent: list[dict[str, Any]] | None = None) -> ChatModel:
     """A model whose replies are the run's recorded actions, then ``stop()`` for ever.
 
-    An extraction call gets *output*'s ``predicted_sparql`` (nothing without *output*).
+    An extraction call gets *output*'s ``predicted_sparql`` (nothing without
+    *output*).  Every request body is appended to *sent* when given (the cost
+    benchmark reads them).
     """
     actions = list(run.get("actions") or [])
     state = {"next": 0, "last_entry": "{}"}
 
     def reply(request: httpx2.Request) -> httpx2.Response:
         body = json.loads(request.content)
+        if sent is not None:
+            sent.append(body)
         if "tools" not in body:
             prompt = body["messages"][0]["content"]
             if prompt.startswith(_EXTRACTION_OPENING):
@@ -117,14 +122,17 @@ def _stops_after_failure(actions: list[dict[str, Any]]) -> bool:
 
 
 def replay(run: dict[str, Any], output: dict[str, Any] | None = None,
-           config: AgentConfig | None = None) -> ReplayOutcome:
-    """Run *run*'s recorded decisions through our agent; with *output* (upstream's scored answer), score it."""
+           config: AgentConfig | None = None, sent: list[dict[str, Any]] | None = None) -> ReplayOutcome:
+    """Run *run*'s recorded decisions through our agent; with *output* (upstream's scored answer), score it.
+
+    Every request our agent sends to the model is appended to *sent* when given.
+    """
     actions = list(run.get("actions") or [])
     recorded = [_recorded_action(action) for action in actions]
     non_stop = [action for action in recorded if action[0] != "stop"]
     repeated = len(set(non_stop)) < len(non_stop)
     stops_after_failure = _stops_after_failure(actions)
-    agent = Agent(recorded_model(run, output), RecordedKB(run, output), config or AgentConfig(prune_threshold=0))
+    agent = Agent(recorded_model(run, output, sent), RecordedKB(run, output), config or AgentConfig(prune_threshold=0))
     result = agent.run(run["question"])
     taken = [(step.action, " ".join(step.argument.split())) for step in result.steps]
     upstream = (output or {}).get("predicted_sparql") or (run.get("final_sparql") or {}).get("sparql")

@@ -277,3 +277,103 @@ def test_a_failing_query_service_is_an_observation_and_the_run_goes_on(llm_serve
     assert "HTTP 503" in result.steps[0].observation and "lighter query" in result.steps[0].observation
     assert result.stop_reason == "stop" and result.end_of_run == ["distinct"]
     assert result.final_sparql == EULER_ADVISORS_QUERY.replace("SELECT", "SELECT DISTINCT")
+
+
+def test_each_step_asks_for_one_tool_call_with_a_capped_completion(llm_server, kb):
+    server = llm_server([call("execute_sparql", EULER_ADVISORS_QUERY), call("stop")])
+    make_agent(server, kb, max_completion_tokens=700).run("Who advised Euler?")
+    first = server.requests[0]
+    assert first["parallel_tool_calls"] is False and first["tool_choice"] == "required"
+    assert first["max_tokens"] == 700
+
+
+def test_old_steps_shrink_to_what_later_steps_used(llm_server, kb):
+    server = llm_server([
+        call("search_wikidata", "Euler", "Look for Euler and pick the mathematician."),
+        call("get_wikidata_entry", "Q7604", "Read his entry."),
+        call("get_property_examples", "P184"),
+        call("execute_sparql", EULER_ADVISORS_QUERY),
+        call("stop"),
+    ])
+    make_agent(server, kb, recent_steps=2).run("Who advised Euler?")
+    last = json.dumps(server.requests[-1]["messages"], ensure_ascii=False)
+    assert "Look for Euler" not in last and "Read his entry." not in last  # old thoughts leave the prompt
+    assert "Leonhard Euler (Q7604)" in last and "Euler (crater) (Q7605)" not in last and "1 other hits" in last
+    assert "doctoral advisor (P184)" in last and "date of birth" not in last and "other statements" in last
+    # The same steps, while recent, were shown whole.
+    second = json.dumps(server.requests[2]["messages"], ensure_ascii=False)
+    assert "Euler (crater) (Q7605)" in second and "Read his entry." in second
+
+
+def test_a_failed_pruning_call_falls_back_to_a_deterministic_cut(llm_server, kb):
+    def script(body):
+        if "tools" not in body:
+            return TextReply("Here are the relevant parts: P184.")  # not JSON: the cut is used
+        step = sum(message["role"] == "tool" for message in body["messages"])
+        return [call("get_wikidata_entry", "Q7604"), call("execute_sparql", EULER_ADVISORS_QUERY),
+                call("stop")][step]
+
+    server = llm_server(script)
+    result = make_agent(server, kb, prune_threshold=100).run("Who advised Euler?")
+    entry = result.steps[0].observation
+    assert entry.startswith("Leonhard Euler (Q7604): Swiss mathematician")
+    assert "doctoral advisor (P184)" in entry and "Here are the relevant parts" not in entry
+    assert entry.index("instance of (P31)") < entry.index("educated at (P69)") < entry.index("doctoral advisor (P184)")
+    assert result.stop_reason == "stop"
+
+
+def test_the_text_protocol_sends_a_stop_sequence_and_reads_the_explanation(llm_server, kb):
+    server = llm_server([
+        TextReply('Thought: search\nAction: search_wikidata("Leonhard Euler")\nObservation: Euler (Q1): made up'),
+        TextReply(f"Thought: run it\nAction: execute_sparql({EULER_ADVISORS_QUERY})"),
+        TextReply("Thought: done\nExplanation: Die Abfrage liefert Eulers Doktorvater (P184).\nLanguage: de\n"
+                  "Action: stop()"),
+    ], supports_tools=False)
+    result = make_agent(server, kb).run("Wer war Eulers Doktorvater?")
+    assert server.requests[-1]["stop"] == ["\nObservation:"]
+    assert result.steps[0].argument == "Leonhard Euler"
+    assert (result.explanation, result.language) == ("Die Abfrage liefert Eulers Doktorvater (P184).", "de")
+
+
+def test_the_stop_carries_the_explanation_and_language(llm_server, kb):
+    server = llm_server([call("execute_sparql", EULER_ADVISORS_QUERY),
+                         ToolCallReply("stop", {"thought": "fertig", "explanation": "Die Abfrage liefert P184.",
+                                                "language": "de"})])
+    result = make_agent(server, kb).run("Wer war Eulers Doktorvater?")
+    assert (result.explanation, result.language, result.best_effort) == ("Die Abfrage liefert P184.", "de", False)
+    assert {"explanation", "language"} <= set(
+        next(tool for tool in server.requests[0]["tools"] if tool["function"]["name"] == "stop")
+        ["function"]["parameters"]["required"])
+
+
+def test_a_run_at_its_budget_gets_one_extraction_call_and_a_best_effort_answer(llm_server, kb):
+    def script(body):
+        if "tools" not in body:
+            assert body["temperature"] == 0.0 and "Trace:" in body["messages"][0]["content"]
+            return TextReply(json.dumps({"sparql": EULER_ADVISORS_QUERY, "explanation": "Best effort: P184.",
+                                         "language": "en"}))
+        step = sum(message["role"] == "tool" for message in body["messages"])
+        return call("search_wikidata", f"term {step}")
+
+    server = llm_server(script)
+    result = make_agent(server, kb, max_path_actions=3).run("Who advised Euler?")
+    assert result.stop_reason == "path_limit" and result.best_effort
+    assert result.final_sparql == EULER_ADVISORS_QUERY and result.end_of_run == ["extraction"]
+    assert result.answer[0]["advisor"]["value"].endswith("Q124500")
+    assert result.explanation == "Best effort: P184." and result.usage.llm_calls == 4
+
+
+def test_labels_get_their_ids_and_an_exploratory_limit_goes(llm_server, wikidata_server):
+    label_only = ("SELECT ?advisorLabel WHERE { wd:Q7604 wdt:P184 ?advisor . SERVICE wikibase:label "
+                  '{ bd:serviceParam wikibase:language "en". } } LIMIT 10')
+    rewritten = label_only.replace("SELECT ?advisorLabel", "SELECT DISTINCT ?advisor ?advisorLabel")[:-len(" LIMIT 10")]
+    rows = select(["advisor", "advisorLabel"], [{"advisor": "Q124500", "advisorLabel": "Johann Bernoulli"}])
+    wikidata = wikidata_server(sparql={label_only: select(["advisorLabel"], [{"advisorLabel": "Johann Bernoulli"}]),
+                                       rewritten: rows})
+    kb = LiveWikidata(WikidataConfig(api_url=wikidata.api_url, sparql_url=wikidata.sparql_url),
+                      http=HttpClient(backoff=0.01))
+    server = llm_server([call("execute_sparql", label_only), call("stop")])
+    result = make_agent(server, kb).run("Who advised Euler?")
+    assert result.final_sparql == rewritten
+    assert result.end_of_run == ["label_ids", "limit", "distinct"] and not result.best_effort
+    assert result.answer[0]["advisor"]["value"].endswith("Q124500")
