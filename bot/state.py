@@ -64,6 +64,8 @@ class SectionRecord:
     trace: dict | None
 
 
+#: The longest wait before retrying a section that failed for a passing reason.
+MAX_RETRY_SECONDS = 6 * 3600
 _COLUMNS = "page, key, heading, status, attempts, last_error, next_attempt, answered_revision, trace"
 
 
@@ -161,9 +163,18 @@ class State:
     def record_skipped(self, page: str, key: str, reason: str) -> None:
         self._update(page, key, status="skipped", last_error=reason)
 
-    def record_failure(self, page: str, key: str, error: str, retry_seconds: float, max_attempts: int) -> None:
+    def record_failure(self, page: str, key: str, error: str, retry_seconds: float, max_attempts: int,
+                       transient: bool = False) -> None:
+        """One more failed try, retried after a doubling wait.
+
+        After *max_attempts* tries the section is given up (``failed``), unless the failure was
+        *transient* (the wiki, the model or the knowledge base unreachable or refusing for a while): a
+        fault that passes must not cost a question its answer, so those stay pending, the wait capped
+        at :data:`MAX_RETRY_SECONDS`.
+        """
         record = self.section(page, key)
         attempts = (record.attempts if record else 0) + 1
-        status = "failed" if attempts >= max_attempts else "pending"
+        status = "failed" if attempts >= max_attempts and not transient else "pending"
+        wait = min(retry_seconds * 2 ** min(attempts - 1, 30), max(MAX_RETRY_SECONDS, retry_seconds))
         self._update(page, key, status=status, attempts=attempts, last_error=error[:2000],
-                     next_attempt=time.time() + retry_seconds * 2 ** (attempts - 1))
+                     next_attempt=time.time() + wait)

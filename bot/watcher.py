@@ -24,6 +24,8 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import pywikibot
+
 from agent.trace import AgentResult
 from bot.config import BotConfig
 from bot.forum import (
@@ -147,9 +149,9 @@ class Watcher:
     def plan(self, text: str, sections: list[Section], backlog: bool = False) -> list[Task]:
         """The tasks due on this page, at most ``max_sections_per_pass``, with skip rules applied."""
         page = self.forum.title
-        refusal = self.forum.refusal(text)
-        if refusal:
-            log.info("%s: nothing on %s is answered", refusal, page)
+        lead = text[:sections[0].start] if sections else text  # the page's own {{bots}}, above every section
+        if not bots_allow(self.forum.site, page, lead):
+            log.info("the page opts out of bots: nothing on %s is answered", page)
             return []
         present = {section.key for section in sections}
         for record in self.state.sections(page):
@@ -242,6 +244,9 @@ class Watcher:
         except EmergencyStop as stop:  # not a reason to stop the watcher: edits resume once the page is emptied
             log.warning("emergency stop: %s; editing nothing", stop)
             self.counter["stopped"] += 1
+        except (OSError, pywikibot.exceptions.Error) as error:  # the wiki or the network, for a while
+            log.exception("%r: the wiki could not be read or written", task.section.heading)
+            self._fail(task, f"{type(error).__name__}: {error}", transient=True)
         except Exception as error:
             log.exception("%r: unexpected error", task.section.heading)
             self._fail(task, f"{type(error).__name__}: {error}")
@@ -258,7 +263,7 @@ class Watcher:
             result = self.answer(request)
             self.state.record_trace(page, task.key, result.to_dict())
             if result.stop_reason in ("llm_error", "kb_error"):
-                self._fail(task, f"{result.stop_reason}: {result.stop_message}")
+                self._fail(task, f"{result.stop_reason}: {result.stop_message}", transient=True)
                 return
             if result.final_sparql is None and not self.config.reply_without_answer:
                 self.state.record_skipped(page, task.key,
@@ -304,9 +309,9 @@ class Watcher:
                 best = (order, record.trace["final_sparql"])
         return best[1] if best else previous_query(task.section, self.bot)
 
-    def _fail(self, task: Task, error: str) -> None:
+    def _fail(self, task: Task, error: str, transient: bool = False) -> None:
         error = redact(error)  # an endpoint's error body may echo its key
         log.error("%r: %s", task.section.heading, error)
         self.state.record_failure(self.forum.title, task.key, error, self.config.retry_minutes * 60,
-                                  self.config.max_attempts)
+                                  self.config.max_attempts, transient=transient)
         self.counter["failed"] += 1

@@ -14,6 +14,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -283,3 +284,19 @@ def test_the_queue_moves_on_when_a_pass_makes_no_edit(mediawiki, forum, services
     assert len(bot_edits(mediawiki, forum)) == 1
     assert "[[User:SpinachBot" in section_text(mediawiki.page_text(forum), "Question 1")
     assert [value[:2] for key, value in records(tmp_path).items() if key.startswith("Question 0 @")] == [("pending", 1)]
+
+
+def test_a_passing_fault_never_gives_a_section_up_but_a_failing_section_is(tmp_path):
+    from bot.state import MAX_RETRY_SECONDS, State
+
+    state = State(tmp_path / "unit.sqlite")
+    for key in ("down", "broken"):
+        state.add("Forum", key, key, "pending")
+    for _ in range(10):
+        state.record_failure("Forum", "down", "ServerError: 503", 1800, 3, transient=True)
+        state.record_failure("Forum", "broken", "ValueError: cannot render", 1800, 3)
+    down, broken = state.section("Forum", "down"), state.section("Forum", "broken")
+    assert (down.status, down.attempts) == ("pending", 10)
+    assert down.next_attempt - time.time() <= MAX_RETRY_SECONDS
+    assert broken.status == "failed"
+    state.close()
