@@ -12,22 +12,16 @@ import json
 import re
 from typing import Any
 
+from agent.kb.dialect import ENTITY, PREFIXES
 from agent.kb.base import Entry, PropertyExample, Qualifier, QueryResult, SearchResults, Term, Value
 
-ENTITY_PREFIX = "http://www.wikidata.org/entity/"
-#: Wikidata IRI namespaces and the prefixes the query service knows them by.
-IRI_PREFIXES: tuple[tuple[str, str], ...] = (
-    ("http://www.wikidata.org/entity/statement/", "wds:"),
-    ("http://www.wikidata.org/prop/direct/", "wdt:"),
-    ("http://www.wikidata.org/prop/statement/value/", "psv:"),
-    ("http://www.wikidata.org/prop/statement/", "ps:"),
-    ("http://www.wikidata.org/prop/qualifier/value/", "pqv:"),
-    ("http://www.wikidata.org/prop/qualifier/", "pq:"),
-    ("http://www.wikidata.org/prop/reference/", "pr:"),
-    ("http://www.wikidata.org/prop/", "p:"),
-    ("http://www.wikidata.org/value/", "wdv:"),
-    ("http://wikiba.se/ontology#", "wikibase:"),
-)
+ENTITY_PREFIX = ENTITY
+#: Wikidata IRI namespaces and the prefixes the query service knows them by, longest first, from the
+#: project's one namespace table (entities become bare IDs instead).
+IRI_PREFIXES: tuple[tuple[str, str], ...] = tuple(sorted(
+    ((namespace, f"{prefix}:") for prefix, namespace in PREFIXES.items()
+     if namespace.startswith(("http://www.wikidata.org/", "http://wikiba.se/")) and namespace != ENTITY),
+    key=lambda pair: -len(pair[0])))
 #: The query service's label language: its labels are shown without their ``@en`` tag.
 SERVICE_LANGUAGE = "en"
 TABLE_HEAD_ROWS = 5
@@ -38,11 +32,11 @@ XSD = "http://www.w3.org/2001/XMLSchema#"
 
 def shorten_iri(iri: str) -> str:
     """``http://www.wikidata.org/entity/Q42`` becomes ``Q42``; other Wikidata IRIs get their WDQS prefix."""
-    if iri.startswith(ENTITY_PREFIX):
-        return iri[len(ENTITY_PREFIX):]
-    for namespace, prefix in IRI_PREFIXES:
+    for namespace, prefix in IRI_PREFIXES:  # before entities: wds: lies inside the entity namespace
         if iri.startswith(namespace):
             return prefix + iri[len(namespace):]
+    if iri.startswith(ENTITY_PREFIX):
+        return iri[len(ENTITY_PREFIX):]
     return iri
 
 

@@ -38,6 +38,8 @@ def test_iris_shorten_to_ids_and_prefixes():
     assert shorten_iri("http://www.wikidata.org/entity/Q42") == "Q42"
     assert shorten_iri("http://www.wikidata.org/prop/direct/P31") == "wdt:P31"
     assert shorten_iri("http://www.wikidata.org/prop/qualifier/P580") == "pq:P580"
+    assert shorten_iri("http://www.wikidata.org/entity/statement/Q42-abc") == "wds:Q42-abc"
+    assert shorten_iri("http://www.wikidata.org/prop/direct-normalized/P214") == "wdtn:P214"
     assert shorten_iri("http://example.org/x") == "http://example.org/x"
 
 

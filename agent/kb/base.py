@@ -18,7 +18,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Literal, Protocol, runtime_checkable
 
 QueryStatus = Literal["ok", "empty", "syntax_error", "timeout", "error"]
-QUERY_STATUSES: tuple[str, ...] = ("ok", "empty", "syntax_error", "timeout", "error")
 
 #: A SPARQL JSON term: ``{"type": "uri", "value": ...}``, with optional
 #: ``xml:lang`` or ``datatype`` keys, exactly as the query service sends it.

@@ -76,6 +76,3 @@ class ResponseCache:
             connection.execute("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?)",
                                (key, request, status, text, response.retrieved_at))
         return response
-
-    def __len__(self) -> int:
-        return self._connection().execute("SELECT COUNT(*) FROM responses").fetchone()[0]

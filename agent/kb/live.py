@@ -23,10 +23,10 @@ from agent.kb.base import (
     Claim, Entry, KBUnavailable, PropertyExample, Qualifier, QueryResult, SearchHit, SearchResults, Value,
 )
 from agent.kb.cache import ResponseCache
-from agent.kb.dialect import DIALECTS, Unsupported, prepare
+from agent.kb.dialect import DIALECTS, ENTITY, Unsupported, prepare
 from agent.kb.http import HttpClient
 
-ENTITY_PREFIX = "http://www.wikidata.org/entity/"
+ENTITY_PREFIX = ENTITY
 MAX_RESPONSE_BYTES = 10 * 1024 * 1024
 #: One query at a time per process, as the query service asks of its clients.
 _QUERY_LOCK = threading.Lock()
