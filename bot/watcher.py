@@ -159,7 +159,13 @@ class Watcher:
                 self.state.set_status(page, record.key, "gone", "not on the page")
         tasks: list[Task] = []
         for section in sections:
-            task = self._task_for(section, backlog)
+            try:
+                task = self._task_for(section, backlog)
+            except Exception as error:  # one pathological section: recorded, the others go on
+                log.exception("%r: cannot decide what to do", section.heading)
+                self.state.add(page, section.key, section.heading, "pending")
+                self._fail(Task(section.key, section, "question"), f"{type(error).__name__}: {error}")
+                continue
             if task is None or task.key in self.previewed:
                 continue
             if len(tasks) >= self.config.max_sections_per_pass:
