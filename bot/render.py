@@ -27,7 +27,7 @@ THOUGHT_CHARS = 1000
 ARGUMENT_CHARS = 3000
 EXPLANATION_CHARS = 2000
 #: Observation lengths tried in turn before steps are left out.
-OBSERVATION_CHARS = (600, 200, 0)
+OBSERVATION_CHARS = (300, 120, 0)
 #: The smallest cap a reply can be held to: its fixed wording, a note and the signature.
 MIN_CHARS = 1500
 INDENT_EM = 1.6  # the width of one ``:`` indentation level in MediaWiki's skins
@@ -84,7 +84,7 @@ def _step(number: int, step: Step, observation_chars: int, words: dict[str, str]
         text += f" <i>{encode(words['rolled_back'])}</i>"
     if step.observation and observation_chars > 0:
         text += code_block(step.observation, observation_chars)
-    return f'<div style="margin:0.5em 0">{text}</div>'
+    return f"<div>{text}</div>"
 
 
 def _traces(result: AgentResult, words: dict[str, str]) -> Iterator[str]:

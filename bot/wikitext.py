@@ -83,12 +83,12 @@ def inline(text: str, limit: int | None = None) -> str:
 
 
 def code_block(text: str, limit: int | None = None) -> str:
-    """Untrusted text over several lines (an observation, a query of the trace) as a monospace block."""
+    """Untrusted text over several lines (an observation, a query of the trace) as a monospace block
+    (``<code>``, which the skins shade, shown as a block with its spaces kept)."""
     text = str(text)
     if limit is not None and len(text) > limit:
         text = text[:limit] + " …"
-    return ('<div style="font-family:monospace;white-space:pre-wrap;margin:0.3em 0;padding:0.2em;'
-            f'background:#f8f9fa">{encode(text)}</div>')
+    return f'<code style="display:block;white-space:pre-wrap">{encode(text)}</code>'
 
 
 def fits_sparql_template(query: str) -> bool:
