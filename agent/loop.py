@@ -73,6 +73,9 @@ class AgentConfig:
     #: Steps older than this many path steps lose their thought in the prompt, and their search
     #: results and entries shrink to the hits and statements used since.
     recent_steps: int = 2
+    #: Where the scholarly articles are, seen from the query service the agent asks (the WDQS graph
+    #: split of May 2025 took them out of the main graph); "" when that service holds them itself.
+    scholarly_service: str = "wdsubgraph:scholarly_articles"
     #: Run the end-of-run steps; off, a run ends on the stop's query or the last query with rows
     #: (the replay reports both, to compare like with like with the paper).
     end_of_run: bool = True
@@ -299,7 +302,8 @@ class _Run:
         text = self.agent.text_protocol
         messages: list[dict[str, Any]] = [
             {"role": "system", "content": render("policy", answer_guaranteed=self.config.answer_guaranteed,
-                                                 text_protocol=text, actions=list(ACTIONS.values()))},
+                                                 text_protocol=text, actions=list(ACTIONS.values()),
+                                                 scholarly_service=self.config.scholarly_service)},
             {"role": "user", "content": render("question", question=self.question, context=self.context)},
         ]
         path = self.path

@@ -92,16 +92,38 @@ def format_query_result(result: QueryResult) -> str:
     return text
 
 
+#: What a property's datatype means for a query, shown beside search hits.
+DATATYPE_GLOSSES = {
+    "wikibase-item": "an item",
+    "external-id": "an identifier string: compare with a plain literal",
+    "string": "a plain literal",
+    "url": "an IRI: compare with STR()",
+    "commonsMedia": "a Commons file IRI",
+    "time": "an xsd:dateTime: use YEAR() or compare with dates",
+    "quantity": "a number; its unit via p:/psv:",
+    "monolingualtext": "a literal with a language tag",
+    "globe-coordinate": "a geo:wktLiteral point",
+    "wikibase-property": "a property",
+}
+#: Descriptions of items that live in the scholarly graph, outside the main query service graph.
+SCHOLARLY = re.compile(r"\b(?:scholarly|scientific) article\b|\bpreprint\b|\bdoctoral thesis\b", re.IGNORECASE)
+
+
 def format_search(results: SearchResults, max_items: int = 8, max_properties: int = 4) -> str:
+    """Hits as ``label (ID): description``; scholarly items marked, properties with their datatype's meaning."""
     lines: list[str] = []
     for hit in results.items[:max_items]:
-        lines.append(f"{hit.label} ({hit.id}): {hit.description}".rstrip(": "))
+        line = f"{hit.label} ({hit.id}): {hit.description}".rstrip(": ")
+        if SCHOLARLY.search(hit.description):
+            line += " [scholarly graph]"
+        lines.append(line)
     if results.properties:
         if lines:
             lines.append("")
         lines.append("Properties:")
         for hit in results.properties[:max_properties]:
-            datatype = f" [{hit.datatype}]" if hit.datatype else ""
+            gloss = DATATYPE_GLOSSES.get(hit.datatype or "", "")
+            datatype = f" [{hit.datatype}{': ' + gloss if gloss else ''}]" if hit.datatype else ""
             lines.append(f"{hit.label} ({hit.id}){datatype}: {hit.description}".rstrip(": "))
     return "\n".join(lines) if lines else "No entities or properties found."
 
@@ -131,6 +153,8 @@ def entry_as_dict(entry: Entry) -> dict[str, Any]:
     edges = []
     for claim in entry.claims:
         value: Any = _value_text(claim.value)
+        if claim.rank == "preferred":
+            value += " [preferred]"
         if claim.qualifiers:
             value = {"value": value, "qualifiers": _qualifiers(claim.qualifiers)}
         edges.append((f"{claim.property_label} ({claim.property_id})", value))
@@ -138,8 +162,16 @@ def entry_as_dict(entry: Entry) -> dict[str, Any]:
 
 
 def format_entry(entry: Entry) -> str:
+    """The header line, the statements as JSON, and a note on ranks when a preferred value hides others from ``wdt:``."""
     header = f"{entry.label} ({entry.id})" + (f": {entry.description}" if entry.description else "")
-    return header + "\n" + json.dumps(entry_as_dict(entry), ensure_ascii=False, indent=1)
+    text = header + "\n" + json.dumps(entry_as_dict(entry), ensure_ascii=False, indent=1)
+    ranked = sorted({claim.property_id for claim in entry.claims if claim.rank == "preferred"
+                     and sum(other.property_id == claim.property_id for other in entry.claims) > 1},
+                    key=lambda pid: int(pid[1:]))
+    if ranked:
+        text += (f"\n(wdt: returns only the [preferred] values of {', '.join(ranked)}; "
+                 "p:/ps: return them all)")
+    return text
 
 
 def format_property_examples(pid: str, examples: list[PropertyExample]) -> str:

@@ -11,7 +11,10 @@ from agent.kb.http import HttpClient
 from agent.kb.live import LiveWikidata, WikidataConfig, format_time
 from tests.support.euler import EULER_ADVISORS_QUERY, euler_entities
 from agent.observations import format_query_result
-from tests.support.wikidata_server import SparqlReply, ask, cut_by_timeout, malformed, select, server_error, timed_out
+from agent.kb.base import Value
+from tests.support.wikidata_server import (
+    SparqlReply, ask, cut_by_timeout, entity, item_snak, malformed, select, server_error, statement, timed_out,
+)
 
 
 @pytest.fixture
@@ -212,3 +215,16 @@ def test_unreachable_service_is_kb_unavailable():
 ])
 def test_times_read_at_their_precision(time_value, precision, text):
     assert format_time({"time": time_value, "precision": precision}) == text
+
+
+def test_labels_fall_back_to_mul_so_items_do_not_show_as_bare_ids(wikidata_server):
+    server = wikidata_server()
+    person = entity("Q2", "placeholder", claims={"P31": [statement(item_snak("P31", "Q5"))]})
+    person["labels"] = {"mul": {"language": "mul", "value": "Ada Example"}}
+    human = entity("Q5", "human")
+    human["labels"] = {"mul": {"language": "mul", "value": "human"}}
+    server.add(person, human, entity("P31", "instance of", datatype="wikibase-item"))
+    entry = live(server).get_entry("Q2")
+    assert entry.label == "Ada Example" and entry.claims[0].value == Value("human", "Q5")
+    asked = [request["params"] for request in server.requests if request["params"].get("action") == "wbgetentities"]
+    assert all(params["languages"] == "en|mul" and params["languagefallback"] == "1" for params in asked)

@@ -11,7 +11,7 @@ from agent.kb.live import LiveWikidata, WikidataConfig
 from agent.llm import ChatModel, LLMConfig
 from tests.support.euler import EULER_ADVISORS_QUERY, euler_entities
 from tests.support.llm_server import ErrorReply, SlowReply, TextReply, ToolCallReply
-from tests.support.wikidata_server import SparqlReply, select
+from tests.support.wikidata_server import SparqlReply, entity, select
 
 
 def call(name, argument=None, thought="thinking"):
@@ -377,3 +377,31 @@ def test_labels_get_their_ids_and_an_exploratory_limit_goes(llm_server, wikidata
     assert result.final_sparql == rewritten
     assert result.end_of_run == ["label_ids", "limit", "distinct"] and not result.best_effort
     assert result.answer[0]["advisor"]["value"].endswith("Q124500")
+
+
+SCHOLARLY_PLAIN = "SELECT ?author WHERE { wd:Q60133667 wdt:P50 ?author }"
+SCHOLARLY_FEDERATED = ("SELECT ?author WHERE { SERVICE wdsubgraph:scholarly_articles "
+                       "{ wd:Q60133667 wdt:P50 ?author } }")
+
+
+def test_scholarly_articles_are_marked_and_reached_through_federation(llm_server, wikidata_server):
+    def graph_split(query):
+        # Since May 2025 the main graph holds no scholarly article; the federated service does.
+        if "Q60133667" in query and "wdsubgraph:scholarly_articles" not in query:
+            return select(["author"], [])
+        return select(["author"], [{"author": "Q1001"}])
+
+    wikidata = wikidata_server(sparql=graph_split)
+    wikidata.add(entity("Q60133667", "Riemannian Geometry", "scientific article published in Nature"))
+    kb = LiveWikidata(WikidataConfig(api_url=wikidata.api_url, sparql_url=wikidata.sparql_url),
+                      http=HttpClient(backoff=0.01))
+    server = llm_server([call("search_wikidata", "Riemannian Geometry"), call("execute_sparql", SCHOLARLY_PLAIN),
+                         call("execute_sparql", SCHOLARLY_FEDERATED), call("stop")])
+    result = make_agent(server, kb).run("Who wrote the Nature article Riemannian Geometry?")
+    assert "[scholarly graph]" in result.steps[0].observation
+    assert "SERVICE wdsubgraph:scholarly_articles" in server.requests[0]["messages"][0]["content"]
+    assert result.steps[1].query_status == "empty" and result.steps[2].query_status == "ok"
+    assert result.stop_reason == "stop" and "wdsubgraph:scholarly_articles" in result.final_sparql
+    other = llm_server([call("stop")])
+    make_agent(other, kb, scholarly_service="", max_total_actions=1).run("q")
+    assert "scholarly" not in other.requests[0]["messages"][0]["content"]

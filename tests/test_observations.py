@@ -14,7 +14,7 @@ def test_search_shows_at_most_eight_items_and_four_properties_with_datatypes():
                                         for i in range(1, 7)])
     text = format_search(results)
     assert text.count("(Q") == 8 and text.count("(P") == 4
-    assert "item 1 (Q1): a thing" in text and "prop 1 (P1) [wikibase-item]: a property" in text
+    assert "item 1 (Q1): a thing" in text and "prop 1 (P1) [wikibase-item: an item]: a property" in text
 
 
 def test_large_results_show_the_first_and_last_five_rows():
@@ -54,3 +54,34 @@ def test_entries_group_values_and_keep_qualifiers():
     assert text.startswith("Douglas Adams (Q42): English writer\n")
     assert '"instance of (P31)": "human (Q5)"' in text
     assert '"start time (P580)": "1971"' in text and "Brentwood School (Q4961791)" in text
+
+
+def test_search_marks_scholarly_items_and_says_what_a_datatype_means_for_a_query():
+    results = SearchResults(items=[SearchHit("Q60133667", "Riemannian Geometry", "scientific article published in Nature"),
+                                   SearchHit("Q761383", "Riemannian geometry", "branch of differential geometry")],
+                            properties=[SearchHit("P214", "VIAF ID", "identifier", "external-id"),
+                                        SearchHit("P856", "official website", "URL", "url")])
+    text = format_search(results)
+    assert "Riemannian Geometry (Q60133667): scientific article published in Nature [scholarly graph]" in text
+    assert "Riemannian geometry (Q761383): branch of differential geometry\n" in text
+    assert "VIAF ID (P214) [external-id: an identifier string: compare with a plain literal]" in text
+    assert "[url: an IRI: compare with STR()]" in text
+
+
+def test_entries_show_preferred_values_and_what_wdt_returns():
+    entry = Entry("Q42", "Douglas Adams", claims=[
+        Claim("P551", "residence", Value("Santa Barbara", "Q159288"), rank="preferred"),
+        Claim("P551", "residence", Value("London", "Q84")),
+        Claim("P551", "residence", Value("Islington", "Q1136437")),
+        Claim("P31", "instance of", Value("human", "Q5"), rank="preferred"),
+    ])
+    text = format_entry(entry)
+    assert '"Santa Barbara (Q159288) [preferred]"' in text and '"London (Q84)"' in text
+    assert text.endswith("(wdt: returns only the [preferred] values of P551; p:/ps: return them all)")
+
+
+def test_query_results_drop_the_service_language_tag_only():
+    rows = [{"l": {"type": "literal", "value": "Berlin", "xml:lang": "en"}},
+            {"l": {"type": "literal", "value": "Berlín", "xml:lang": "es"}}]
+    text = format_query_result(QueryResult("ok", ["l"], rows))
+    assert "Berlin\n" in text and "Berlín@es" in text and "@en" not in text

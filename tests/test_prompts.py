@@ -8,7 +8,8 @@ from agent.loop import AgentContext
 from agent.prompts import render, template_names
 
 VARIABLES = {
-    "policy": {"answer_guaranteed": True, "text_protocol": True, "actions": list(ACTIONS.values())},
+    "policy": {"answer_guaranteed": True, "text_protocol": True, "actions": list(ACTIONS.values()),
+               "scholarly_service": "wdsubgraph:scholarly_articles"},
     "extract": {"question": "Who?", "trace": "[1] Thought: look"},
     "question": {"question": "Who?", "context": AgentContext(draft_queries=["ASK {}"], entities=["Q1"])},
     "prune": {"question": "Who?", "entity": "Douglas Adams (Q42): English writer", "entry": "{}"},

@@ -102,7 +102,7 @@ class LiveWikidata:
         found: list[tuple[str, dict[str, Any]]] = []
         for start in range(0, len(ids), 50):
             data = self._api(action="wbgetentities", ids="|".join(ids[start:start + 50]), props=props,
-                             languages=self.config.language)
+                             languages=f"{self.config.language}|mul", languagefallback="1")
             entities = data.get("entities", {})
             entities = entities.values() if isinstance(entities, dict) else entities
             found.extend((entity["id"], entity) for entity in entities if "missing" not in entity and "id" in entity)
