@@ -68,14 +68,18 @@ def step_printer() -> Callable[[Step], None]:
 
 def print_result(result: AgentResult) -> None:
     print(f"\nEnded: {result.stop_reason} ({result.stop_message})")
+    if result.end_of_run:
+        print("End of run: " + ", ".join(result.end_of_run))
     if result.final_sparql is None:
         print("No query answers the question.")
     else:
-        print("\nFinal SPARQL:\n" + result.final_sparql)
+        print(("\nBest-effort SPARQL" if result.best_effort else "\nFinal SPARQL") + ":\n" + result.final_sparql)
         if isinstance(result.answer, bool):
             print(f"\nAnswer: {result.answer}")
         elif result.answer is not None:
             print("\n" + format_table(result.variables, result.answer, head=20, tail=5))
+    if result.explanation:
+        print(f"\nExplanation{f' ({result.language})' if result.language else ''}: {result.explanation}")
     usage = result.usage
     print(f"\n{usage.llm_calls} LLM calls, {usage.prompt_tokens} prompt tokens ({usage.cached_tokens} cached), "
           f"{usage.completion_tokens} completion tokens, {usage.kb_calls} knowledge-base calls, {usage.seconds:.1f} s")

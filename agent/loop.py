@@ -83,11 +83,16 @@ class AgentConfig:
 
 @dataclass
 class AgentContext:
-    """What the asker gave besides the question."""
+    """What the asker gave besides the question.
+
+    For a follow-up in a thread, ``thread`` holds the discussion so far and
+    ``previous_query`` the agent's own earlier final query, the draft to revise.
+    """
 
     draft_queries: list[str] = field(default_factory=list)
     entities: list[str] = field(default_factory=list)
     thread: str = ""
+    previous_query: str = ""
 
 
 class _RunEnded(Exception):

@@ -87,11 +87,13 @@ def test_answer_guarantee_is_a_setting(llm_server, kb):
 def test_context_from_the_asker_reaches_the_prompt(llm_server, kb):
     server = llm_server([call("stop")])
     context = AgentContext(draft_queries=["SELECT ?x WHERE { ?x wdt:P31 wd:Q5 }"], entities=["Q7604", "P184"],
-                           thread="Someone: try P184")
+                           thread="Someone: try P184", previous_query=EULER_ADVISORS_QUERY)
     make_agent(server, kb, max_total_actions=1).run("Who advised Euler?", context=context)
     prompt = server.requests[0]["messages"][1]["content"]
     assert "SELECT ?x WHERE { ?x wdt:P31 wd:Q5 }" in prompt and "Q7604, P184" in prompt
     assert "try P184" in prompt
+    assert "Your earlier answer in this thread used this query; revise it" in prompt
+    assert EULER_ADVISORS_QUERY in prompt
 
 
 def test_a_repeated_action_is_rolled_back_alone_and_the_next_prompt_says_why(llm_server, kb):

@@ -11,7 +11,8 @@ VARIABLES = {
     "policy": {"answer_guaranteed": True, "text_protocol": True, "actions": list(ACTIONS.values()),
                "scholarly_service": "wdsubgraph:scholarly_articles"},
     "extract": {"question": "Who?", "trace": "[1] Thought: look"},
-    "question": {"question": "Who?", "context": AgentContext(draft_queries=["ASK {}"], entities=["Q1"])},
+    "question": {"question": "Who?", "context": AgentContext(draft_queries=["ASK {}"], entities=["Q1"],
+                                                             previous_query="SELECT ?x WHERE { ?x ?p ?o }")},
     "prune": {"question": "Who?", "entity": "Douglas Adams (Q42): English writer", "entry": "{}"},
     "baseline": {"question": "Who?"},
 }
