@@ -41,8 +41,10 @@ def user_messages(body: dict) -> str:
     return "\n".join(str(message.get("content") or "") for message in body["messages"] if message["role"] == "user")
 
 
-def scripted(queries: dict[str, str], default: str = EULER_ADVISORS_QUERY, thought: str = "Ask the query service."):
-    """A model that runs one query (chosen by a phrase of the question), then stops."""
+def scripted(queries: dict[str, str], default: str = EULER_ADVISORS_QUERY, final: str = "That answers it.",
+             first: str = "Ask the query service."):
+    """A model that runs one query (chosen by a phrase of the question), then stops; *first* and *final* are
+    its two thoughts."""
 
     def reply(body):
         if "tools" not in body:
@@ -50,8 +52,8 @@ def scripted(queries: dict[str, str], default: str = EULER_ADVISORS_QUERY, thoug
         asked = user_messages(body)
         query = next((query for phrase, query in queries.items() if phrase in asked), default)
         if not any(message["role"] == "tool" for message in body["messages"]):
-            return ToolCallReply("execute_sparql", {"thought": thought, "sparql": query})
-        return ToolCallReply("stop", {"thought": "That answers it.", "language": "en",
+            return ToolCallReply("execute_sparql", {"thought": first, "sparql": query})
+        return ToolCallReply("stop", {"thought": final, "language": "en",
                                       "explanation": "The query lists Euler's doctoral advisors (P184)."})
 
     return reply
@@ -194,14 +196,17 @@ def test_one_bad_section_never_keeps_the_others_waiting(mediawiki, forum, servic
     page += "\n\n== Bad date ==\nWhat? [[User:Eve|Eve]] 25:61, 31 February 2026 (UTC)\n"
     page += new_section("Huge", "A question whose answer is huge.", minute=1)
     page += new_section("Broken text", "A question the model answers with broken text.", minute=2)
+    page += new_section("Broken thought", "A question the model thinks about in broken text.", minute=2)
     page += new_section("Too long", "x " * 10001, minute=3)
     page += new_section("Euler", "Who advised Euler?", minute=4)
-    mediawiki.edit_as_human(forum, page, "five new sections")
-    model = llm_server(scripted({"huge": huge}, thought="Ask \ud800 the query service."))
-    ordinary = llm_server(scripted({"huge": huge, "broken text": EULER_ADVISORS_QUERY}))
+    mediawiki.edit_as_human(forum, page, "six new sections")
+    models = {"broken text": llm_server(scripted({}, final="That \ud800 answers it.")),
+              "broken thought": llm_server(scripted({}, first="Ask \ud800 the query service."))}
+    ordinary = llm_server(scripted({"huge": huge}))
 
     def mixed(body):
-        return (model if "broken text" in user_messages(body) else ordinary).next_reply(body)
+        asked = user_messages(body)
+        return next((model for phrase, model in models.items() if phrase in asked), ordinary).next_reply(body)
 
     done = run_bot(tmp_path, services, forum, "--once", "--live", "--config", str(tmp_path / "bot.ini"),
                    llm=llm_server(mixed))
@@ -210,7 +215,7 @@ def test_one_bad_section_never_keeps_the_others_waiting(mediawiki, forum, servic
     note = section_text(text, "Too long")
     assert "longer than 20,000 characters" in note and "[[User:SpinachBot" in note
     state = records(tmp_path)
-    for heading in ("Huge", "Broken text"):
+    for heading in ("Huge", "Broken text", "Broken thought"):
         [(status, attempts, error)] = [value for key, value in state.items() if key.startswith(heading + " @")]
         answered = "[[User:SpinachBot" in section_text(text, heading)
         assert answered == (status == "answered"), (heading, status, error)
