@@ -218,7 +218,7 @@ class ForumPage:
             revision = page.latest_revision_id
             if revision == base:
                 raise Error(f"the wiki reported no new revision of {self.title}; the reply was not saved")
-            if self._confirm(revision, base, checked.text, section, checked.reply):
+            if self._confirm(revision, base, checked.text, section, checked.reply, attribution):
                 return PostOutcome("posted", revision=revision, diff=diff)
         raise EditConflictError(self.page())
 
@@ -227,7 +227,8 @@ class ForumPage:
                                           rvprop="ids|user|content", rvslots="main", formatversion=2).submit()
         return answer["query"]["pages"][0]["revisions"][0]
 
-    def _confirm(self, revision: int, base: int, sent: str, section: Section, signed_reply: str) -> bool:
+    def _confirm(self, revision: int, base: int, sent: str, section: Section, signed_reply: str,
+                 attribution: Attribution | None = None) -> bool:
         """Read back *revision*: ``True`` when it holds exactly our edit; otherwise undo it.
 
         A parent other than *base* means someone saved in between and MediaWiki merged; the merge is
@@ -239,7 +240,7 @@ class ForumPage:
         text = saved["slots"]["main"]["content"]
         if saved["parentid"] != base:
             parent = self._revision(saved["parentid"])["slots"]["main"]["content"]
-            moved = find_section(parse_sections(parent), section.key) if section.key else None
+            moved = self.locate(parent, section.key, attribution) if section.key else None
             merged = moved is not None and text == insert_reply(parent, moved, signed_reply)
             if merged:
                 return True
