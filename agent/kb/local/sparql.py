@@ -35,6 +35,8 @@ from agent.kb.dialect import PREFIXES, Unsupported, emulate_wdqs, masked
 from agent.sparql_lexer import Token, tokenize
 
 ENTITY = PREFIXES["wd"]
+#: How long a new query worker may take to start and open the store.
+STARTUP_SECONDS = 120
 #: Tokens that end a subject (or an object), so that what follows is a verb.
 _TERMS = ("var", "iri", "pname", "bnode", "string", "number", "langtag")
 
@@ -207,6 +209,7 @@ def run_on_store(store: ox.Store, query: str, language: str = "en") -> dict[str,
 
 def _worker(path: str, language: str, connection: Any) -> None:
     store = ox.Store.read_only(path)
+    connection.send("ready")  # a query's time limit starts once the store is open, not while Python starts
     while True:
         try:
             query = connection.recv()
@@ -226,13 +229,21 @@ class QueryEngine:
         self._process: multiprocessing.Process | None = None
         self._connection: Any = None
 
-    def _start(self) -> None:
+    def _start(self) -> str | None:
+        """Start a worker and wait until it has the store open; a message when it could not."""
         context = multiprocessing.get_context("spawn")
         parent, child = context.Pipe()
         self._process = context.Process(target=_worker, args=(str(self.store_path), self.language, child),
                                         daemon=True)
         self._process.start()
         self._connection = parent
+        try:
+            if parent.poll(STARTUP_SECONDS) and parent.recv() == "ready":
+                return None
+        except (EOFError, OSError):
+            pass
+        self.restart()
+        return f"the local store's query worker could not open {self.store_path} (see its error above)"
 
     def restart(self) -> None:
         """End the worker: the next query starts one that sees the store as it is now."""
@@ -245,7 +256,9 @@ class QueryEngine:
         timeout = timeout or self.default_timeout
         with self._lock:
             if self._process is None or not self._process.is_alive():
-                self._start()
+                failure = self._start()
+                if failure:
+                    return QueryResult(status="error", message=failure)
             try:
                 self._connection.send(sparql)
             except OSError:
