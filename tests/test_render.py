@@ -7,6 +7,7 @@ wiki's parser is the judge of what a reply does on a page.
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import urllib.parse
@@ -20,6 +21,7 @@ from hypothesis import strategies as st
 from agent.trace import AgentResult, Step, Usage
 from bot.render import MIN_CHARS, final_query_wikitext, render_reply
 from bot.wikitext import QUERY_SERVICE, encode, fits_sparql_template
+from tests.test_gold_queries_render import CHUNK, HREF, parse
 
 STRIP_MARKER = "\x7f'\"`UNIQ--nowiki-00000000-QINU`\"'\x7f"
 HOSTILE = ("}} {{ [[Category:Spam]] ~~~~ ~~~~~ <script>alert(1)</script> __NOTOC__ \n== heading ==\n"
@@ -203,6 +205,21 @@ def linked_query(wikitext: str) -> str:
     return urllib.parse.unquote(str(link.url).removeprefix(QUERY_SERVICE))
 
 
+def test_try_it_cases_on_the_real_wiki_open_the_exact_query_and_add_nothing(mediawiki):
+    page = "".join(f'<div id="gold-{n}">\n{final_query_wikitext(query)}\n</div><div id="end-{n}"></div>\n'
+                   for n, query in enumerate(TRY_IT_CASES))
+    parsed = parse(mediawiki.api_url, page)
+    assert parsed["links"] == [] and parsed["categories"] == [] and parsed["sections"] == []
+    assert {item["title"] for item in parsed["templates"]} <= {"Template:SPARQL"}
+    assert all(url.startswith(QUERY_SERVICE) for url in parsed["externallinks"])
+    assert "<!--" not in parsed["text"] and "\x7f" not in parsed["text"]
+    chunks = dict(CHUNK.findall(parsed["text"]))
+    assert len(chunks) == len(TRY_IT_CASES)
+    for number, chunk in chunks.items():
+        [href] = HREF.findall(chunk)
+        assert urllib.parse.unquote(html.unescape(href).removeprefix(QUERY_SERVICE)) == TRY_IT_CASES[int(number)]
+
+
 @pytest.mark.parametrize("query", TRY_IT_CASES)
 def test_try_it_opens_the_models_exact_query(query):
     wikitext = final_query_wikitext(query)
@@ -301,10 +318,10 @@ def test_a_hostile_reply_saved_on_the_real_wiki_stays_inert_and_collapsed(mediaw
     assert {link["title"] for link in parsed["links"]} <= {"User:Alice", "User talk:Alice"}
     assert {t["title"] for t in parsed["templates"]} <= {"Template:SPARQL", "Template:Q"}
     assert all(url.startswith(QUERY_SERVICE) for url in parsed["externallinks"])
-    html = parsed["text"]
-    assert "<script" not in html and "<h2" in html and html.count("<h2") == 1 and "UNIQ" in html
+    rendered = parsed["text"]
+    assert "<script" not in rendered and rendered.count("<h2") == 1 and "UNIQ" in rendered
     reader = Collapsible()
-    reader.feed(html)
+    reader.feed(rendered)
     inside = squash("".join(reader.inside))
     for number in range(6):
         assert f"step {number}: }}}} {{{{ [[Category:Spam]]" in inside
