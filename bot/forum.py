@@ -187,10 +187,6 @@ class Section:
         return self.signatures[0].timestamp if self.signatures else None
 
     @property
-    def body(self) -> str:
-        return self.text.split("\n", 1)[1] if "\n" in self.text else ""
-
-    @property
     def opening(self) -> str:
         """The question as first written: the text after the heading line, up to its first signature."""
         body_start = self.text.find("\n") + 1 if "\n" in self.text else len(self.text)

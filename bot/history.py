@@ -25,7 +25,7 @@ log = logging.getLogger(__name__)
 #: The owner of lines whose revision is not known (on the page at the bot's first look).
 UNKNOWN = 0
 #: At most this many revisions are read in one pass; beyond, the changes are attributed in one step.
-MAX_REVISIONS = 100
+MAX_REVISIONS = 50
 
 
 @dataclass

@@ -134,10 +134,14 @@ class Watcher:
             return Attribution.first_look(revision, text)
         if stored.revision == revision and stored.text == text:
             return stored
-        revisions = revisions_after(self.forum.site, self.forum.title, stored.revision, revision)
+        try:
+            revisions = revisions_after(self.forum.site, self.forum.title, stored.revision, revision)
+        except pywikibot.exceptions.APIError as error:  # e.g. the revision read last was deleted since
+            log.warning("cannot read the revisions of %s since %d (%s)", self.forum.title, stored.revision, error)
+            revisions = None
         if revisions is None:
-            log.warning("more revisions of %s than can be read; their changes are attributed together",
-                        self.forum.title)
+            log.warning("the changes to %s since revision %d are attributed together, to no known user",
+                        self.forum.title, stored.revision)
             revisions = []
         current = stored
         for newer in revisions:
