@@ -41,7 +41,8 @@ def _as_is(argument: str) -> tuple[str, str | None]:
 @dataclass(frozen=True)
 class ActionSpec:
     name: str
-    #: One line, sent as the tool's description and listed in the text protocol's policy.
+    #: One line, listed in the policy prompt (the tool schema leaves it out: the policy is the one
+    #: place that explains the actions, so a prompt does not carry it twice).
     description: str
     #: The argument the trace records; ``None`` for ``stop``.
     argument: Parameter | None
@@ -58,7 +59,7 @@ class ActionSpec:
         return f"{self.name}({self.argument.name if self.argument else ''})"
 
     def schema(self) -> dict:
-        """The action as an OpenAI tool; every tool also takes the step's ``thought``."""
+        """The action as an OpenAI tool (names and parameters); every tool also takes the step's ``thought``."""
         properties = {"thought": {"type": "string"}}
         required = ["thought"]
         for parameter in ((self.argument,) if self.argument else ()) + self.extras:
@@ -67,8 +68,7 @@ class ActionSpec:
                 properties[parameter.name]["description"] = parameter.description
             required.append(parameter.name)
         return {"type": "function", "function": {
-            "name": self.name, "description": self.description,
-            "parameters": {"type": "object", "properties": properties, "required": required}}}
+            "name": self.name, "parameters": {"type": "object", "properties": properties, "required": required}}}
 
 
 _QID = re.compile(r"^(?:wd:|https?://www\.wikidata\.org/(?:entity|wiki)/)?(Q[1-9][0-9]*)$", re.IGNORECASE)
@@ -118,16 +118,15 @@ def _query(kb: KnowledgeBase, sparql: str, timeout: float | None) -> Outcome:
 ACTIONS: dict[str, ActionSpec] = {
     spec.name: spec
     for spec in (
-        ActionSpec("search_wikidata", "Find items and properties by label.", Parameter("query", ""),
+        ActionSpec("search_wikidata", "items and properties by label", Parameter("query", ""),
                    execute=_search),
-        ActionSpec("get_wikidata_entry", "Read an item's statements.", Parameter("qid", ""),
+        ActionSpec("get_wikidata_entry", "an item's statements", Parameter("qid", ""),
                    check=_check_qid, execute=_entry),
-        ActionSpec("get_property_examples", "See how a property is used.", Parameter("pid", ""),
+        ActionSpec("get_property_examples", "how a property is used", Parameter("pid", ""),
                    check=_check_pid, execute=_examples),
-        ActionSpec("execute_sparql", "Run a query.", Parameter("sparql", ""), execute=_query),
-        ActionSpec("stop", "Finish on the last query.", None,
-                   extras=(Parameter("explanation", "2-5 sentences for the asker."),
-                           Parameter("language", "The asker's language code."))),
+        ActionSpec("execute_sparql", "run a query", Parameter("sparql", ""), execute=_query),
+        ActionSpec("stop", "finish on the last query, with your explanation and the asker's language code",
+                   None, extras=(Parameter("explanation", ""), Parameter("language", ""))),
     )
 }
 

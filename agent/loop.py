@@ -70,8 +70,9 @@ class AgentConfig:
     prune_threshold: int = 1500
     #: Seconds a query may run; ``None`` leaves it to the knowledge base.
     query_timeout: float | None = None
-    #: Steps older than this many path steps lose their thought in the prompt, and their search
-    #: results and entries shrink to the hits and statements used since.
+    #: Steps older than this many path steps show their search results and entries shrunk to the
+    #: hits and statements used since, and their query results cut to the first rows.  (Only the
+    #: last step keeps its thought.)
     recent_steps: int = 2
     #: Where the scholarly articles are, seen from the query service the agent asks (the WDQS graph
     #: split of May 2025 took them out of the main graph); "" when that service holds them itself.
@@ -315,10 +316,11 @@ class _Run:
         for position, index in enumerate(path):
             step = self.steps[index]
             observation, thought = step.observation or "", step.thought
+            if position < len(path) - 1:
+                thought = ""  # the model's reasoning matters for its next step; its actions stay
             if position < len(path) - self.config.recent_steps:
                 # An old step keeps what later steps built on: its action, the hits and statements used
                 # since, the first rows of its result.
-                thought = ""
                 later = " ".join(self.steps[i].argument + " " + self.steps[i].thought for i in path[position + 1:])
                 if step.action == "search_wikidata":
                     observation = observations.shrink_search(observation, later)

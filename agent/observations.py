@@ -205,8 +205,10 @@ OLD_RESULT_ROWS = 3
 
 
 def shrink_result(observation: str) -> str:
-    """An old query result cut to its header, its first rows and its row count."""
+    """An old query result cut to its header, its first rows and its row count; an old error to its first line."""
     lines = observation.splitlines()
+    if lines and not re.fullmatch(r"\(\d+ rows?\)", lines[-1]):
+        return lines[0] if len(lines) > 1 else observation
     if len(lines) <= OLD_RESULT_ROWS + 2 or not re.fullmatch(r"\(\d+ rows?\)", lines[-1]):
         return observation
     return "\n".join(lines[:OLD_RESULT_ROWS + 1] + ["...", lines[-1]])

@@ -171,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
              statistics.mean([c.chars for c in ours]) / statistics.mean([c.chars for c in upstream]),
              statistics.median([c.uncached for c in ours]) / statistics.median([c.uncached for c in upstream]),
              statistics.mean([c.uncached for c in ours]) / statistics.mean([c.uncached for c in upstream])]
-    print(f"{'ours / upstream':<20} " + " ".join(f"{value:>10.0%}" for value in ratio))
+    print(f"{'ours / upstream':<20} " + " ".join(f"{value:>10.1%}" for value in ratio))
     return 0
 
 
