@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+import agent.actions
 from harness.evaluation import read_jsonl
 from harness.prices import Price
 from harness.qald_metric import QaldScores, QuestionScore, aggregate, score_question
@@ -28,7 +29,7 @@ PAPER = {
 #: The paper's cost of the agent on QALD-10 with GPT-4o, dollars per question.
 PAPER_COST = 0.1253
 QALD_DATASETS = ("qald7", "qald9plus", "qald10")
-ACTIONS = ("search_wikidata", "get_wikidata_entry", "get_property_examples", "execute_sparql", "stop")
+ACTIONS = tuple(agent.actions.ACTIONS)  # the one definition of the actions
 USAGE = ("llm_calls", "prompt_tokens", "completion_tokens", "cached_tokens", "kb_calls", "seconds")
 
 
