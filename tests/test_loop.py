@@ -407,3 +407,10 @@ def test_scholarly_articles_are_marked_and_reached_through_federation(llm_server
     other = llm_server([call("stop")])
     make_agent(other, kb, scholarly_service="", max_total_actions=1).run("q")
     assert "scholarly" not in other.requests[0]["messages"][0]["content"]
+
+
+def test_the_models_free_text_is_kept_as_the_thought(llm_server, kb):
+    server = llm_server([ToolCallReply("execute_sparql", {"thought": "", "sparql": EULER_ADVISORS_QUERY},
+                                       content="Euler's advisor is in P184; run it."), call("stop")])
+    result = make_agent(server, kb).run("Who advised Euler?")
+    assert result.steps[0].thought == "Euler's advisor is in P184; run it."

@@ -27,3 +27,15 @@ def test_each_prompt_renders(name):
 def test_a_missing_variable_is_an_error():
     with pytest.raises(jinja2.UndefinedError):
         render("prune", question="Who?")
+
+
+def test_the_policy_carries_every_instruction_of_the_papers_policy():
+    from agent.actions import ACTIONS
+
+    policy = render("policy", answer_guaranteed=True, text_protocol=False, actions=list(ACTIONS.values()),
+                    scholarly_service="wdsubgraph:scholarly_articles")
+    for phrase in ("tiny query fragments", "run each", "Verify each assumption", "one piece at a time",
+                   "Never repeat an action", "has an answer in Wikidata", "ASK only at the very end",
+                   "not only labels", "answers seen in entries by a query", "truncated",
+                   "2-5 sentences", "in their language", "Claim nothing the results did not show"):
+        assert phrase in policy, phrase

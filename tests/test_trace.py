@@ -26,3 +26,13 @@ def test_failed_query_has_no_answer_but_an_empty_one_has_rows():
     assert QueryResult(status="syntax_error", message="bad").answer is None
     assert QueryResult(status="empty", variables=["x"]).answer == []
     assert QueryResult(status="ok", boolean=False).answer is False
+
+
+def test_records_written_before_the_explanation_existed_still_load():
+    old = {"question": "Who?", "final_sparql": None, "answer": None, "variables": [], "steps": [],
+           "stop_reason": "action_limit", "stop_message": "30 actions taken", "usage": Usage().to_dict()}
+    restored = AgentResult.from_dict(old)
+    assert (restored.explanation, restored.language, restored.best_effort, restored.end_of_run) == ("", "", False, [])
+    new = AgentResult("Wer?", None, None, [], [], "stop", explanation="Nichts gefunden.", language="de",
+                      best_effort=True, end_of_run=["extraction"])
+    assert AgentResult.from_dict(json.loads(json.dumps(new.to_dict()))) == new
