@@ -448,7 +448,8 @@ def extract_request(section: Section) -> Request:
     question = plain_text(section.opening)
     combined = "".join(_by_author(section))
     code = mwparserfromhell.parse(combined)
-    return Request(heading=section.heading, question=f"{section.heading}\n\n{question}" if question else section.heading,
+    return Request(heading=section.heading,
+                   question=f"{section.heading}\n\n{question}" if question else section.heading,
                    queries=_queries(code), entities=_entities(code), thread=thread_text(section))
 
 

@@ -222,8 +222,10 @@ class Watcher:
             record = self.state.section(page, key)
         if record.status != "pending" or record.next_attempt > time.time():
             return None
-        if section.answered and self.state.answered_followups(page, section.key) >= self.config.max_followups:
-            self.state.record_skipped(page, key, f"at most {self.config.max_followups} follow-ups per section")
+        answered = max(self.state.answered_followups(page, section.key), len(section.replies) - 1)
+        if section.answered and answered >= self.config.max_followups:
+            self.state.record_skipped(page, key,
+                                      f"follow-up limit reached (max_followups = {self.config.max_followups})")
             self.counter["skipped"] += 1
             return None
         return Task(key, section, "follow-up", followup)

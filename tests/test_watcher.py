@@ -165,8 +165,16 @@ def test_a_follow_up_is_answered_once_in_the_thread_even_when_the_bot_is_killed(
     # A lost state write after the save, then more runs: still one answer to the follow-up.
     shutil.copy(tmp_path / "before.sqlite", tmp_path / "state.sqlite")
     run_bot(tmp_path, services, forum, "--once", "--live", llm=answers)
-    run_bot(tmp_path, services, forum, "--once", "--live", llm=answers)
     assert len(bot_edits(mediawiki, forum)) == 2
+
+    # A second follow-up is past max_followups (1 here), counted from the page as well as the state.
+    (tmp_path / "bot.ini").write_text("[bot]\nmax_followups = 1\n")
+    mediawiki.edit_as_human(forum, mediawiki.page_text(forum) + "\n::::And the thesis title? "
+                            + signature(minute=40), "second follow-up")
+    run_bot(tmp_path, services, forum, "--once", "--live", "--config", str(tmp_path / "bot.ini"), llm=answers)
+    assert len(bot_edits(mediawiki, forum)) == 2
+    assert any(status == "skipped" and "max_followups = 1" in error
+               for key, (status, _, error) in records(tmp_path).items() if " / r" in key)
 
 
 def test_a_ping_in_a_backlog_section_is_answered_and_a_human_answered_section_is_not(
