@@ -146,6 +146,7 @@ def test_the_stop_page_blocks_every_edit(mediawiki, forum, services, tmp_path):
     mediawiki.edit_as_human(f"User:{BOT_USER}/Stop", "stop: the bot posted nonsense", "stop the bot")
     done = run_bot(tmp_path, services, forum, "--once", "--live")
     assert done.returncode == 0 and "emergency stop" in done.stderr
+    assert f"User:{BOT_USER}/Stop is not empty" in done.stderr and "{username}" not in done.stderr
     assert bot_edits(mediawiki, forum) == []
 
 

@@ -51,13 +51,14 @@ class Fault:
     """*action* for the next *times* requests that *match*: a :class:`Reply`, ``"drop"`` or a callback.
 
     A callback gets the request's parameters and is run before the request is
-    forwarded (``when="before"``), or after the service answered and before
-    the answer is passed on (``when="after"``).
+    forwarded (``when="before"``; parameters it returns replace the request's
+    form body, as a wiki that stores something else would), or after the
+    service answered and before the answer is passed on (``when="after"``).
     """
 
     name: str
     match: Callable[[str, Params], bool]
-    action: Reply | str | Callable[[Params], None]
+    action: Reply | str | Callable[[Params], Params | None]
     times: int = 1
     when: str = "before"
     #: For "drop": how long the connection is held before it is closed without an answer.
@@ -208,9 +209,13 @@ def _handler_for(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
                     self.close_connection = True
                     self.connection.shutdown(socket.SHUT_RDWR)
                     return
-                fault.action(params)
+                replaced = fault.action(params)
+                if replaced is not None:
+                    body = urllib.parse.urlencode(replaced).encode()
             headers = {name: value for name, value in self.headers.items()
-                       if name.lower() not in ("host", "connection", "keep-alive", "proxy-connection")}
+                       if name.lower() not in ("host", "connection", "keep-alive", "proxy-connection",
+                                               "content-length")}
+            headers["Content-Length"] = str(len(body))
             headers["Host"] = f"{proxy.upstream_host}:{proxy.upstream_port}"
             status, response_headers, answer = proxy._forward(self.command, self.path, headers, body)
             after = proxy._take(self.path, params, "after")

@@ -1,0 +1,484 @@
+"""Faults survived and counted: the real bot, a real MediaWiki, fault proxies in front of the wiki, the model and
+the query service.
+
+Three families, each run as an operator would meet it (``python -m bot.run`` in a subprocess):
+
+* SIGKILL at every write point (during the agent run; after the wiki accepted the edit and before the state
+  write; during the state write; during the page read), then a restart: one reply, answered, state intact;
+* human edits racing the bot (while the agent works; held by the proxy between the bot's read and its save, in
+  another section or the same one; in the same second as the revision the bot read): no human character lost,
+  the reply once, in its section;
+* faults injected while the watcher runs (model, query service, wiki): the watcher stays alive, every failure
+  is recorded and retried, every question is answered once the fault has passed; the stop page halts edits
+  within one pass and edits resume when it is emptied.
+
+The figures (trials, faults, double replies, lost characters, unanswered sections) are printed at the end.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+import urllib.parse
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from tests.support.euler import EULER_ADVISORS_QUERY, euler_entities
+from tests.support.fault_proxy import FaultProxy, Fault, Reply, api_error, path_contains, wiki_action
+from tests.support.llm_server import ErrorReply, ToolCallReply
+from tests.support.mediawiki import BOT_USER, PORT, write_pywikibot_dir
+from tests.support.wikidata_server import select
+
+pytestmark = pytest.mark.mediawiki
+FIGURES: Counter = Counter()
+SIGNATURE = f"[[User:{BOT_USER}|"
+LEAD = "Ask your SPARQL questions here.\n"
+KILL_TRIALS = 5
+RACE_TRIALS = 4
+
+
+class _FiguresReport:
+    """Adds the suite's figures to pytest's terminal summary (shown whether the tests pass or fail)."""
+
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        if FIGURES:
+            terminalreporter.write_sep("-", "fault suite figures")
+            terminalreporter.write_line(", ".join(f"{name}: {FIGURES[name]}" for name in sorted(FIGURES)))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def figures(request):
+    if not request.config.pluginmanager.has_plugin("fault-figures"):
+        request.config.pluginmanager.register(_FiguresReport(), "fault-figures")
+
+
+def question(heading: str, text: str, minute: int) -> str:
+    return (f"\n== {heading} ==\n{text} [[User:Alice|Alice]] ([[User talk:Alice|talk]]) "
+            f"12:{minute % 60:02d}, 20 November 2026 (UTC)\n")
+
+
+def policy(on_call=None):
+    """A model that runs one query, then stops; *on_call* runs at the first policy call of each question."""
+
+    def reply(body):
+        if "tools" not in body:
+            return ErrorReply(400, "no pruning expected")
+        steps = sum(message["role"] == "tool" for message in body["messages"])
+        if steps == 0:
+            if on_call is not None:
+                on_call(body)
+            return ToolCallReply("execute_sparql", {"thought": "Ask the query service.", "sparql": EULER_ADVISORS_QUERY})
+        return ToolCallReply("stop", {"thought": "That answers it.", "explanation": "It lists the advisors.",
+                                      "language": "en"})
+
+    return reply
+
+
+def section_text(text: str, heading: str) -> str:
+    after = text.split(f"== {heading} ==", 1)[1]
+    return after.split("\n== ", 1)[0]
+
+
+@dataclass
+class Rig:
+    """The wiki, the model and the query service, each behind a fault proxy, and the bot's environment."""
+
+    mediawiki: object
+    wiki: FaultProxy
+    model: FaultProxy
+    query: FaultProxy
+    llm: object
+    directory: Path
+    env: dict[str, str] = field(default_factory=dict)
+    #: Callbacks the stand-in model runs at the first policy call of a question ("model").
+    hooks: dict = field(default_factory=dict)
+
+    def bot(self, page: str, *options: str, state: str = "state.sqlite") -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, "-m", "bot.run", "--page", page, "--state",
+                                 str(self.directory / state), *options], env=self.env, cwd=self.directory,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def run(self, page: str, *options: str, state: str = "state.sqlite") -> tuple[int, str]:
+        process = self.bot(page, *options, state=state)
+        _, stderr = process.communicate(timeout=300)
+        return process.returncode, stderr
+
+    def statuses(self, page: str, state: str = "state.sqlite") -> dict[str, tuple[str, int]]:
+        with sqlite3.connect(self.directory / state) as connection:
+            return {key: (status, attempts) for key, status, attempts in connection.execute(
+                "SELECT key, status, attempts FROM sections WHERE page = ?", (page,))}
+
+    def integrity(self, state: str = "state.sqlite") -> str:
+        with sqlite3.connect(self.directory / state) as connection:
+            return connection.execute("PRAGMA integrity_check").fetchone()[0]
+
+
+@pytest.fixture
+def rig(mediawiki, llm_server, wikidata_server, tmp_path):
+    wikidata = wikidata_server(sparql=lambda query: select(["advisor", "advisorLabel"], [
+        {"advisor": "Q124500", "advisorLabel": {"type": "literal", "value": "Johann Bernoulli", "xml:lang": "en"}}]))
+    wikidata.add(*euler_entities())
+    hooks: dict = {}
+    llm = llm_server(policy(lambda body: hooks.get("model", lambda: None)()))
+    sparql = urllib.parse.urlsplit(wikidata.sparql_url)
+    wiki = FaultProxy(f"http://127.0.0.1:{PORT}")
+    model = FaultProxy(llm.base_url.rsplit("/v1", 1)[0])
+    query = FaultProxy(f"http://{sparql.netloc}")
+    directory = tmp_path
+    pywikibot_dir = write_pywikibot_dir(directory / "pywikibot", wiki.url("/api.php"))
+    sparql_path = sparql.path + (f"?{sparql.query}" if sparql.query else "")
+    env = {**os.environ, "PYWIKIBOT_DIR": str(pywikibot_dir), "OPENAI_API_KEY": "sk-test-secret-value",
+           "OPENAI_BASE_URL": model.url("/v1"), "WIKIDATA_API_URL": wikidata.api_url,
+           "WIKIDATA_SPARQL_URL": query.url(sparql_path)}
+    mediawiki.edit_as_human(f"User:{BOT_USER}/Stop", "", "clear the stop page")
+    rig = Rig(mediawiki, wiki, model, query, llm, directory, env, hooks)
+    yield rig
+    for proxy in (wiki, model, query):
+        proxy.close()
+    assert not (directory / "families").exists() and not (pywikibot_dir / "families").exists()
+
+
+def count_replies(text: str, heading: str) -> int:
+    return section_text(text, heading).count(SIGNATURE)
+
+
+# --- SIGKILL at every write point ---------------------------------------------------------------------------
+
+def _kill_after_journal(process: subprocess.Popen, state: Path, hits: Counter) -> None:
+    """Kill *process* as soon as its SQLite state has a write transaction open (its journal exists)."""
+    journals = [state.with_name(state.name + suffix) for suffix in ("-journal", "-wal")]
+    deadline = time.monotonic() + 20
+    while process.poll() is None and time.monotonic() < deadline:
+        if any(journal.exists() for journal in journals):
+            process.kill()
+            hits["killed during a state write"] += 1
+            return
+    if process.poll() is None:
+        process.kill()
+
+
+@pytest.mark.parametrize("point", ["agent run", "after the save", "state write", "page read"])
+def test_sigkill_at_every_write_point_loses_nothing_and_doubles_nothing(rig, point):
+    human = rig.mediawiki.human()
+    for trial in range(KILL_TRIALS):
+        page = f"Wikidata:Faults/kill {point} {trial}"
+        state = f"kill-{point.replace(' ', '-')}-{trial}.sqlite"
+        human.edit(page, LEAD + question("Euler", "Who advised Euler?", trial))
+        current: dict = {}
+
+        def kill(params=None):
+            current["process"].kill()
+
+        rig.wiki.clear()
+        rig.hooks.pop("model", None)
+        if point == "agent run":
+            rig.hooks["model"] = kill
+        elif point == "after the save":
+            rig.wiki.add(Fault("kill after save", wiki_action("edit", title=page), kill, when="after"))
+        elif point == "state write":
+            rig.wiki.add(Fault("kill in state write", wiki_action("edit", title=page), lambda params: threading.Thread(
+                target=_kill_after_journal, args=(current["process"], rig.directory / state, FIGURES),
+                daemon=True).start(), when="after"))
+        else:
+            reads = Counter()
+
+            def page_read(path, params, page=page):
+                if params.get("action") == "query" and "content" in params.get("rvprop", "") \
+                        and params.get("titles") == page:
+                    reads["n"] += 1
+                    return reads["n"] == trial % 2 + 1  # the pass's read, or the re-read before saving
+                return False
+
+            rig.wiki.add(Fault("kill in page read", page_read, kill))
+        current["process"] = rig.bot(page, "--once", "--live", "--backlog", state=state)
+        current["process"].communicate(timeout=300)
+        assert current["process"].returncode == -signal.SIGKILL, f"trial {trial}: the bot was not killed"
+        rig.wiki.clear()
+        rig.hooks.pop("model", None)
+        code, stderr = rig.run(page, "--once", "--live", "--backlog", state=state)
+        assert code == 0, stderr[-3000:]
+        text = rig.mediawiki.page_text(page)
+        replies = count_replies(text, "Euler")
+        FIGURES["kill trials"] += 1
+        FIGURES["double replies"] += max(0, replies - 1)
+        FIGURES["unanswered sections"] += replies == 0
+        assert replies == 1, f"trial {trial}: {replies} replies\n{stderr[-3000:]}"
+        assert rig.integrity(state) == "ok"
+        assert [status for status, _ in rig.statuses(page, state).values()] == ["answered"], stderr[-3000:]
+
+
+# --- human edits racing the bot ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("race", ["while the agent works", "before the save, another section",
+                                  "before the save, same section", "same second as the revision read"])
+def test_human_edits_racing_the_bot_are_never_lost(rig, race):
+    human = rig.mediawiki.human()
+    same_second = 0
+    for trial in range(RACE_TRIALS):
+        page = f"Wikidata:Faults/race {race} {trial}"
+        other = question("Other", "{{nobots}} An older question, for humans.", 1)
+        human.edit(page, LEAD + other + question("Euler", "Who advised Euler?", 2))
+        added: list[str] = []
+
+        def human_edit(where: str) -> dict:
+            text = rig.mediawiki.page_text(page)
+            snippet = f"Human text {len(added)} of trial {trial}: <b>kept</b> & ~ [[User:Alice|Alice]]"
+            added.append(snippet)
+            if where == "other":
+                text = text.replace("for humans.", "for humans.\n:" + snippet, 1)
+            elif where == "above":
+                text = text.replace("\n== Euler ==", f"\n== Inserted {trial} ==\n{snippet}\n\n== Euler ==", 1)
+            else:
+                text = text.rstrip("\n") + "\n::" + snippet + "\n"
+            return human.edit(page, text, "a human edit racing the bot")
+
+        rig.wiki.clear()
+        rig.hooks.pop("model", None)
+        if race == "while the agent works":
+            rig.hooks["model"] = lambda: (human_edit("above"), human_edit("end"))
+        elif race == "before the save, another section":
+            rig.wiki.add(Fault("human edit held before the save", wiki_action("edit", title=page),
+                               lambda params: human_edit("other")))
+        elif race == "before the save, same section":
+            rig.wiki.add(Fault("human edit held before the save", wiki_action("edit", title=page),
+                               lambda params: human_edit("end")))
+        else:
+            stamps: list[str] = []
+            reads = Counter()
+
+            def is_read(params, page=page) -> bool:
+                return (params.get("action") == "query" and "content" in params.get("rvprop", "")
+                        and params.get("titles") == page)
+
+            def reread(path, params) -> bool:
+                if is_read(params):
+                    reads["n"] += 1
+                    return reads["n"] == 2  # the re-read just before the save
+                return False
+
+            # Right before the bot's re-read a human saves revision R; the bot reads R; right after the wiki
+            # answered that read (the same second), and before the bot's save, the human saves again.
+            rig.wiki.add(Fault("human edit before the read", reread,
+                               lambda params: stamps.append(human_edit("other")["newtimestamp"])))
+            rig.wiki.add(Fault("human edit in the same second", lambda path, params: is_read(params)
+                               and reads["n"] == 2, lambda params: stamps.append(human_edit("end")["newtimestamp"]),
+                               when="after"))
+        code, stderr = rig.run(page, "--once", "--live", "--backlog", state=f"race-{trial}-{len(race)}.sqlite")
+        assert code == 0, stderr[-3000:]
+        text = rig.mediawiki.page_text(page)
+        FIGURES["human edits racing"] += len(added)
+        lost = sum(len(snippet) for snippet in added if snippet not in text)
+        FIGURES["lost human characters"] += lost
+        replies = count_replies(text, "Euler")
+        FIGURES["double replies"] += max(0, replies - 1)
+        FIGURES["unanswered sections"] += replies == 0
+        if race == "same second as the revision read" and len(stamps) == 2 and stamps[0] == stamps[1]:
+            same_second += 1
+        assert added, f"trial {trial}: no human edit was made"
+        assert lost == 0, f"trial {trial}: human text lost\n{stderr[-3000:]}"
+        assert replies == 1, f"trial {trial}: {replies} replies\n{stderr[-3000:]}"
+        assert count_replies(text, "Other") == 0
+    if race == "same second as the revision read":
+        FIGURES["same-second human edits"] += same_second
+        assert same_second >= 1, "no human edit landed in the same second as the revision the bot read"
+
+
+# --- faults with the watcher running -------------------------------------------------------------------------
+
+def _wiki_faults(page: str) -> list[list[Fault]]:
+    edit = wiki_action("edit", title=page)
+    login = (lambda path, params: params.get("action") in ("login", "clientlogin")
+             or params.get("type") == "login")
+    return [
+        [Fault("wiki 503", lambda path, params: params.get("action") == "query",
+               Reply(503, "Service Unavailable", {"Retry-After": "1", "Content-Type": "text/html"}))],
+        [Fault("wiki maxlag", edit, api_error("maxlag", "Waiting for db1: 7 seconds lagged", retry_after=1))],
+        [Fault("wiki readonly", edit, api_error("readonly", "The wiki is currently in read-only mode"))],
+        [Fault("wiki edit conflict", edit, api_error("editconflict", "Edit conflict"))],
+        [Fault("wiki badtoken", edit, api_error("badtoken", "Invalid CSRF token"))],
+        [Fault("wiki assertuserfailed", edit, api_error("assertuserfailed", "You are no longer logged in"))],
+        [Fault("wiki failed re-login", edit, api_error("assertuserfailed", "Session expired")),
+         Fault("wiki failed re-login (login refused)", login, Reply(503, "Service Unavailable",
+                                                                    {"Content-Type": "text/html"}), times=2)],
+        [Fault("wiki blocked bot", edit, api_error("blocked", "You have been blocked from editing"))],
+    ]
+
+
+def _model_faults() -> list[list[Fault] | str]:
+    chat = path_contains("/chat/completions")
+    return [
+        [Fault("model 429 Retry-After", chat, Reply(429, {"error": {"message": "Rate limit reached",
+                                                                     "type": "requests"}}, {"Retry-After": "1"}))],
+        [Fault("model 500", chat, Reply(500, {"error": {"message": "The server had an error"}}))],
+        [Fault("model stalled then dropped", chat, "drop", hold_seconds=2)],
+        [Fault("model malformed JSON", chat, Reply(200, '{"id": "x", "choices": [{"message": '))],
+        "model refused connection",
+    ]
+
+
+def _query_faults() -> list[list[Fault]]:
+    sparql = path_contains("sparql")
+    return [
+        [Fault("query service 429", sparql, Reply(429, "Too Many Requests", {"Retry-After": "1",
+                                                                                "Content-Type": "text/plain"}))],
+        [Fault("query service 500", sparql, Reply(500, "Internal Server Error", {"Content-Type": "text/plain"}))],
+        [Fault("query service timeout", sparql, Reply(500, "SPARQL-QUERY: queryStr=...\n"
+                                                           "java.util.concurrent.TimeoutException\n\tat java...",
+                                                      {"Content-Type": "text/plain"}))],
+    ]
+
+
+def _wait(predicate, seconds: float, what: str, process: subprocess.Popen, log: list[str] | None = None) -> None:
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        tail = "".join((log or [])[-40:])
+        assert process.poll() is None, f"the watcher died while waiting for {what}\n{tail}"
+        assert time.monotonic() < deadline, f"timed out waiting for {what}\n{tail}"
+        time.sleep(0.3)
+
+
+def test_the_watcher_survives_injected_faults_and_answers_every_question(rig):
+    page = "Wikidata:Faults/watcher"
+    human = rig.mediawiki.human()
+    human.edit(page, LEAD)
+    (rig.directory / "bot.ini").write_text("[bot]\ninterval_minutes = 0.02\nretry_minutes = 0.01\n"
+                                           "max_attempts = 30\nmax_sections_per_pass = 3\n")
+    watcher = rig.bot(page, "--live", "--config", str(rig.directory / "bot.ini"))
+    stderr_lines: list[str] = []
+    reader = threading.Thread(target=lambda: stderr_lines.extend(watcher.stderr), daemon=True)
+    reader.start()
+    try:
+        _wait(lambda: _known(rig, page), 60, "the first pass", watcher)
+        rounds = []
+        for number in range(13):  # two wiki faults a round: the second meets the retry of the first
+            wiki, model, query = _wiki_faults(page), _model_faults(), _query_faults()  # fresh, unfired
+            rounds.append([wiki[number % len(wiki)], wiki[(number + len(wiki) // 2) % len(wiki)],
+                           model[number % len(model)], query[number % len(query)]])
+        headings = []
+        for number, faults in enumerate(rounds):
+            heading = f"Question {number}"
+            headings.append(heading)
+            armed: list[Fault] = []
+            refused = False
+            for group in faults:
+                if group == "model refused connection":
+                    refused = True
+                    continue
+                for fault in group:
+                    proxy = rig.wiki if fault.name.startswith("wiki") else (
+                        rig.model if fault.name.startswith("model") else rig.query)
+                    armed.append(proxy.add(fault))
+            text = rig.mediawiki.page_text(page)
+            human.edit(page, text.rstrip("\n") + "\n" + question(heading, f"Question {number}: who advised Euler?",
+                                                                 number))
+            if refused:  # the watcher meets it if it calls the model in that window; counted apart
+                rig.model.refuse(4)
+                FIGURES["model refusal windows"] += 1
+            _wait(lambda: count_replies(rig.mediawiki.page_text(page), heading) >= 1, 120,
+                  f"an answer to {heading} (faults {[fault.name for fault in armed]})", watcher, stderr_lines)
+            FIGURES["faults injected"] += sum(fault.fired for fault in armed)
+            for proxy in (rig.wiki, rig.model, rig.query):
+                proxy.clear()
+        # The stop page halts edits within one pass; emptying it lets them resume.
+        rig.mediawiki.edit_as_human(f"User:{BOT_USER}/Stop", "Stop: checking the bot.", "stop the bot")
+        text = rig.mediawiki.page_text(page)
+        human.edit(page, text.rstrip("\n") + "\n" + question("While stopped", "Who advised Euler?", 59))
+        headings.append("While stopped")
+        time.sleep(5)  # several passes
+        assert count_replies(rig.mediawiki.page_text(page), "While stopped") == 0
+        rig.mediawiki.edit_as_human(f"User:{BOT_USER}/Stop", "", "resume")
+        _wait(lambda: count_replies(rig.mediawiki.page_text(page), "While stopped") >= 1, 120,
+              "edits to resume after the stop page was emptied", watcher)
+        # The stop page filled while the agent works: the save is refused; emptying it lets edits resume.
+        stop_now = [True]
+
+        def stop_during_the_run() -> None:
+            if stop_now:
+                stop_now.clear()
+                rig.mediawiki.edit_as_human(f"User:{BOT_USER}/Stop", "Stop, during a run.", "stop the bot")
+
+        rig.hooks["model"] = stop_during_the_run
+        text = rig.mediawiki.page_text(page)
+        human.edit(page, text.rstrip("\n") + "\n" + question("Stopped mid-run", "Who advised Euler?", 58))
+        headings.append("Stopped mid-run")
+        _wait(lambda: not stop_now, 60, "the agent to run", watcher)
+        time.sleep(5)
+        assert count_replies(rig.mediawiki.page_text(page), "Stopped mid-run") == 0
+        rig.hooks.pop("model")
+        rig.mediawiki.edit_as_human(f"User:{BOT_USER}/Stop", "", "resume")
+        _wait(lambda: count_replies(rig.mediawiki.page_text(page), "Stopped mid-run") >= 1, 120,
+              "edits to resume after a stop raised during a save", watcher)
+        time.sleep(3)  # a few more passes: none may reply twice
+        assert watcher.poll() is None, "the watcher died"
+    finally:
+        watcher.send_signal(signal.SIGTERM)
+        watcher.wait(timeout=120)
+        reader.join(timeout=10)
+    stderr = "".join(stderr_lines)
+    text = rig.mediawiki.page_text(page)
+    replies = {heading: count_replies(text, heading) for heading in headings}
+    FIGURES["watcher questions"] += len(headings)
+    FIGURES["double replies"] += sum(max(0, count - 1) for count in replies.values())
+    FIGURES["unanswered sections"] += sum(count == 0 for count in replies.values())
+    statuses = rig.statuses(page)
+    FIGURES["failures recorded then answered"] += sum(attempts > 0 and status == "answered"
+                                                      for status, attempts in statuses.values())
+    assert watcher.returncode == 0, stderr[-3000:]
+    assert all(count == 1 for count in replies.values()), (replies, stderr[-3000:])
+    assert {status for key, (status, _) in statuses.items() if key.split(" @")[0] in headings} == {"answered"}, \
+        statuses
+    assert FIGURES["faults injected"] >= 50
+    assert "sk-test-secret-value" not in stderr
+
+
+def _known(rig: Rig, page: str) -> bool:
+    try:
+        with sqlite3.connect(rig.directory / "state.sqlite") as connection:
+            return connection.execute("SELECT 1 FROM pages WHERE page = ?", (page,)).fetchone() is not None
+    except sqlite3.Error:
+        return False
+
+
+def test_backlog_is_kept_when_the_first_pass_cannot_reach_the_wiki(rig):
+    page = "Wikidata:Faults/backlog"
+    rig.mediawiki.human().edit(page, LEAD + question("Old question", "Who advised Euler?", 3))
+    (rig.directory / "bot.ini").write_text("[bot]\ninterval_minutes = 0.02\nretry_minutes = 0.01\n")
+    # The bot logs in, then every page read fails: its first passes cannot see the page.
+    outage = rig.wiki.add(Fault("wiki 503 at the first passes", lambda path, params: "titles" in params,
+                                Reply(503, "Service Unavailable", {"Content-Type": "text/html"}), times=1000))
+    watcher = rig.bot(page, "--live", "--backlog", "--config", str(rig.directory / "bot.ini"))
+    try:
+        _wait(lambda: outage.fired >= 3, 60, "the first passes to meet the outage", watcher)
+        rig.wiki.clear()
+        FIGURES["faults injected"] += outage.fired
+        _wait(lambda: count_replies(rig.mediawiki.page_text(page), "Old question") >= 1, 120,
+              "the backlog question to be answered once the wiki is back", watcher)
+    finally:
+        watcher.send_signal(signal.SIGTERM)
+        _, stderr = watcher.communicate(timeout=120)
+    assert count_replies(rig.mediawiki.page_text(page), "Old question") == 1, stderr[-3000:]
+
+
+def test_a_saved_revision_other_than_what_was_sent_is_undone_at_once(rig):
+    page = "Wikidata:Faults/stored otherwise"
+    rig.mediawiki.human().edit(page, LEAD + question("Euler", "Who advised Euler?", 4))
+
+    def normalise(params):  # what the wiki stores is not what the bot sent (as a strip marker would do)
+        return {**params, "text": params["text"].replace("Ask your SPARQL questions", "Ask your questions")}
+
+    rig.wiki.add(Fault("wiki stores other text", wiki_action("edit", title=page, text="*"), normalise, times=1000))
+    code, stderr = rig.run(page, "--once", "--live", "--backlog")
+    assert code == 0, stderr[-3000:]
+    assert rig.mediawiki.page_text(page) == LEAD + question("Euler", "Who advised Euler?", 4).rstrip("\n")
+    bot = [revision for revision in rig.mediawiki.revisions(page) if revision["user"] == BOT_USER]
+    assert len(bot) == 2 and bot[0]["comment"].startswith("undo the bot's reply"), bot
+    assert "differs from what was sent; the bot's edit was undone" in stderr
+    assert [status for status, _ in rig.statuses(page).values()] == ["pending"]
