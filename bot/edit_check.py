@@ -163,15 +163,15 @@ def differences(old: Rendering, new: Rendering, allowance: Allowance, reply_coll
 SENTINEL = "SpinachReplyEndSentinel"
 
 
-class _Balance(HTMLParser):
-    """Finds whether text placed after the reply lands inside one of its collapsible elements."""
+class _Outside(HTMLParser):
+    """The text of parsed HTML that lies outside every collapsible element."""
 
     VOID = {"br", "hr", "img", "input", "meta", "link", "wbr", "col", "source", "area", "base", "embed", "track"}
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
         self.stack: list[tuple[str, bool]] = []
-        self.swallowed = False
+        self.outside: list[str] = []
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag in self.VOID:
@@ -186,16 +186,54 @@ class _Balance(HTMLParser):
                 return
 
     def handle_data(self, data: str) -> None:
-        if SENTINEL in data and any(collapsible for _, collapsible in self.stack):
-            self.swallowed = True
+        if not any(collapsible for _, collapsible in self.stack):
+            self.outside.append(data)
+
+    @classmethod
+    def text(cls, html: str) -> str:
+        reader = cls()
+        reader.feed(html)
+        reader.close()
+        return " ".join("".join(reader.outside).split())
 
 
-def collapsible_closed(site: pywikibot.site.APISite, title: str, reply: str) -> bool:
-    """Whether the reply's collapsible blocks end inside it: a paragraph after it is not swallowed."""
-    balance = _Balance()
-    balance.feed(parse(site, title, text=reply + "\n\n" + SENTINEL, props="text")["text"])
-    balance.close()
-    return not balance.swallowed
+_BLOCK_START = re.compile(r"""<div\s[^<>]*class=["'][^"']*\bmw-collapsible\b""", re.IGNORECASE)
+_DIV = re.compile(r"<(/?)div\b", re.IGNORECASE)
+
+
+def _block(reply: str) -> tuple[int, int] | None:
+    """Where the reply's collapsible block lies in its wikitext: from its ``<div`` to its matching ``</div>``."""
+    start = _BLOCK_START.search(reply)
+    if start is None:
+        return None
+    depth = 0
+    for tag in _DIV.finditer(reply, start.start()):
+        depth += -1 if tag.group(1) else 1
+        if depth == 0:
+            return start.start(), reply.index(">", tag.end()) + 1
+    return start.start(), len(reply)
+
+
+def trace_problems(site: pywikibot.site.APISite, title: str, reply: str) -> list[str]:
+    """How the reply's collapsible block fails to hold its content, as MediaWiki renders it.
+
+    The block must close inside the reply (a paragraph after the reply is not
+    swallowed), and nothing written inside it may render outside it: the
+    reply's text outside collapsible elements equals that of the reply with
+    the block cut out.
+    """
+    block = _block(reply)
+    if block is None:
+        return []
+    rendered = _Outside.text(parse(site, title, text=reply + "\n\n" + SENTINEL, props="text")["text"])
+    problems = []
+    if not rendered.endswith(SENTINEL):
+        problems.append("the reply's collapsible block is not closed")
+    without = reply[:block[0]] + reply[block[1]:]
+    expected = _Outside.text(parse(site, title, text=without + "\n\n" + SENTINEL, props="text")["text"])
+    if rendered.endswith(SENTINEL) and rendered != expected:
+        problems.append("text of the reply's collapsible block renders outside it")
+    return problems
 
 
 def transformed_reply(reply: str, signature: str, timestamp: str) -> str:
@@ -224,8 +262,7 @@ def checked_text(site: pywikibot.site.APISite, title: str, old: str, base: int, 
     before = Rendering.from_parse(parse(site, title, oldid=base))
     after = Rendering.from_parse(parse(site, title, text=transformed))
     found = differences(before, after, allowance, len(COLLAPSIBLE.findall(reply)))
-    if not collapsible_closed(site, title, signed):
-        found.append("the reply's collapsible block is not closed")
+    found += trace_problems(site, title, signed)
     if found:
         raise EditRefused("MediaWiki's parser shows the edit would do more than add the reply: " + "; ".join(found))
     return CheckedEdit(text=transformed, reply=signed)

@@ -122,6 +122,15 @@ def test_a_trace_block_left_open_is_refused(forum, mediawiki):
         forum.post_reply(key_of(PAGE, "Euler's advisors"), block.replace("</div>", "<div>"), "reply")
 
 
+def test_a_trace_whose_steps_render_outside_its_block_is_refused(forum, mediawiki):
+    # Each step on its own ":" line: the parser closes the block at the end of the first line.
+    spilled = (':Here is a query.\n:<div class="mw-collapsible mw-collapsed">Step 1.\n:Step 2.\n:Step 3.</div>\n'
+               ':Answered by a bot. ~~~~')
+    with pytest.raises(EditRefused, match="renders outside it"):
+        forum.post_reply(key_of(PAGE, "Euler's advisors"), spilled, "reply")
+    assert len(mediawiki.revisions(forum.title)) == 1
+
+
 def test_a_reply_without_a_signature_that_expands_is_refused(forum, mediawiki):
     with pytest.raises(EditRefused):
         forum.post_reply(key_of(PAGE, "Euler's advisors"), REPLY.replace("~~~~", "<nowiki>~~~~</nowiki>"), "r")
