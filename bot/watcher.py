@@ -157,27 +157,25 @@ class Watcher:
         if not bots_allow(self.forum.site, page, lead):
             log.info("the page opts out of bots: nothing on %s is answered", page)
             return []
-        present = {section.key for section in sections}
-        for record in self.state.sections(page):
-            if record.status in ("pending", "waiting") and record.key not in present and " / r" not in record.key:
-                self.state.set_status(page, record.key, "gone", "not on the page")
+        seen: set[str] = set()  # the keys of the sections and follow-ups on the page now
         tasks: list[Task] = []
         for section in sections:
+            seen.add(section.key)
             try:
-                task = self._task_for(section, backlog)
+                task = self._task_for(section, backlog, seen)
             except Exception as error:  # one pathological section: recorded, the others go on
                 log.exception("%r: cannot decide what to do", section.heading)
                 self.state.add(page, section.key, section.heading, "pending")
                 self._fail(Task(section.key, section, "question"), f"{type(error).__name__}: {error}")
                 continue
-            if task is None or task.key in self.previewed:
-                continue
-            if len(tasks) >= self.config.max_sections_per_pass:
-                break
-            tasks.append(task)
-        return tasks
+            if task is not None and task.key not in self.previewed:
+                tasks.append(task)
+        for record in self.state.sections(page):  # answered if they come back
+            if record.status in ("pending", "waiting") and record.key not in seen:
+                self.state.set_status(page, record.key, "gone", "not on the page")
+        return tasks[:self.config.max_sections_per_pass]
 
-    def _task_for(self, section: Section, backlog: bool) -> Task | None:
+    def _task_for(self, section: Section, backlog: bool, seen: set[str]) -> Task | None:
         page, bot = self.forum.title, self.bot
         record = self.state.section(page, section.key)
         if record is None:
@@ -190,14 +188,15 @@ class Watcher:
             if record.status != "answered":
                 self.state.record_answered(page, section.key, None)
                 self.counter["already answered"] += 1
-            return self._followup_task(section, pending_followup(section, bot))
+            return self._followup_task(section, pending_followup(section, bot), seen)
         if record.status in ("backlog", "skipped", "failed"):
             ping = ping_in(section, bot)
             if ping is None:
                 return None
             text = section.masked[ping.start - section.start:ping.end - section.start]
             indent = len(text) - len(text.lstrip(":*#"))
-            return self._followup_task(section, FollowUp(ping.owner, ping.user, ping.start, ping.end, indent + 1))
+            return self._followup_task(section, FollowUp(ping.owner, ping.user, ping.start, ping.end, indent + 1),
+                                       seen)
         if record.status != "pending" or record.next_attempt > time.time():
             return None
         reason = self.skip_reason(section)
@@ -212,13 +211,17 @@ class Watcher:
         kind = "too-long" if len(section.opening) > MAX_REQUEST_CHARS else "question"
         return Task(section.key, section, kind)
 
-    def _followup_task(self, section: Section, followup: FollowUp | None) -> Task | None:
+    def _followup_task(self, section: Section, followup: FollowUp | None, seen: set[str]) -> Task | None:
         if followup is None:
             return None
         page, key = self.forum.title, followup_key(section.key, followup.revision)
+        seen.add(key)
         record = self.state.section(page, key)
         if record is None:
             self.state.add(page, key, section.heading, "pending")
+            record = self.state.section(page, key)
+        elif record.status == "gone":
+            self.state.set_status(page, key, "pending")
             record = self.state.section(page, key)
         if record.status != "pending" or record.next_attempt > time.time():
             return None
