@@ -26,6 +26,7 @@ import difflib
 import re
 from bisect import bisect_right
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from urllib.parse import unquote
@@ -218,9 +219,8 @@ class _Heading:
     title: str
 
 
-def _headings(text: str, masked: str) -> list[_Heading]:
+def _headings(text: str, masked: str) -> Iterator[_Heading]:
     """Level 1 and 2 headings: lines of ``=`` outside inert markup, at any nesting."""
-    found = []
     for line in re.finditer(r"(?m)^=[^\n]*", masked):
         stripped = line.group().rstrip(" \t\r")
         lead = len(stripped) - len(stripped.lstrip("="))
@@ -232,8 +232,13 @@ def _headings(text: str, masked: str) -> list[_Heading]:
             continue
         raw = text[line.start() + level:line.start() + len(stripped) - level]
         title = " ".join(mwparserfromhell.parse(raw[:1000]).strip_code().split())
-        found.append(_Heading(line.start(), line.end(), level, title))
-    return found
+        yield _Heading(line.start(), line.end(), level, title)
+
+
+def page_lead(page_text: str) -> str:
+    """The text above the first heading, where a ``{{bots}}`` for the whole page stands."""
+    first = next(_headings(page_text, mask_inert(page_text)), None)
+    return page_text[:first.start] if first else page_text
 
 
 def parse_sections(page_text: str, attribution: Attribution | None = None) -> list[Section]:
@@ -246,7 +251,7 @@ def parse_sections(page_text: str, attribution: Attribution | None = None) -> li
     starts = line_starts(page_text)
     owners = attribution.owners if attribution is not None else None
     users = attribution.users if attribution is not None else {}
-    headings = _headings(page_text, masked)
+    headings = list(_headings(page_text, masked))
     sections = []
     seen: Counter = Counter()
     for index, heading in enumerate(headings):

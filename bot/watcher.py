@@ -30,7 +30,8 @@ from agent.trace import AgentResult
 from bot.config import BotConfig
 from bot.forum import (
     MAX_REQUEST_CHARS, FollowUp, Request, Section, answered_by_human, extract_followup, extract_request,
-    followup_key, mark_answered, normalize_user, parse_sections, pending_followup, ping_in, previous_query,
+    followup_key, mark_answered, normalize_user, page_lead, parse_sections, pending_followup, ping_in,
+    previous_query,
 )
 from bot.history import Attribution, revisions_after
 from bot.render import render_reply
@@ -153,8 +154,7 @@ class Watcher:
     def plan(self, text: str, sections: list[Section], backlog: bool = False) -> list[Task]:
         """The tasks due on this page, at most ``max_sections_per_pass``, with skip rules applied."""
         page = self.forum.title
-        lead = text[:sections[0].start] if sections else text  # the page's own {{bots}}, above every section
-        if not bots_allow(self.forum.site, page, lead):
+        if not bots_allow(self.forum.site, page, page_lead(text)):
             log.info("the page opts out of bots: nothing on %s is answered", page)
             return []
         seen: set[str] = set()  # the keys of the sections and follow-ups on the page now

@@ -44,7 +44,9 @@ from pywikibot.login import LoginStatus
 from pywikibot.site import Namespace
 
 from bot.edit_check import Allowance, EditRefused, checked_text, measure_allowance
-from bot.forum import Section, find_section, insert_reply, locate_after_change, mark_answered, parse_sections
+from bot.forum import (
+    Section, find_section, insert_reply, locate_after_change, mark_answered, page_lead, parse_sections,
+)
 from bot.history import Attribution
 
 log = logging.getLogger(__name__)
@@ -149,9 +151,7 @@ class ForumPage:
 
     def refusal(self, page_text: str, section: Section | None = None) -> str | None:
         """Why the bot may not edit (the page's lead or *section* opts out), or ``None``."""
-        sections = parse_sections(page_text)
-        lead = page_text[: sections[0].start] if sections else page_text
-        if not bots_allow(self.site, self.title, lead):
+        if not bots_allow(self.site, self.title, page_lead(page_text)):
             return "the page opts out of bots"
         if section is not None and not bots_allow(self.site, self.title, section.text):
             return "the section opts out of bots"

@@ -6,8 +6,8 @@ import mwparserfromhell
 
 from bot.forum import (
     MAX_REQUEST_CHARS, answered_by_human, close_matches, extract_followup, extract_request, find_section,
-    followup_key, insert_reply, locate_after_change, mark_answered, mentions, parse_sections, pending_followup,
-    ping_in, signatures_in,
+    followup_key, insert_reply, locate_after_change, mark_answered, mentions, page_lead, parse_sections,
+    pending_followup, ping_in, signatures_in,
 )
 from bot.history import UNKNOWN, Attribution
 from bot.watcher import edit_summary
@@ -240,3 +240,9 @@ def test_pathological_pages_parse_to_what_a_reader_sees():
     assert [signature.user for signature in parse_sections(stamps)[0].signatures] == ["Ann"]
     unclosed = "== Tags ==\n" + "<nowiki>x <pre>y " * 20_000 + sign("Ann") + "\n== Next ==\n"
     assert [section.heading for section in parse_sections(unclosed)] == ["Tags", "Next"]
+
+
+def test_the_page_lead_ends_at_the_first_heading_wherever_it_stands():
+    assert page_lead(FORUM) == FORUM[:FORUM.index("== Paintings")]
+    hidden = "{{bots|deny=SpinachBot}}\n<!--\n== Not a heading ==\n-->\n<div>\n== Real ==\n"
+    assert page_lead(hidden) == "{{bots|deny=SpinachBot}}\n<!--\n== Not a heading ==\n-->\n<div>\n"
