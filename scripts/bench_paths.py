@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
                 timed(kb, split, args.repeat))
             if not rows == same == split_rows:
                 raise SystemExit(f"{qid}: the forms disagree ({rows}, {same}, {split_rows} rows)")
-            print(f"{name + ' (' + qid + ')':<24} {rows:>6} {as_written:>14.1f} {rewritten:>13.1f} {by_hand:>9.1f} "
+            print(f"{name + ' (' + qid + ')':<27} {rows:>6} {as_written:>14.1f} {rewritten:>13.1f} {by_hand:>9.1f} "
                   f"{rewritten / by_hand:>15.1f}x")
         kb.close()
     return 0
