@@ -197,6 +197,9 @@ def rewrite_label_services(query: str, language: str = "en") -> str:
                     if name.endswith(kind) and name[:-len(kind)] in in_group:
                         wanted.append((name[:-len(kind)], name, kind))
                         break
+        dot = re.match(r"\s*\.", text[end + 1:group_end])  # the service's own "." goes with it
+        if dot:
+            end += dot.end()
         claimed.update(output for _, output, _ in wanted)
         patterns = " ".join(_label_patterns(variable, output, kind, languages) for variable, output, kind in wanted)
         query = (query[:match.start()] + " " * (end + 1 - match.start()) + query[end + 1:group_end]
