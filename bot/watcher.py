@@ -122,9 +122,8 @@ class Watcher:
             log.info("first look at %s: %d existing sections are backlog and will not be answered",
                      page, len(sections))
         for task in tasks:
-            if self.stopping.is_set():
+            if self.stopping.is_set() or not self.handle(task, attribution):
                 break
-            self.handle(task, attribution)
         self.state.record_seen(page, attribution)
         return self.counter
 
@@ -251,20 +250,26 @@ class Watcher:
         kind = "too-long" if len(section.opening) > MAX_REQUEST_CHARS else "question"
         self.handle(Task(section.key, section, kind), None)
 
-    def handle(self, task: Task, attribution: Attribution | None) -> None:
-        """Do one task under one error boundary: any failure is recorded and retried, never raised."""
+    def handle(self, task: Task, attribution: Attribution | None) -> bool:
+        """Do one task under one error boundary: any failure is recorded and retried, never raised.
+
+        Returns ``False`` when the emergency stop was hit: the pass ends there (the task stays pending),
+        and the watcher goes on, so edits resume once the stop page is emptied.
+        """
         self.counter["read"] += 1
         try:
             self._reply(task, attribution)
-        except EmergencyStop as stop:  # not a reason to stop the watcher: edits resume once the page is emptied
+        except EmergencyStop as stop:
             log.warning("emergency stop: %s; editing nothing", stop)
             self.counter["stopped"] += 1
+            return False
         except (OSError, pywikibot.exceptions.Error) as error:  # the wiki or the network, for a while
             log.exception("%r: the wiki could not be read or written", task.section.heading)
             self._fail(task, f"{type(error).__name__}: {error}", transient=True)
         except Exception as error:
             log.exception("%r: unexpected error", task.section.heading)
             self._fail(task, f"{type(error).__name__}: {error}")
+        return True
 
     def _reply(self, task: Task, attribution: Attribution | None) -> None:
         page, section = self.forum.title, task.section
