@@ -101,9 +101,10 @@ class LocalKB:
         scratch = None if kind in RDF_FORMATS else self.directory / "loading.nt"
         had_data = next(iter(self.store.quads_for_pattern(None, None, None)), None) is not None
         triples = unranked = 0
-        whole: list[str] = []
         preferred: set[tuple[str, str]] = set()
         self.index.begin(str(path))
+        self.index.connection.execute("CREATE TEMP TABLE IF NOT EXISTS whole (iri TEXT)")
+        self.index.connection.execute("DELETE FROM temp.whole")
         try:
             with scratch.open("w", encoding="utf-8") if scratch else nullcontext() as out:
                 for batch in read_batches(path):
@@ -111,13 +112,14 @@ class LocalKB:
                         out.write("".join(batch.lines))
                     if batch.whole:
                         self.index.forget(iri[len(WD):] for iri in batch.whole)
-                        if had_data:
-                            whole.extend(batch.whole)
+                        if had_data:  # kept on disk: a dump may hold millions of entities
+                            self.index.connection.executemany("INSERT INTO temp.whole VALUES (?)",
+                                                              [(iri,) for iri in batch.whole])
                     self.index.add(batch.facts)
                     preferred.update(batch.preferred)
                     triples += batch.triples
                     unranked += batch.unranked
-            self._remove_entities(whole)
+            self._remove_entities(iri for (iri,) in self.index.connection.execute("SELECT iri FROM temp.whole"))
             with open_file(path) if scratch is None else nullcontext() as stream:
                 if stream is None:
                     self.store.bulk_load(path=scratch, format=ox.RdfFormat.N_TRIPLES, lenient=True)
@@ -133,7 +135,7 @@ class LocalKB:
         self.index.commit()
         return triples, unranked
 
-    def _remove_entities(self, iris: list[str]) -> None:
+    def _remove_entities(self, iris: Iterable[str]) -> None:
         """Remove what the store holds of entities a file brings whole: their terms, statements, sitelinks."""
         about = ox.NamedNode(SCHEMA_ABOUT)
         for iri in iris:
