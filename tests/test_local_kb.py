@@ -363,6 +363,8 @@ def test_json_loads_value_nodes_novalue_somevalue_sitelinks_and_commons_media(tm
     assert one("SELECT ?n WHERE { wd:Q42 wikibase:sitelinks ?n }") == {"n": "2"}
     assert one("SELECT ?lang WHERE { ?a schema:about wd:Q42 ; schema:isPartOf <https://fr.wikiquote.org/> ; "
                "schema:inLanguage ?lang }") == {"lang": "fr"}
+    entry = {claim.property_id: claim.value.text for claim in kb.get_entry("Q42").claims}
+    assert (entry["P40"], entry["P22"], entry["P569"]) == ("no value", "unknown value", "1952-03-11")
 
 
 def test_the_query_service_dump_and_our_json_mapping_agree_on_commons_and_sitelinks(shared_dir, tmp_path):

@@ -18,13 +18,16 @@ import pyoxigraph as ox
 from tqdm import tqdm
 
 from agent.kb.base import Claim, Entry, PropertyExample, Qualifier, QueryResult, SearchResults, Value
-from agent.kb.local.loaders import RDF_FORMATS, SCHEMA_ABOUT, LoadError, file_kind, open_file, read_batches
+from agent.kb.local.loaders import GENID, RDF_FORMATS, SCHEMA_ABOUT, LoadError, file_kind, open_file, read_batches
 from agent.kb.local.search import SearchIndex
 from agent.kb.local.sparql import PREFIXES, QueryEngine
 
 log = logging.getLogger(__name__)
 WD, P, PS, PQ, WDS = (PREFIXES["wd"], PREFIXES["p"], PREFIXES["ps"], PREFIXES["pq"], PREFIXES["wds"])
 XSD_DATETIME = PREFIXES["xsd"] + "dateTime"
+RDF_TYPE = PREFIXES["rdf"] + "type"
+#: Stands for a ``wdno:`` statement (no value) among a statement's terms.
+NO_VALUE = ox.Literal("no value")
 #: What ``wdt:`` means for claims read without a rank (said once per load).
 UNRANKED_NOTE = ("{files}: no rank column, so every claim there is taken as best rank: wdt: returns all of "
                  "an entity's values for a property (historical ones too), as p:/ps: do; add KGTK's rank "
@@ -185,7 +188,11 @@ class LocalKB:
         return {solution["e"].value: solution["l"].value for solution in self.store.query(query, prefixes=PREFIXES)}
 
     def _value(self, term: ox.NamedNode | ox.Literal, labels: dict[str, str]) -> Value:
+        if term is NO_VALUE:
+            return Value("no value")
         if isinstance(term, ox.NamedNode):
+            if term.value.startswith(GENID):
+                return Value("unknown value")
             if term.value.startswith(WD):
                 entity_id = term.value[len(WD):]
                 return Value(labels.get(term.value, entity_id), entity_id)
@@ -251,6 +258,9 @@ class LocalKB:
             rank = next((term.value.rsplit("#", 1)[-1] for predicate, term in pairs
                          if predicate == PREFIXES["wikibase"] + "rank"), "NormalRank")
             values = [term for predicate, term in pairs if predicate == PS + pid]
+            if not values and (RDF_TYPE, PREFIXES["wdno"] + pid) in {(predicate, getattr(term, "value", ""))
+                                                                       for predicate, term in pairs}:
+                values = [NO_VALUE]
             if rank == "DeprecatedRank" or not values:
                 continue
             qualifiers = [Qualifier(predicate[len(PQ):], labels.get(WD + predicate[len(PQ):], predicate[len(PQ):]),
