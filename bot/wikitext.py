@@ -27,8 +27,9 @@ QUERY_SERVICE = "https://query.wikidata.org/#"
 
 #: Characters that can start markup somewhere in wikitext.
 _SIGNIFICANT = frozenset("&<>[]{}|~'=_:*#;!-\"")
-#: Characters the parser's French spacing puts a non-breaking space before (after) when a space precedes
-#: (follows) them; spelt then, so that the text copied from the page is the text written.
+#: MediaWiki's French spacing (``Sanitizer::armorFrenchSpaces``) turns a space before ``? % » ›`` (not followed
+#: by a word character) or after ``« ‹`` into a non-breaking one; the character is spelt then, so the text
+#: read or copied from the page keeps its plain space.
 _AFTER_SPACE = frozenset("?%»›")
 _BEFORE_SPACE = frozenset("«‹")
 _LINE_BREAKS = re.compile(r"\r\n|[\n\r\u0085\u2028\u2029]")
@@ -67,7 +68,8 @@ def encode(text: str) -> str:
         elif char == "&":
             out.append("&amp;")
         elif (char in _SIGNIFICANT or index in magic or (char in " \t" and before == "\n")
-              or (char in _AFTER_SPACE and before.isspace()) or (char in _BEFORE_SPACE and after.isspace())):
+              or (char in _AFTER_SPACE and before == " " and not (after.isalnum() or after == "_"))
+              or (char in _BEFORE_SPACE and after == " ")):
             out.append(f"&#{ord(char)};")
         else:
             out.append(char)

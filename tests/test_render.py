@@ -85,6 +85,7 @@ def test_encode_spells_every_markup_character_and_drops_controls():
     encoded = encode(markup + "\x00\x01\x7f\u0085a\r\nb\u2028c")
     assert re.sub(r"&#\d+;|&amp;", "", encoded) == "<br>a<br>b<br>c"  # U+0085 is a line break too
     assert encode(" lead") == "&#32;lead" and encode("ISBN 12") == "&#73;SBN 12"
+    assert encode("a ? b ?x « c") == "a &#63; b ?x &#171; c"  # no French-spacing non-breaking space
     assert encode("e\u0301") == "\u00e9"  # stored as MediaWiki would store it (NFC)
 
 
