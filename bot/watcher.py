@@ -90,8 +90,7 @@ class Watcher:
         page = self.forum.title
         try:
             if self.config.live and self.forum.stopped():
-                log.warning("emergency stop: %s is not empty; editing nothing",
-                            self.forum.stop_page.format(username=self.forum.username))
+                log.warning("emergency stop: %s is not empty; editing nothing", self.forum.stop_title)
                 self.counter["stopped"] += 1
                 return self.counter
             revision = self.forum.latest_revision()
@@ -104,10 +103,12 @@ class Watcher:
             text, revision = self.forum.read()
             first_look = not self.state.knows_page(page)
             attribution = self.attribute(text, revision, first_look)
-        except EmergencyStop:
-            raise
-        except Exception as error:  # the wiki is down: try again next pass
+        except (OSError, pywikibot.exceptions.Error) as error:  # the wiki is down: try again next pass
             log.error("cannot read %s: %s", page, error)
+            self.counter["wiki errors"] += 1
+            return self.counter
+        except Exception:
+            log.exception("cannot read %s", page)
             self.counter["wiki errors"] += 1
             return self.counter
         try:
