@@ -510,14 +510,24 @@ def ping_in(section: Section, bot: str) -> Comment | None:
 
 
 def extract_followup(section: Section, followup: FollowUp, previous_query: str | None) -> Request:
-    """The follow-up as a request: its words, the whole thread, the bot's last query as the draft to revise."""
+    """The follow-up as a request: its words, the whole thread, the bot's last query as the draft to revise.
+
+    A ping in a section the bot has not answered comes after the section's own question, which it is
+    about: the request holds both, and the asker's queries.
+    """
     text = section.text[followup.start - section.start:followup.end - section.start]
     signatures = [signature for signature in section.signatures if followup.start <= signature.start < followup.end]
     words = plain_text(_without_signatures(text, followup.start, signatures))
     code = mwparserfromhell.parse(text)
     queries = ([previous_query] if previous_query else []) + _queries(code)
+    entities = _entities(code)
+    if not section.replies and len(section.opening) <= MAX_REQUEST_CHARS:
+        asked = extract_request(section)
+        words = f"{plain_text(section.opening)}\n\n{words}".strip()
+        queries, entities = asked.queries + queries, asked.entities + entities
     return Request(heading=section.heading, question=f"{section.heading}\n\n{words}" if words else section.heading,
-                   queries=list(dict.fromkeys(queries)), entities=_entities(code), thread=thread_text(section))
+                   queries=list(dict.fromkeys(queries)), entities=list(dict.fromkeys(entities)),
+                   thread=thread_text(section))
 
 
 def previous_query(section: Section, bot: str) -> str | None:

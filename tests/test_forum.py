@@ -5,9 +5,9 @@ from pathlib import Path
 import mwparserfromhell
 
 from bot.forum import (
-    MAX_REQUEST_CHARS, answered_by_human, close_matches, extract_followup, extract_request, find_section,
-    followup_key, insert_reply, locate_after_change, mark_answered, mentions, page_lead, parse_sections,
-    pending_followup, ping_in, signatures_in,
+    MAX_REQUEST_CHARS, FollowUp, answered_by_human, close_matches, extract_followup, extract_request,
+    find_section, followup_key, insert_reply, locate_after_change, mark_answered, mentions, page_lead,
+    parse_sections, pending_followup, ping_in, signatures_in,
 )
 from bot.history import UNKNOWN, Attribution
 from bot.watcher import edit_summary
@@ -246,3 +246,13 @@ def test_the_page_lead_ends_at_the_first_heading_wherever_it_stands():
     assert page_lead(FORUM) == FORUM[:FORUM.index("== Paintings")]
     hidden = "{{bots|deny=SpinachBot}}\n<!--\n== Not a heading ==\n-->\n<div>\n== Real ==\n"
     assert page_lead(hidden) == "{{bots|deny=SpinachBot}}\n<!--\n== Not a heading ==\n-->\n<div>\n"
+
+
+def test_a_ping_in_an_unanswered_section_carries_the_sections_question():
+    old = "Header\n\n== Old ==\nWhich paintings did Vermeer make? " + sign("Ann") + "\n"
+    pinged = old + ":{{ping|SpinachBot}} can you help here? " + sign("Bob", 4) + "\n"
+    section = sections_of(Attribution.first_look(1, old).advance(2, "Bob", pinged))[0]
+    comment = ping_in(section, BOT)
+    followup = FollowUp(comment.owner, comment.user, comment.start, comment.end, 2)
+    request = extract_followup(section, followup, None)
+    assert request.question == "Old\n\nWhich paintings did Vermeer make?\n\ncan you help here?"
