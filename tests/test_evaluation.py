@@ -5,13 +5,16 @@ import os
 import signal
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from harness.datasets import load_dataset
-from harness.evaluation import with_gold_answers
+from agent.kb.http import HttpClient
 from agent.kb.live import LiveWikidata, WikidataConfig
+from agent.llm import ChatModel, LLMConfig
+from harness.datasets import load_dataset
+from harness.evaluation import baseline_answerer, evaluate, with_gold_answers
 from scripts.evaluate import main as evaluate_main
 from scripts.report import main as report_main
 from tests.support.euler import EULER_ADVISORS_QUERY, euler_entities
@@ -120,15 +123,15 @@ def test_rescoring_a_missing_directory_is_a_clear_error(tmp_path, capsys):
 def test_gold_failures_are_reported_by_kind_and_retried_on_resume(
         tmp_path, monkeypatch, llm_server, wikidata_server, capsys):
     questions = [*QUESTIONS[:1], {"id": "2", "question": "Slow?", "sparql": "SELECT ?slow WHERE { ?a ?b ?slow }"},
-                 {"id": "3", "question": "Unreachable?", "sparql": "SELECT ?far WHERE { ?a ?b ?far }"}]
+                 {"id": "3", "question": "Broken?", "sparql": "SELECT ?broken WHERE { ?a ?b ?broken }"}]
     data = write_dataset(tmp_path, questions)
-    healthy = {"slow": False, "far": False}
+    healthy = {"on": False}
 
     def answer(query):
-        if "?slow" in query and not healthy["slow"]:
+        if "?slow" in query and not healthy["on"]:
             return timed_out()
-        if "?far" in query and not healthy["far"]:
-            return SparqlReply(503, "Service Unavailable", {"Retry-After": "0"})
+        if "?broken" in query and not healthy["on"]:
+            return SparqlReply(500, "java.lang.IllegalStateException: the server fell over")
         if query == EULER_ADVISORS_QUERY or "?a ?b" in query:
             return select(["advisor"], [{"advisor": "Q124500"}])
         return select([], [])
@@ -139,15 +142,36 @@ def test_gold_failures_are_reported_by_kind_and_retried_on_resume(
     assert run(data, out, "--workers", "1") == 1
     err = capsys.readouterr().err
     assert "1 questions without gold yet: gold query timeout (retried next run): 2" in err
-    assert "1 questions without gold yet: gold query unreachable (retried next run): 3" in err
+    assert "1 questions without gold yet: gold query error (retried next run): 3" in err
     assert "Traceback" not in err
     assert [record["id"] for record in lines(out / "results.jsonl")] == ["1"]
     summary = json.loads((out / "run.json").read_text())["parts"][0]["summary"]
-    assert summary["gold"]["failed"] == {"timeout": ["2"], "unreachable": ["3"]}
+    assert summary["gold"]["failed"] == {"error": ["3"], "timeout": ["2"]}
 
-    healthy.update(slow=True, far=True)
+    healthy["on"] = True
     assert run(data, out, "--workers", "1") == 0
     assert sorted(record["id"] for record in lines(out / "results.jsonl")) == ["1", "2", "3"]
+
+
+def no_retry_kb(wikidata):
+    """The live backend on the stand-in, giving up at the first refusal (the default retries take seconds)."""
+    return LiveWikidata(WikidataConfig(api_url=wikidata.api_url, sparql_url=wikidata.sparql_url),
+                        http=HttpClient(max_retries=0))
+
+
+TOO_MANY = SparqlReply(429, "Too Many Requests", {"Retry-After": "1"})
+
+
+def test_an_unreachable_gold_service_is_recorded_and_asked_again(tmp_path, wikidata_server):
+    down = {"on": True}
+    wikidata = wikidata_server(sparql=lambda query: TOO_MANY if down["on"] else select(["x"], [{"x": "Q1"}]))
+    examples = load_dataset("qald7", None, write_dataset(tmp_path))
+    kept, summary = with_gold_answers(examples, no_retry_kb(wikidata), tmp_path / "run", progress=False)
+    assert kept == [] and summary.failed == {"unreachable": ["1", "2", "3"]}
+    assert all("429" in line["message"] for line in lines(tmp_path / "run" / "gold.jsonl"))
+    down["on"] = False
+    kept, summary = with_gold_answers(examples, no_retry_kb(wikidata), tmp_path / "run", progress=False)
+    assert [example.id for example in kept] == ["1", "2", "3"] and summary.failed == {}
 
 
 def test_a_gold_answer_cut_at_the_size_limit_excludes_its_question(tmp_path, wikidata_server):
@@ -331,29 +355,22 @@ def test_the_baseline_writes_one_query_in_one_call(tmp_path, monkeypatch, llm_se
 
 
 def test_the_baseline_records_an_unreachable_knowledge_base_and_retries_it(
-        tmp_path, monkeypatch, llm_server, wikidata_server, capsys):
-    data = write_dataset(tmp_path)
-    down = {"on": False}
-
-    def answer(query):
-        if down["on"]:
-            return SparqlReply(503, "Service Unavailable", {"Retry-After": "0"})
-        return select(["advisor"], [{"advisor": "Q124500"}])
-
-    wikidata = wikidata_server(sparql=answer)
+        tmp_path, monkeypatch, llm_server, wikidata_server):
+    down = {"on": True}
+    wikidata = wikidata_server(sparql=lambda query: TOO_MANY if down["on"] else select(["advisor"],
+                                                                                          [{"advisor": "Q124500"}]))
     environment(monkeypatch, llm_server(lambda body: TextReply(EULER_ADVISORS_QUERY)), wikidata)
+    llm = ChatModel.from_config(LLMConfig.from_env(os.environ))
+    [example] = [replace(example, gold_answer=ADVISOR)
+                 for example in load_dataset("qald7", None, write_dataset(tmp_path))[:1]]
     out = tmp_path / "baseline"
-    with_gold_answers(load_dataset("qald7", None, data)[:1], LiveWikidata(WikidataConfig(
-        api_url=wikidata.api_url, sparql_url=wikidata.sparql_url)), out, progress=False)  # gold while it is up
-    down["on"] = True
-    assert run(data, out, "--baseline", "--limit", "1") == 1
-    assert "Traceback" not in capsys.readouterr().err
+    records, failures = evaluate([example], baseline_answerer(llm, no_retry_kb(wikidata)), out, progress=False)
+    assert records == [] and failures == {"kb_error": 1}
     [failure] = lines(out / "failures.jsonl")
-    assert failure["kind"] == "kb_error" and "503" in failure["message"]
-    assert lines(out / "results.jsonl") == []
+    assert failure["kind"] == "kb_error" and "429" in failure["message"]
     down["on"] = False
-    assert run(data, out, "--baseline", "--limit", "1") == 0
-    assert [record["f1"] for record in lines(out / "results.jsonl")] == [1.0]
+    records, failures = evaluate([example], baseline_answerer(llm, no_retry_kb(wikidata)), out, progress=False)
+    assert [record["f1"] for record in records] == [1.0] and not failures
 
 
 def test_loading_examples_keeps_the_file_order(tmp_path):
