@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.synthetic:
             files.append(directory / f"synthetic-{args.synthetic}.ndjson.gz")
             write_synthetic(files[-1], args.synthetic)
-        print(f"{'file':<34} {'loader':<22} {'triples':>11} {'seconds':>9} {'triples/s':>10} {'peak MiB':>9}")
+        print(f"{'file':<34} {'loader':<26} {'triples':>11} {'seconds':>9} {'triples/s':>10} {'peak MiB':>9}")
         for path in files:
             rows = []
             ours = measure("ours", path, directory / f"ours-{path.name}")
@@ -142,9 +142,9 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(("spinach LocalKB.load", ours[0], ours[2]))
             rows.append(("oxigraph bulk_load" + ("" if twin == path else " (.nt)"), bulk[0], bulk[2]))
             for name, seconds, peak in rows:
-                print(f"{path.name[:34]:<34} {name:<22} {count:>11,} {seconds:>9.1f} {count / seconds:>10,.0f} "
+                print(f"{path.name[:34]:<34} {name:<26} {count:>11,} {seconds:>9.1f} {count / seconds:>10,.0f} "
                       f"{peak:>9,.0f}")
-            print(f"{'':<34} {'ours / bulk':<22} {'':>11} {'':>9} {bulk[0] / ours[0]:>9.0%} "
+            print(f"{'':<34} {'ours / bulk':<26} {'':>11} {'':>9} {bulk[0] / ours[0]:>9.0%} "
                   f"{ours[2] / bulk[2]:>8.2f}x")
             twin.unlink() if twin != path else None
     return 0
