@@ -125,3 +125,17 @@ def test_the_upstream_qald10_outputs_under_both_metrics(shared_dir):
     for by_value, expected in ((False, 57.37), (True, 59.11)):
         scores = aggregate(score_question(predicted, gold, by_value) for predicted, gold in pairs)
         assert round(100 * scores.f1_qald, 2) == expected
+
+
+def test_an_export_reads_back_as_a_qald10_file(tmp_path):
+    """The export has the shape of QALD-10's own file: the harness's QALD-JSON reader takes it unchanged."""
+    from harness.datasets import load_dataset
+
+    records = [{"id": "0", "question": "Who?", "predicted_sparql": "SELECT ?x WHERE {}",
+                "predicted_answer": [item("Q1")], "predicted_variables": ["x"]},
+               {"id": "1", "question": "Is it?", "predicted_sparql": "ASK {}", "predicted_answer": False}]
+    (tmp_path / "qald10").mkdir()
+    (tmp_path / "qald10" / "qald_10.json").write_text(json.dumps(to_qald_json(records, "qald-10-test", "en")))
+    examples = load_dataset("qald10", None, tmp_path)
+    assert [(e.id, e.question, e.gold_sparql, e.gold_answer) for e in examples] == [
+        ("0", "Who?", "SELECT ?x WHERE {}", [item("Q1")]), ("1", "Is it?", "ASK {}", False)]
