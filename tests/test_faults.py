@@ -168,7 +168,10 @@ def _kill_after_journal(process: subprocess.Popen, state: Path, hits: Counter) -
 @pytest.mark.parametrize("point", ["agent run", "after the save", "state write", "page read"])
 def test_sigkill_at_every_write_point_loses_nothing_and_doubles_nothing(rig, point):
     human = rig.mediawiki.human()
-    for trial in range(KILL_TRIALS):
+    trials = 0
+    for trial in range(3 * KILL_TRIALS):  # a state-write kill can miss its window: that attempt is not a trial
+        if trials == KILL_TRIALS:
+            break
         page = f"Wikidata:Faults/kill {point} {trial}"
         state = f"kill-{point.replace(' ', '-')}-{trial}.sqlite"
         human.edit(page, LEAD + question("Euler", "Who advised Euler?", trial))
@@ -200,6 +203,9 @@ def test_sigkill_at_every_write_point_loses_nothing_and_doubles_nothing(rig, poi
             rig.wiki.add(Fault("kill in page read", page_read, kill))
         current["process"] = rig.bot(page, "--once", "--live", "--backlog", state=state)
         current["process"].communicate(timeout=300)
+        if point == "state write" and current["process"].returncode == 0:
+            FIGURES["state-write kills that missed the window"] += 1
+            continue
         assert current["process"].returncode == -signal.SIGKILL, f"trial {trial}: the bot was not killed"
         rig.wiki.clear()
         rig.hooks.pop("model", None)
@@ -208,11 +214,13 @@ def test_sigkill_at_every_write_point_loses_nothing_and_doubles_nothing(rig, poi
         text = rig.mediawiki.page_text(page)
         replies = count_replies(text, "Euler")
         FIGURES["kill trials"] += 1
+        trials += 1
         FIGURES["double replies"] += max(0, replies - 1)
         FIGURES["unanswered sections"] += replies == 0
         assert replies == 1, f"trial {trial}: {replies} replies\n{stderr[-3000:]}"
         assert rig.integrity(state) == "ok"
         assert [status for status, _ in rig.statuses(page, state).values()] == ["answered"], stderr[-3000:]
+    assert trials == KILL_TRIALS
 
 
 # --- human edits racing the bot ------------------------------------------------------------------------------
