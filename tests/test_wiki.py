@@ -189,3 +189,14 @@ def test_the_test_wiki_server_leaves_no_process_behind(mediawiki):
     server.stop()
     assert group_members(server.group) == []
     assert port != PORT
+
+
+def test_without_a_wiki_the_tests_skip_saying_why_except_in_ci(monkeypatch):
+    from tests.support.mediawiki import _unavailable
+
+    monkeypatch.delenv("CI", raising=False)
+    with pytest.raises(pytest.skip.Exception, match="no real MediaWiki for these tests: not Debian"):
+        _unavailable("not Debian")
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="MediaWiki is required in CI: not Debian"):
+        _unavailable("not Debian")
