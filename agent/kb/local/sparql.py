@@ -34,7 +34,6 @@ from agent.kb.base import QueryResult
 from agent.kb.dialect import PREFIXES, Unsupported, emulate_wdqs, masked
 from agent.sparql_lexer import Token, tokenize
 
-ENTITY = PREFIXES["wd"]
 #: How long a new query worker may take to start and open the store.
 STARTUP_SECONDS = 120
 #: Tokens that end a subject (or an object), so that what follows is a verb.
