@@ -112,6 +112,27 @@ def test_a_run_is_interrupted_then_resumed_without_rerunning_finished_questions(
     assert "re-scored 2 questions (numbers compared lexically): F1 100.0, EM 100.0" in capsys.readouterr().out
 
 
+def test_rolled_back_actions_are_not_counted(tmp_path, monkeypatch, llm_server, wikidata_server):
+    script = [ToolCallReply("search_wikidata", {"thought": "look", "query": "Euler"}),
+              ToolCallReply("search_wikidata", {"thought": "look again", "query": "Euler"}),  # rolls back
+              ToolCallReply("execute_sparql", {"thought": "run", "sparql": EULER_ADVISORS_QUERY}),
+              ToolCallReply("stop", {"thought": "done"})]
+
+    def reply(body):
+        return script.pop(0) if len(script) > 1 else script[0]
+
+    environment(monkeypatch, llm_server(reply), euler_wikidata(wikidata_server))
+    out = tmp_path / "run"
+    assert run(write_dataset(tmp_path), out, "--limit", "1") == 0
+    [record] = lines(out / "results.jsonl")
+    [trace] = lines(out / "traces.jsonl")
+    all_steps = [step["action"] for step in trace["trace"]["steps"]]
+    assert all_steps.count("search_wikidata") == 2 and record["rolled_back"] >= 1
+    kept = [step["action"] for step in trace["trace"]["steps"] if not step["rolled_back"]]
+    assert record["actions"] == {action: kept.count(action) for action in set(kept)}
+    assert sum(record["actions"].values()) == len(all_steps) - record["rolled_back"]
+
+
 def test_rescoring_a_missing_directory_is_a_clear_error(tmp_path, capsys):
     assert evaluate_main(["--rescore", str(tmp_path / "nowhere")]) == 2
     assert "is not a directory" in capsys.readouterr().err
