@@ -46,7 +46,7 @@ from pathlib import Path
 from bot.config import BotConfig
 from bot.lock import LockBusy, ProcessLock
 from bot.redact import install as install_logging
-from bot.redact import remember
+from bot.redact import redact, remember
 
 log = logging.getLogger("bot")
 
@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         config = load_config(args)
         answer = make_answerer(config)
     except (ValueError, OSError) as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {redact(str(error))}", file=sys.stderr)
         return 2
     # handle_args reads sys.argv when given nothing: only what was left for it can be unknown to it.
     unknown = [option for option in pywikibot.handle_args(pywikibot_options) if option in pywikibot_options]
@@ -165,11 +165,11 @@ def main(argv: list[str] | None = None) -> int:
                       "SPINACH_BOT_PASSWORD_FILE (see --help)", file=sys.stderr)
                 return 2
     except NoUsernameError as error:
-        print(f"error: the bot account is missing or unknown to the wiki ({error}); set SPINACH_BOT_USER and "
-              "SPINACH_BOT_PASSWORD_FILE (see --help)", file=sys.stderr)
+        print(f"error: the bot account is missing or unknown to the wiki ({redact(str(error))}); set "
+              "SPINACH_BOT_USER and SPINACH_BOT_PASSWORD_FILE (see --help)", file=sys.stderr)
         return 2
     except (pywikibot.exceptions.Error, ConnectionError, OSError) as error:
-        print(f"error: cannot reach the wiki: {error}", file=sys.stderr)
+        print(f"error: cannot reach the wiki: {redact(str(error))}", file=sys.stderr)
         return 2
     forum = ForumPage(site, config.page, config.stop_page, live=config.live)
     state = State(config.state_path)

@@ -75,7 +75,8 @@ def policy(on_call=None):
         if steps == 0:
             if on_call is not None:
                 on_call(body)
-            return ToolCallReply("execute_sparql", {"thought": "Ask the query service.", "sparql": EULER_ADVISORS_QUERY})
+            return ToolCallReply("execute_sparql", {"thought": "Ask the query service.",
+                                                    "sparql": EULER_ADVISORS_QUERY})
         return ToolCallReply("stop", {"thought": "That answers it.", "explanation": "It lists the advisors.",
                                       "language": "en"})
 

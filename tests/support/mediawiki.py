@@ -2,9 +2,12 @@
 
 The session fixture installs the packages when they are missing (the tests run
 as root on Debian; elsewhere the MediaWiki tests are skipped, saying why, unless
-the environment variable ``CI`` is set, where that is a failure), creates a wiki named "Wikidata" in a temporary directory,
-a bot account with a BotPassword and a human account, the templates the forum
-uses ({{SPARQL}} with its "Try it!" link, {{Q}}), and starts the server.
+the environment variable ``CI`` is set, where that is a failure), creates a
+wiki named "Wikidata" in a temporary directory, a bot account with a
+BotPassword and a human account (with a BotPassword too, so tests can edit as
+a person through the API), the templates the forum uses ({{SPARQL}} with its
+"Try it!" link, {{Q}}), and starts ``php -S`` in a process group of its own,
+stopped whole at the end.
 
 pywikibot reads its configuration once, when it is first imported, so the
 port and the ``PYWIKIBOT_DIR`` with its ``user-config.py`` are fixed when
