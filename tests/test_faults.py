@@ -39,6 +39,8 @@ from tests.support.wikidata_server import select
 
 pytestmark = pytest.mark.mediawiki
 FIGURES: Counter = Counter()
+#: Injected faults that fired, by kind.
+KINDS: Counter = Counter()
 SIGNATURE = f"[[User:{BOT_USER}|"
 LEAD = "Ask your SPARQL questions here.\n"
 KILL_TRIALS = 5
@@ -52,6 +54,9 @@ class _FiguresReport:
         if FIGURES:
             terminalreporter.write_sep("-", "fault suite figures")
             terminalreporter.write_line(", ".join(f"{name}: {FIGURES[name]}" for name in sorted(FIGURES)))
+        if KINDS:
+            terminalreporter.write_line("faults fired by kind: " + ", ".join(
+                f"{name}: {KINDS[name]}" for name in sorted(KINDS)))
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -394,6 +399,7 @@ def test_the_watcher_survives_injected_faults_and_answers_every_question(rig):
             _wait(lambda: count_replies(rig.mediawiki.page_text(page), heading) >= 1, 120,
                   f"an answer to {heading} (faults {[fault.name for fault in armed]})", watcher, stderr_lines)
             FIGURES["faults injected"] += sum(fault.fired for fault in armed)
+            KINDS.update({fault.name: fault.fired for fault in armed if fault.fired})
             for proxy in (rig.wiki, rig.model, rig.query):
                 proxy.clear()
         # The stop page halts edits within one pass; emptying it lets them resume.
