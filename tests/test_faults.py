@@ -236,7 +236,9 @@ def test_sigkill_at_every_write_point_loses_nothing_and_doubles_nothing(rig, poi
 def test_human_edits_racing_the_bot_are_never_lost(rig, race):
     human = rig.mediawiki.human()
     same_second = 0
-    for trial in range(RACE_TRIALS):
+    for trial in range(RACE_TRIALS + 4):  # same second: a few more trials until one lands in the same second
+        if trial >= RACE_TRIALS and (race != "same second as the revision read" or same_second):
+            break
         page = f"Wikidata:Faults/race {race} {trial}"
         other = question("Other", "{{nobots}} An older question, for humans.", 1)
         human.edit(page, LEAD + other + question("Euler", "Who advised Euler?", 2))
