@@ -116,7 +116,7 @@ def inline_named_subqueries(query: str) -> str:
 
 def drop_hints(query: str) -> str:
     """Remove ``hint:`` triples (Blazegraph optimizer hints; elsewhere they would match nothing)."""
-    tokens = [token for token in tokenize(query)]
+    tokens = tokenize(query)
     significant = [index for index, token in enumerate(tokens) if token.kind not in ("space", "comment")]
     drop: set[int] = set()
     for position, index in enumerate(significant[:-2]):

@@ -58,6 +58,9 @@ class SearchIndex:
         self.path = Path(path)
         self.language = language
         if read_only:
+            if not self.path.exists():
+                raise FileNotFoundError(f"{self.path} is missing: the store was built by an older version or "
+                                        "its load never finished; load its files again into a new store")
             self.connection = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False,
                                               isolation_level=None)
         else:
