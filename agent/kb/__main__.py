@@ -32,6 +32,7 @@ dialects it speaks (query --endpoint URL --dialect NAME):
              OPTIONAL rdfs:label patterns with the same language fallback and bare-ID last resort;
              wikibase:mwapi, around and box say "not supported"
   sparql11   any SPARQL 1.1 endpoint holding Wikidata, prepared as for qlever
+The agent and the bot take the same two settings from WIKIDATA_SPARQL_URL and WIKIDATA_SPARQL_DIALECT.
 The local store speaks wdqs itself (it emulates the label service, hints and named subqueries)."""
 
 
