@@ -195,20 +195,21 @@ class Section:
         return self.text[body_start:max(first, body_start)].rstrip(" \t-—–~")
 
     def bot_replies(self, bot: str) -> list[Comment]:
-        """The comments that are the bot's replies, by history, or by its signature where history is silent."""
-        wanted = normalize_user(bot)
-        replies = [comment for comment in self.comments if comment.user == wanted]
-        for signature in self.signatures:
-            if signature.user != wanted:
-                continue
-            comment = self.comment_at(signature.start)
-            if comment is not None and not comment.user and comment not in replies:
-                replies.append(comment)
-        return sorted(replies, key=lambda comment: comment.start)
+        """The comments that are the bot's replies, by history, or by its signature where history is silent.
 
-    def comment_at(self, offset: int) -> Comment | None:
-        index = bisect_right([comment.start for comment in self.comments], offset) - 1
-        return self.comments[index] if index >= 0 and offset < self.comments[index].end else None
+        Lines a bot revision added that carry only someone else's signature are that person's text put
+        back (the bot undoing its own edit restores what it had displaced), not a reply.
+        """
+        wanted = normalize_user(bot)
+        starts = [comment.start for comment in self.comments]
+        signers: dict[Comment, set[str]] = {}
+        for signature in self.signatures:
+            index = bisect_right(starts, signature.start) - 1
+            if index >= 0 and signature.start < self.comments[index].end:
+                signers.setdefault(self.comments[index], set()).add(signature.user)
+        return [comment for comment in self.comments
+                if (comment.user == wanted and (wanted in signers.get(comment, {wanted})))
+                or (not comment.user and wanted in signers.get(comment, set()))]
 
 
 @dataclass(frozen=True, slots=True)

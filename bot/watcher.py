@@ -236,7 +236,7 @@ class Watcher:
     def skip_reason(self, section: Section) -> str | None:
         if not section.signatures:
             return "no signature yet"
-        if section.author == self.bot:
+        if section.author == self.bot and section.signatures[0].user == self.bot:  # not a question it put back
             return "started by the bot"
         if not bots_allow(self.forum.site, self.forum.title, section.text):
             return "the section opts out of bots"

@@ -256,3 +256,10 @@ def test_a_ping_in_an_unanswered_section_carries_the_sections_question():
     followup = FollowUp(comment.owner, comment.user, comment.start, comment.end, 2)
     request = extract_followup(section, followup, None)
     assert request.question == "Old\n\nWhich paintings did Vermeer make?\n\ncan you help here?"
+
+
+def test_a_humans_text_put_back_by_a_bot_revision_is_not_a_reply():
+    question = "Header\n\n== Q ==\nWhat? " + sign("Ann") + "\n"
+    displaced = "Header\n"
+    restored = history(("Admin", "Header\n"), ("Ann", question), (BOT, displaced), (BOT, question))
+    assert not sections_of(restored)[0].answered
