@@ -19,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agent.trace import AgentResult, Step, Usage
+from bot.messages import MESSAGES
 from bot.render import MIN_CHARS, final_query_wikitext, render_reply
 from bot.wikitext import QUERY_SERVICE, encode, fits_sparql_template
 from tests.test_gold_queries_render import CHUNK, HREF, parse
@@ -148,6 +149,14 @@ def test_a_best_effort_query_says_so_and_a_boolean_is_answered_in_words():
 def test_the_fixed_wording_follows_the_askers_language(language, lead):
     reply = render_reply(result(label="l", final="SELECT ?x {}", language=language))
     assert reply.splitlines()[1] == lead
+
+
+def test_every_language_has_every_message_with_the_same_fields():
+    fields = re.compile(r"\{(\w+)\}")
+    for language, table in MESSAGES.items():
+        assert table.keys() == MESSAGES["en"].keys(), language
+        for key, text in table.items():
+            assert set(fields.findall(text)) == set(fields.findall(MESSAGES["en"][key])), (language, key)
 
 
 def test_the_reply_is_capped_trace_first_then_rows():
