@@ -89,6 +89,9 @@ def _step(number: int, step: Step, observation_chars: int, words: dict[str, str]
 
 def _traces(result: AgentResult, words: dict[str, str]) -> Iterator[str]:
     """The collapsed trace, shorter and shorter, all on one line so no step can leave the block."""
+    if not result.steps:
+        yield ""
+        return
     title = encode(words["steps"].format(steps=len(result.steps), calls=result.usage.llm_calls))
     for observation_chars in OBSERVATION_CHARS:
         steps = [_step(number, step, observation_chars, words) for number, step in enumerate(result.steps, 1)]
@@ -132,7 +135,7 @@ def render_reply(result: AgentResult, *, depth: int = 1, max_chars: int = 20000)
     if max_chars < MIN_CHARS:
         raise ValueError(f"a reply needs at least {MIN_CHARS} characters, not {max_chars}")
     words = messages_for(result.language)
-    query_text = (result.final_sparql or "").strip()
+    query_text = (result.final_sparql or "").strip(" \t\r\n")
     answered = bool(query_text) and result.answer is not None and result.answer != []
     explanation = result.explanation.strip() or ("" if answered else _tried(result, words))
     if len(explanation) > EXPLANATION_CHARS:
