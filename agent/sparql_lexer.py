@@ -30,10 +30,15 @@ _PN_CHARS_BASE = ("A-Za-z\u00C0-\u00D6\u00D8-\u00F6\u00F8-\u02FF\u0370-\u037D\u0
 _PN_CHARS_U = _PN_CHARS_BASE + "_"
 _PN_CHARS = _PN_CHARS_U + "\\-0-9\u00B7\u0300-\u036F\u203F-\u2040"
 _PLX = r"(?:%[0-9A-Fa-f]{2}|\\[_~.\-!$&'()*+,;=/?#@%])"
-_PN_PREFIX = f"[{_PN_CHARS_BASE}](?:[{_PN_CHARS}.]*[{_PN_CHARS}])?"
+#: PN_PREFIX, matched possessively: a prefix runs up to its colon, and may not end with a dot.
+_PN_PREFIX = f"[{_PN_CHARS_BASE}](?:[{_PN_CHARS}.]*+(?<!\\.))?"
 _PN_LOCAL = (f"(?:[{_PN_CHARS_U}:0-9]|{_PLX})"
              f"(?:(?:[{_PN_CHARS}.:]|{_PLX})*(?:[{_PN_CHARS}:]|{_PLX}))?")
 _EXPONENT = r"[eE][+-]?[0-9]+"
+
+_PNAME = re.compile(f"(?:{_PN_PREFIX})?:(?:{_PN_LOCAL})?")
+_PNAME_START = re.compile(f"[{_PN_CHARS_BASE}:]")
+_NAME_RUN = re.compile(f"[{_PN_CHARS_BASE}][{_PN_CHARS}.]*+")
 
 _TOKEN = re.compile("|".join((
     r"(?P<space>[ \t\r\n]+)",
@@ -46,7 +51,6 @@ _TOKEN = re.compile("|".join((
     r"|'(?:[^'\\\r\n]|\\[^\r\n])*')",
     f"(?P<var>[?$][{_PN_CHARS_U}0-9][{_PN_CHARS_U}0-9\u00B7\u0300-\u036F\u203F-\u2040]*)",
     f"(?P<bnode>_:[{_PN_CHARS_U}0-9](?:[{_PN_CHARS}.]*[{_PN_CHARS}])?)",
-    f"(?P<pname>(?:{_PN_PREFIX})?:(?:{_PN_LOCAL})?)",
     r"(?P<word>%?[A-Za-z_][A-Za-z0-9_]*)",
     f"(?P<number>[0-9]*\\.[0-9]+(?:{_EXPONENT})?|[0-9]+\\.[0-9]*{_EXPONENT}|[0-9]+(?:{_EXPONENT})?)",
     r"(?P<langtag>@[a-zA-Z]+(?:-[a-zA-Z0-9]+)*)",
@@ -67,7 +71,17 @@ def tokenize(query: str) -> list[Token]:
     """The tokens of *query*, in order; their texts joined give *query* back exactly.  Never raises."""
     tokens: list[Token] = []
     position = 0
+    no_prefix_before = 0  # a run of name characters seen not to end in a prefix's colon
     while position < len(query):
+        if position >= no_prefix_before and _PNAME_START.match(query, position):
+            match = _PNAME.match(query, position)
+            if match is not None:
+                tokens.append(Token("pname", match.group(0), position))
+                position = match.end()
+                continue
+            # No later start inside this run can end in a colon either: skip them (linear time on
+            # ``a.a.a.…``, which would otherwise be scanned again from every letter).
+            no_prefix_before = _NAME_RUN.match(query, position).end()
         match = _TOKEN.match(query, position)
         if match is None:
             tokens.append(Token("unknown", query[position], position))

@@ -49,6 +49,9 @@ def test_any_text_round_trips(text):
     ("ex:a\\#b ex:c\\~d", [("pname", "ex:a\\#b"), ("pname", "ex:c\\~d")]),
     ("ex:%41b wd:Q5.", [("pname", "ex:%41b"), ("pname", "wd:Q5"), ("punct", ".")]),
     (":local :", [("pname", ":local"), ("pname", ":")]),
+    # A prefix may hold dots but not end with one; a run of names without a colon is words.
+    ("a.b:c ab.:x a.b", [("pname", "a.b:c"), ("word", "ab"), ("punct", "."), ("pname", ":x"), ("word", "a"),
+                         ("punct", "."), ("word", "b")]),
     # IRIs hold any character the grammar allows, comment and tag look-alikes included.
     ("<!--> <http://x/#frag> <ref>", [("iri", "<!-->"), ("iri", "<http://x/#frag>"), ("iri", "<ref>")]),
     ("<http://ex.org/ü~é>", [("iri", "<http://ex.org/ü~é>")]),
