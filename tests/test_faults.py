@@ -32,7 +32,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.euler import EULER_ADVISORS_QUERY, euler_entities
-from tests.support.fault_proxy import FaultProxy, Fault, Reply, api_error, path_contains, wiki_action
+from tests.support.fault_proxy import Fault, FaultProxy, Reply, Rewrite, api_error, path_contains, wiki_action
 from tests.support.llm_server import ErrorReply, ToolCallReply
 from tests.support.mediawiki import BOT_USER, PORT, write_pywikibot_dir
 from tests.support.wikidata_server import select
@@ -491,7 +491,8 @@ def test_a_saved_revision_other_than_what_was_sent_is_undone_at_once(rig):
     def normalise(params):  # what the wiki stores is not what the bot sent (as a strip marker would do)
         return {**params, "text": params["text"].replace("Ask your SPARQL questions", "Ask your questions")}
 
-    rig.wiki.add(Fault("wiki stores other text", wiki_action("edit", title=page, text="*"), normalise, times=1000))
+    rig.wiki.add(Fault("wiki stores other text", wiki_action("edit", title=page, text="*"), Rewrite(normalise),
+                       times=1000))
     code, stderr = rig.run(page, "--once", "--live", "--backlog")
     assert code == 0, stderr[-3000:]
     assert rig.mediawiki.page_text(page) == LEAD + question("Euler", "Who advised Euler?", 4).rstrip("\n")

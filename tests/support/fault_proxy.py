@@ -35,6 +35,13 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
 
 
+@dataclass
+class Rewrite:
+    """Forward the request with its form parameters changed (as a wiki that stores something else would)."""
+
+    change: Callable[[Params], Params]
+
+
 def api_error(code: str, info: str = "", retry_after: float | None = None) -> Reply:
     """A MediaWiki Action API error, as MediaWiki sends it (HTTP 200, ``error`` object, ``MediaWiki-API-Error``)."""
     headers = {"MediaWiki-API-Error": code}
@@ -51,14 +58,14 @@ class Fault:
     """*action* for the next *times* requests that *match*: a :class:`Reply`, ``"drop"`` or a callback.
 
     A callback gets the request's parameters and is run before the request is
-    forwarded (``when="before"``; parameters it returns replace the request's
-    form body, as a wiki that stores something else would), or after the
-    service answered and before the answer is passed on (``when="after"``).
+    forwarded (``when="before"``), or after the service answered and before
+    the answer is passed on (``when="after"``).  A :class:`Rewrite` changes
+    the request's form parameters before they are forwarded.
     """
 
     name: str
     match: Callable[[str, Params], bool]
-    action: Reply | str | Callable[[Params], Params | None]
+    action: Reply | Rewrite | str | Callable[[Params], object]
     times: int = 1
     when: str = "before"
     #: For "drop": how long the connection is held before it is closed without an answer.
@@ -209,9 +216,10 @@ def _handler_for(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
                     self.close_connection = True
                     self.connection.shutdown(socket.SHUT_RDWR)
                     return
-                replaced = fault.action(params)
-                if replaced is not None:
-                    body = urllib.parse.urlencode(replaced).encode()
+                if isinstance(fault.action, Rewrite):
+                    body = urllib.parse.urlencode(fault.action.change(params)).encode()
+                else:
+                    fault.action(params)
             headers = {name: value for name, value in self.headers.items()
                        if name.lower() not in ("host", "connection", "keep-alive", "proxy-connection",
                                                "content-length")}
