@@ -146,6 +146,9 @@ class ForumPage:
         return text, page.latest_revision_id
 
     def stopped(self) -> bool:
+        """Whether the stop page has text; asked at each live pass and before each save (so, logged in first)."""
+        if self.writes:
+            self.ensure_login()
         stop = pywikibot.Page(self.site, self.stop_title)
         return stop.exists() and bool(stop.get(force=True).strip())
 
@@ -202,7 +205,6 @@ class ForumPage:
                 return PostOutcome("previewed", diff=diff)
             if self.stopped():
                 raise EmergencyStop(f"{self.stop_title} is not empty")
-            self.ensure_login()
             if self._allowance is None:
                 self._allowance = measure_allowance(self.site, self.title)
             checked = checked_text(self.site, self.title, old, base, point, reply, self._allowance)
