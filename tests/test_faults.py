@@ -311,8 +311,10 @@ def test_human_edits_racing_the_bot_are_never_lost(rig, race):
 
 def _wiki_faults(page: str) -> list[list[Fault]]:
     edit = wiki_action("edit", title=page)
-    login = (lambda path, params: params.get("action") in ("login", "clientlogin")
-             or params.get("type") == "login")
+
+    def login(path: str, params: dict) -> bool:
+        return params.get("action") in ("login", "clientlogin")
+
     return [
         [Fault("wiki 503", lambda path, params: params.get("action") == "query",
                Reply(503, "Service Unavailable", {"Retry-After": "1", "Content-Type": "text/html"}))],
@@ -321,9 +323,15 @@ def _wiki_faults(page: str) -> list[list[Fault]]:
         [Fault("wiki edit conflict", edit, api_error("editconflict", "Edit conflict"))],
         [Fault("wiki badtoken", edit, api_error("badtoken", "Invalid CSRF token"))],
         [Fault("wiki assertuserfailed", edit, api_error("assertuserfailed", "You are no longer logged in"))],
+        # The session is gone (the edit's assert fails, the user is anonymous) and logging in again fails.
+        # pywikibot then keeps the anonymous user info and a login "in progress" for good (its next save ends
+        # in KeyError 'rights'); the write layer must log in again once the wiki is back.
         [Fault("wiki failed re-login", edit, api_error("assertuserfailed", "Session expired")),
+         Fault("wiki failed re-login (session gone)", lambda path, params: "userinfo" in params.get("meta", ""),
+               Reply(200, {"batchcomplete": True, "query": {"userinfo": {"id": 0, "name": "127.0.0.1",
+                                                                          "anon": True}}}), times=3),
          Fault("wiki failed re-login (login refused)", login, Reply(503, "Service Unavailable",
-                                                                    {"Content-Type": "text/html"}), times=2)],
+                                                                    {"Content-Type": "text/html"}), times=4)],
         [Fault("wiki blocked bot", edit, api_error("blocked", "You have been blocked from editing"))],
     ]
 
