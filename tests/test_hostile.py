@@ -16,8 +16,10 @@ sections after it (an unclosed ``<pre>``) gets a page of its own.
 What a case checks is what a reader of the page (or its stored wikitext)
 would notice:
 
-* each bot revision is the previous text plus one insertion at the end of
-  the case's own section, so everyone else's text stays byte-identical;
+* each bot revision is the previous text plus one insertion in the case's
+  own section, after the asker's question, at the section's end (or where a
+  heading of MediaWiki's own reading ends it), so everyone else's text stays
+  byte-identical;
 * MediaWiki's own parse of the page after each bot revision has the same
   sections, categories, links, images, interwiki links and page properties as
   before, and no templates, links or external links but those a reply may add
@@ -26,9 +28,12 @@ would notice:
   and no heading, and hides none of the text that was visible;
 * the reply, parsed on its own, holds exactly one expanded signature of the
   bot, every step of the trace inside its collapsible element, and every
-  "Try it!" link decodes to a query the model wrote, the final one among them;
+  "Try it!" link decodes to a query the model wrote or to the agent's final
+  query as its trace records it, the final one among them;
 * where the bot must stay silent (an opt-out), the page is unchanged and the
-  section is recorded skipped or failed with a reason; no pass crashes.
+  section's state records why; where either outcome is right (a lone
+  surrogate, a query longer than a reply may be), a reply must be inert and
+  a silence must have its reason recorded; no pass crashes.
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ import time
 import urllib.parse
 import urllib.request
 from collections import Counter
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
@@ -63,6 +69,9 @@ ENTRIES = frozenset({
     "thought", "search", "entry-id", "property-id", "sparql", "failing-query", "final-query", "explanation",
     "language", "label", "description", "claim", "result-literal", "result-iri"})
 EXPECTATIONS = frozenset({"reply", "silent", "either"})
+#: Entry points whose payload reaches the bot through the model or Wikidata, so the agent's record holds it.
+MODEL_SIDE = ENTRIES - {"heading", "question", "draft-template", "draft-syntaxhighlight", "draft-link", "other-text",
+                        "section"}
 CASES_PER_PAGE = 12
 FINAL_QUERY = ("SELECT ?advisor ?advisorLabel WHERE { wd:Q7604 wdt:P184 ?advisor . "
                "SERVICE wikibase:label { bd:serviceParam wikibase:language \"en\". } }")
@@ -232,13 +241,14 @@ def plan(case: Case, number: int) -> Plan:
         label = payload if entry == "label" else f"hostile entity {case.name}"
         description = payload if entry == "description" else "an entity of the hostile corpus"
         claims = {"P31": [statement(item_snak("P31", "Q5"))]}
-        if entry == "claim":
-            claims["P214"] = [statement(string_snak("P214", payload, "external-id"))]
+        if entry == "claim":  # a string statement (external identifiers are left out of entries)
+            claims["P528"] = [statement(string_snak("P528", payload))]
+            entities.append(entity("P528", "catalog code", "catalog name of an object", datatype="string"))
         entities.append(entity(qid, label, description, claims=claims, aliases=[f"hostile entity {case.name}"]))
         steps = [("search_wikidata", {"query": f"hostile entity {case.name}"}),
                  ("get_wikidata_entry", {"qid": qid}), run_final, stop]
     elif entry in ("result-literal", "result-iri"):
-        query = f"SELECT ?value WHERE {{ wd:Q7604 wdt:P1559 ?value . }} LIMIT {1000 + number}"
+        query = f'SELECT ?value WHERE {{ wd:Q7604 wdt:P1559 ?value . FILTER(?value != "{case.name}") }}'
         value = {"type": "literal" if entry == "result-literal" else "uri", "value": payload}
         steps = [("execute_sparql", {"sparql": query}), stop]
         answers[query] = select(["value"], [{"value": value}, {"value": {"type": "literal", "value": "plain"}}])
@@ -260,6 +270,12 @@ def _with_markers(case: Case, steps: list[tuple[str, dict[str, str]]]) -> list[t
 
 def step_marker(case: Case, number: int) -> str:
     return f"sm-{case.name}-{number}"
+
+
+def query_key(query: str) -> str:
+    """A query as the stand-in query service recognises it: the agent runs its final query again with
+    ``DISTINCT`` added, and must get the same rows."""
+    return " ".join(re.sub(r"\bDISTINCT\s+", "", query, count=1).split())
 
 
 class Script:
@@ -414,11 +430,16 @@ def section_starts(text: str, plans: list[Plan]) -> list[int]:
     return starts
 
 
+def state_file(workdir: Path, title: str) -> Path:
+    """One state file per page, so pages can run side by side (a live bot locks its state file)."""
+    return workdir / f"state-{re.sub(r'[^A-Za-z0-9-]+', '-', title)}.sqlite"
+
+
 def run_bot(services: dict[str, Any], workdir: Path, title: str, *options: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYWIKIBOT_DIR": str(PYWIKIBOT_DIR), "OPENAI_API_KEY": "sk-hostile-corpus",
            "OPENAI_BASE_URL": services["llm"].base_url, "WIKIDATA_API_URL": services["wikidata"].api_url,
            "WIKIDATA_SPARQL_URL": services["wikidata"].sparql_url}
-    return subprocess.run([sys.executable, "-m", "bot.run", "--page", title, "--state", str(workdir / "state.sqlite"),
+    return subprocess.run([sys.executable, "-m", "bot.run", "--page", title, "--state", str(state_file(workdir, title)),
                            "--config", str(workdir / "bot.ini"), *options],
                           env=env, capture_output=True, text=True, timeout=1800, cwd=workdir)
 
@@ -445,7 +466,7 @@ def run_page(mediawiki, services, workdir: Path, page: str, plans: list[Plan]) -
     runs = [run_bot(services, workdir, title, "--once", "--live", "--backlog"),
             run_bot(services, workdir, title, "--once", "--live")]
     bot_revisions = [revision for revision in revisions_with_text(mediawiki, title) if revision["id"] > human["id"]]
-    state = State(workdir / "state.sqlite")
+    state = State(state_file(workdir, title))
     try:
         records = {record.heading: (record.status, record.last_error, record.trace) for record in state.sections(title)}
     finally:
@@ -516,6 +537,10 @@ def judge(mediawiki, run: PageRun) -> None:
             run.problems[name].append("the bot replied where it must stay silent")
         trace = record[2] if record else None
         final = trace.get("final_sparql") if trace else None
+        probe = max(re.findall(r"[A-Za-z0-9]{3,}", item.case.payload), key=len, default=None)
+        if trace and probe and item.case.entry in MODEL_SIDE and probe not in json.dumps(trace, ensure_ascii=False):
+            run.problems[name].append(f"the payload never reached the agent's record ({probe!r} is not in it): "
+                                      "the case tests nothing")
         for reply in found:
             run.problems[name].extend(judge_reply(mediawiki, run.title, item, reply, final))
 
@@ -652,24 +677,35 @@ def judge_reply(mediawiki, title: str, item: Plan, reply: dict[str, Any], final:
 # -- the tests ------------------------------------------------------------------------------------
 
 class Corpus:
-    """Runs each page of the corpus once, on first demand, and keeps what it found."""
+    """Runs the pages the selected tests need, two at a time (the bot mostly waits on the wiki)."""
 
-    def __init__(self, mediawiki, services: dict[str, Any], workdir: Path, plans: dict[str, Plan]) -> None:
-        self.mediawiki = mediawiki
-        self.plans = plans
-        self.services = services
-        self.workdir = workdir
-        self.runs: dict[str, PageRun] = {}
+    def __init__(self, mediawiki, services: dict[str, Any], workdir: Path, plans: dict[str, Plan],
+                 pages: list[str]) -> None:
+        self.pool = ThreadPoolExecutor(max_workers=2)
+        self.runs: dict[str, Future[PageRun]] = {
+            name: self.pool.submit(run_page, mediawiki, services, workdir, name,
+                                   [plans[case.name] for case in PAGES[name]])
+            for name in pages}
 
     def page(self, name: str) -> PageRun:
-        if name not in self.runs:
-            self.runs[name] = run_page(self.mediawiki, self.services, self.workdir, name,
-                                       [self.plans[case.name] for case in PAGES[name]])
-        return self.runs[name]
+        return self.runs[name].result()
+
+    def close(self) -> None:
+        self.pool.shutdown(cancel_futures=True)
+
+
+def selected_pages(items: list[pytest.Item]) -> list[str]:
+    """The pages the selected tests of this module look at, in test order."""
+    pages: dict[str, None] = {}
+    for item in items:
+        params = getattr(item, "callspec", None) and item.callspec.params
+        if item.module.__name__ == __name__ and params:
+            pages[params["page"] if "page" in params else PAGE_OF[params["case"].name]] = None
+    return list(pages)
 
 
 @pytest.fixture(scope="module")
-def corpus(mediawiki, tmp_path_factory):
+def corpus(mediawiki, tmp_path_factory, request):
     workdir = tmp_path_factory.mktemp("hostile")
     (workdir / "bot.ini").write_text(f"[bot]\nmax_sections_per_pass = {CASES_PER_PAGE + 5}\n")
     plans = {case.name: plan(case, number) for number, case in enumerate(CASES)}
@@ -677,12 +713,15 @@ def corpus(mediawiki, tmp_path_factory):
     wikidata.add(*euler_entities())
     for item in plans.values():
         wikidata.add(*item.entities)
-    answers = {query.strip(): reply for item in plans.values() for query, reply in item.answers.items()}
-    default = answers[FINAL_QUERY]
-    wikidata.sparql = lambda query: answers.get(query.strip(), default)
+    answers = {query_key(query): reply for item in plans.values() for query, reply in item.answers.items()}
+    default = answers[query_key(FINAL_QUERY)]
+    wikidata.sparql = lambda query: answers.get(query_key(query), default)
     llm = FakeLLMServer(script=Script(plans))
     mediawiki.edit_as_human(f"User:{BOT_USER}/Stop", "", "clear the stop page")
-    yield Corpus(mediawiki, {"llm": llm, "wikidata": wikidata}, workdir, plans)
+    corpus = Corpus(mediawiki, {"llm": llm, "wikidata": wikidata}, workdir, plans,
+                    selected_pages(request.session.items))
+    yield corpus
+    corpus.close()
     llm.close()
     wikidata.close()
 
