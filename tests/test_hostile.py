@@ -110,6 +110,8 @@ class Case:
     #: For entry "section": the heading line and the body, with {heading}, {marker} and {signature}.
     heading_line: str = "== {heading} =="
     body: str = ""
+    #: Text for the page's lead, above every section (an isolated case's own page).
+    lead: str = ""
 
     @property
     def text(self) -> str:
@@ -133,6 +135,8 @@ def load_cases() -> list[Case]:
             if case.entry not in ENTRIES or case.expect not in EXPECTATIONS:
                 raise ValueError(f"{path.name}: case {case.name!r} has entry {case.entry!r} and expectation "
                                  f"{case.expect!r}; entries: {sorted(ENTRIES)}, expectations: {sorted(EXPECTATIONS)}")
+            if case.lead and not case.isolate:
+                raise ValueError(f"{path.name}: case {case.name!r} writes the page's lead, so it needs isolate")
             if not re.fullmatch(r"[a-z0-9-]+", case.name):
                 raise ValueError(f"{path.name}: case name {case.name!r} must be lower-case letters, digits, '-'")
             cases.append(case)
@@ -412,7 +416,8 @@ class PageRun:
 
 def compose(plans: list[Plan]) -> str:
     lead = ("{{shortcut|WD:RAQ}}\nThis is the place to request a SPARQL query.\n"
-            "<!-- other users' text above the sections stays as it is -->\n")
+            "<!-- other users' text above the sections stays as it is -->\n"
+            + "".join(item.case.lead + "\n" for item in plans if item.case.lead))
     sections = []
     for item in plans:
         sections.append(f"{item.heading_line}\n<!-- hostile case {item.case.name} -->\n{item.body}\n")
@@ -531,7 +536,8 @@ def judge(mediawiki, run: PageRun) -> None:
         if not found:
             if item.case.expect == "reply":
                 run.problems[name].append(f"no reply (state: {record[:2] if record else None})")
-            elif record is None or record[0] == "answered" or not record[1]:
+            # An opt-out in the page's lead keeps the bot out of every section: there the page says why.
+            elif (record[0] == "answered" or not record[1]) if record else not item.case.lead:
                 run.problems[name].append(f"no reply and no recorded reason (state: {record[:2] if record else None})")
         elif item.case.expect == "silent":
             run.problems[name].append("the bot replied where it must stay silent")
