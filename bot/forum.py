@@ -343,18 +343,23 @@ def mentions(text: str, bot: str) -> bool:
 
 @dataclass
 class Request:
-    """What the asker gave: the question, their own queries, the entities they mention, the thread."""
+    """What the asker gave: the question, their own queries, the entities they mention, the thread.
+
+    ``previous_query`` is the bot's own last final query in the thread, which a follow-up revises.
+    """
 
     heading: str
     question: str
     queries: list[str] = field(default_factory=list)
     entities: list[str] = field(default_factory=list)
     thread: str = ""
+    previous_query: str = ""
 
     def to_context(self):
         from agent import AgentContext
 
-        return AgentContext(draft_queries=list(self.queries), entities=list(self.entities), thread=self.thread)
+        return AgentContext(draft_queries=list(self.queries), entities=list(self.entities), thread=self.thread,
+                            previous_query=self.previous_query)
 
 
 def _template_query(template: mwparserfromhell.nodes.Template) -> str | None:
@@ -520,15 +525,16 @@ def extract_followup(section: Section, followup: FollowUp, previous_query: str |
     signatures = [signature for signature in section.signatures if followup.start <= signature.start < followup.end]
     words = plain_text(_without_signatures(text, followup.start, signatures))
     code = mwparserfromhell.parse(text)
-    queries = ([previous_query] if previous_query else []) + _queries(code)
+    queries = _queries(code)
     entities = _entities(code)
     if not section.replies and len(section.opening) <= MAX_REQUEST_CHARS:
         asked = extract_request(section)
         words = f"{plain_text(section.opening)}\n\n{words}".strip()
         queries, entities = asked.queries + queries, asked.entities + entities
     return Request(heading=section.heading, question=f"{section.heading}\n\n{words}" if words else section.heading,
-                   queries=list(dict.fromkeys(queries)), entities=list(dict.fromkeys(entities)),
-                   thread=thread_text(section))
+                   queries=[query for query in dict.fromkeys(queries) if query != previous_query],
+                   entities=list(dict.fromkeys(entities)), thread=thread_text(section),
+                   previous_query=previous_query or "")
 
 
 def previous_query(section: Section, bot: str) -> str | None:

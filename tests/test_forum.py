@@ -175,7 +175,9 @@ def test_a_follow_up_by_the_asker_under_the_bots_reply_is_identified_by_its_revi
     assert (followup.revision, followup.user, followup.depth) == (4, "Ann", 3)
     request = extract_followup(section, followup, "SELECT ?film WHERE { ?film wdt:P57 wd:Q2001 }")
     assert request.question == "Films\n\nThanks, can you also add the year?"
-    assert request.queries == ["SELECT ?film WHERE { ?film wdt:P57 wd:Q2001 }"]
+    assert request.previous_query == "SELECT ?film WHERE { ?film wdt:P57 wd:Q2001 }"
+    assert request.queries == []  # the bot's own query is the draft to revise, not the asker's
+    assert request.to_context().previous_query == request.previous_query
     assert "Films by Kubrick?" in request.thread and "— SpinachBot" in request.thread
     key = followup_key(section.key, 4)
     assert not find_section(sections_of(attribution), key).answered

@@ -155,6 +155,7 @@ def test_a_follow_up_is_answered_once_in_the_thread_even_when_the_bot_is_killed(
     asked_then = user_messages(answers.requests[0])
     assert "Can you also add the year of the doctorate?" in asked_then
     assert EULER_ADVISORS_QUERY in asked_then and "Who advised Euler?" in asked_then
+    assert "Your earlier answer in this thread used this query" in asked_then  # its own draft, not the asker's
     thread = section_text(mediawiki.page_text(forum), "Euler")
     reply = thread.split(follow_up.strip(), 1)[1]
     first_reply = thread.split("Who advised Euler?", 1)[1].split("\n", 1)[1].split(follow_up.strip(), 1)[0]
