@@ -314,3 +314,24 @@ def test_a_passing_fault_never_gives_a_section_up_but_a_failing_section_is(tmp_p
     assert down.next_attempt - time.time() <= MAX_RETRY_SECONDS
     assert broken.status == "failed"
     state.close()
+
+
+def test_a_german_question_is_answered_in_words_in_german(mediawiki, forum, services, tmp_path, llm_server):
+    explanation = "Die Abfrage liefert Eulers Doktorväter über die Eigenschaft P184 (Doktorvater)."
+
+    def german(body):
+        if not any(message["role"] == "tool" for message in body["messages"]):
+            return ToolCallReply("execute_sparql", {"thought": "Doktorväter abfragen.", "sparql": EULER_ADVISORS_QUERY})
+        return ToolCallReply("stop", {"thought": "Das beantwortet die Frage.", "language": "de",
+                                      "explanation": explanation})
+
+    run_bot(tmp_path, services, forum, "--once", "--live")
+    mediawiki.edit_as_human(forum, mediawiki.page_text(forum) + new_section(
+        "Doktorväter von Euler", "Wer waren die Doktorväter von Leonhard Euler?"))
+    run_bot(tmp_path, services, forum, "--once", "--live", llm=llm_server(german))
+
+    reply = section_text(mediawiki.page_text(forum), "Doktorväter von Euler").split("Euler?", 1)[1]
+    assert "Diese Abfrage beantwortet die Frage" in reply and "[[User:SpinachBot|SpinachBot]]" in reply
+    page = mediawiki.rendered_html(forum)
+    assert explanation in page  # the model's words, shown as text on the rendered page
+    assert "Here is a query that answers this" not in page  # no English wording beside it
