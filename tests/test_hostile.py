@@ -173,7 +173,6 @@ class Plan:
     """A case made concrete: its section text, the model's steps, what Wikidata answers."""
 
     case: Case
-    number: int
     heading_line: str
     body: str
     steps: list[tuple[str, dict[str, str]]]
@@ -259,8 +258,8 @@ def plan(case: Case, number: int) -> Plan:
     elif entry == "section":
         heading_line = case.heading_line.replace("{heading}", heading)
         body = case.body.replace("{marker}", marker).replace("{signature}", sign)
-        return Plan(case, number, heading_line, body, _with_markers(case, steps), answers, entities, sign)
-    return Plan(case, number, f"== {heading} ==", question, _with_markers(case, steps), answers, entities, sign)
+        return Plan(case, heading_line, body, _with_markers(case, steps), answers, entities, sign)
+    return Plan(case, f"== {heading} ==", question, _with_markers(case, steps), answers, entities, sign)
 
 
 def _with_markers(case: Case, steps: list[tuple[str, dict[str, str]]]) -> list[tuple[str, dict[str, str]]]:
