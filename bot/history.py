@@ -8,9 +8,11 @@ to the section.  :class:`Attribution` carries this from one revision of the
 page to the next by diffing lines, so each pass only reads the revisions
 made since the last one.
 
-Lines already on the page when the bot first read it, or changed by
-revisions it could not read, belong to :data:`UNKNOWN` (or to a revision
-whose user is unknown); for them the text (signatures) is all there is.
+At its first look the bot reads the page's last :data:`MAX_REVISIONS`
+revisions, so a section added recently (backlog included) is known by its
+revision too.  Lines older than that window, or changed by revisions it
+could not read, belong to :data:`UNKNOWN` (or to a revision whose user is
+unknown); for them the text (signatures) is all there is.
 """
 
 from __future__ import annotations
@@ -41,6 +43,11 @@ class Attribution:
     @classmethod
     def first_look(cls, revision: int, text: str) -> Attribution:
         return cls(revision, text, [UNKNOWN] * (text.count("\n") + 1))
+
+    @classmethod
+    def created(cls, revision: int, user: str, text: str) -> Attribution:
+        """The page's first revision: every line is its author's."""
+        return cls(revision, text, [revision] * (text.count("\n") + 1), {revision: user} if user else {})
 
     def advance(self, revision: int, user: str, text: str) -> Attribution:
         """The attribution of *text*, saved as *revision* by *user* on top of this one."""
@@ -107,6 +114,24 @@ class Revision:
     id: int
     user: str
     text: str
+    #: The page's first revision (no parent).
+    creation: bool = False
+
+
+def latest_revisions(site, title: str, until: int) -> list[Revision]:
+    """The last :data:`MAX_REVISIONS` revisions of *title* up to *until*, oldest first (hidden ones left out).
+
+    A read through pywikibot's request machinery, like :func:`revisions_after`.
+    """
+    reply = site.simple_request(action="query", prop="revisions", titles=title,
+                                rvprop="ids|user|content", rvslots="main", rvdir="older", rvstartid=str(until),
+                                rvlimit=str(MAX_REVISIONS), formatversion="2").submit()
+    pages = reply["query"]["pages"]
+    found = [Revision(revision["revid"], revision.get("user", ""), revision["slots"]["main"]["content"],
+                      creation=revision.get("parentid") == 0)
+             for revision in (pages[0].get("revisions", []) if pages else [])
+             if "content" in revision.get("slots", {}).get("main", {})]
+    return found[::-1]
 
 
 def revisions_after(site, title: str, after: int, until: int) -> list[Revision] | None:

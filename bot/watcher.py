@@ -33,7 +33,7 @@ from bot.forum import (
     followup_key, mark_answered, normalize_user, page_lead, parse_sections, pending_followup, ping_in,
     previous_query,
 )
-from bot.history import Attribution, revisions_after
+from bot.history import Attribution, Revision, latest_revisions, revisions_after
 from bot.render import render_reply
 from bot.state import State
 from bot.redact import redact
@@ -132,7 +132,7 @@ class Watcher:
         """Who added which line of *text*: the stored attribution carried through the revisions made since."""
         stored = None if first_look else self.state.attribution(self.forum.title)
         if stored is None:
-            return Attribution.first_look(revision, text)
+            return self._attribute_from_history(text, revision)
         if stored.revision == revision and stored.text == text:
             return stored
         try:
@@ -144,7 +144,29 @@ class Watcher:
             log.warning("the changes to %s since revision %d are attributed together, to no known user",
                         self.forum.title, stored.revision)
             revisions = []
-        current = stored
+        return self._carry(stored, revisions, text, revision)
+
+    def _attribute_from_history(self, text: str, revision: int) -> Attribution:
+        """At the first look: who added which line, from the page's latest revisions.
+
+        Without it a signature typed into a question (a forged bot signature) would pass for a reply.
+        """
+        try:
+            revisions = latest_revisions(self.forum.site, self.forum.title, revision)
+        except pywikibot.exceptions.APIError as error:
+            log.warning("cannot read the history of %s (%s); signatures alone tell who wrote what",
+                        self.forum.title, error)
+            revisions = []
+        if not revisions:
+            return Attribution.first_look(revision, text)
+        oldest, newer = revisions[0], revisions[1:]
+        start = (Attribution.created(oldest.id, normalize_user(oldest.user), oldest.text) if oldest.creation
+                 else Attribution.first_look(oldest.id, oldest.text))
+        return self._carry(start, newer, text, revision)
+
+    @staticmethod
+    def _carry(current: Attribution, revisions: list[Revision], text: str, revision: int) -> Attribution:
+        """*current* carried through *revisions* (oldest first) to *text*, the page as read at *revision*."""
         for newer in revisions:
             current = current.advance(newer.id, normalize_user(newer.user), newer.text)
         if current.text != text or current.revision != revision:
