@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from agent import observations, rewrites
+from agent.llm import well_formed
 from agent.kb.base import QueryResult
 from agent.prompts import render
 
@@ -67,9 +68,9 @@ def parse_extraction(text: str) -> Extraction:
     except ValueError:
         data = None
     if isinstance(data, dict):
-        return Extraction(sparql=str(data.get("sparql") or "").strip(),
-                          explanation=str(data.get("explanation") or "").strip(),
-                          language=str(data.get("language") or "").strip())
+        return Extraction(sparql=well_formed(str(data.get("sparql") or "")).strip(),
+                          explanation=well_formed(str(data.get("explanation") or "")).strip(),
+                          language=well_formed(str(data.get("language") or "")).strip())
     block = _SPARQL_BLOCK.search(text)
     if block:
         return Extraction(sparql=block.group(1).strip())

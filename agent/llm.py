@@ -11,6 +11,7 @@ the bot or the evaluation harness.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -54,6 +55,18 @@ class LLMConfig:
             if value is not None:
                 setattr(config, name, value)
         return config
+
+
+#: A surrogate code point: in a Python string (pairs are already joined), always a lone one.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def well_formed(text: str) -> str:
+    """*text* with each lone surrogate (valid in JSON's ``\\ud800``, not in UTF-8) replaced by U+FFFD.
+
+    A model may write one; sent back in the next prompt, stored or posted, it would fail to encode.
+    """
+    return _SURROGATE.sub("\ufffd", text)
 
 
 @dataclass
@@ -136,7 +149,7 @@ class ChatModel:
         if usage is not None and usage.prompt_tokens_details is not None:
             cached = usage.prompt_tokens_details.cached_tokens or 0
         return Completion(
-            content=message.content or "",
+            content=well_formed(message.content or ""),
             tool_calls=calls,
             prompt_tokens=usage.prompt_tokens if usage else 0,
             completion_tokens=usage.completion_tokens if usage else 0,

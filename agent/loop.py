@@ -42,7 +42,7 @@ from typing import Any
 from agent import end_of_run, observations
 from agent.actions import ACTIONS, check_argument, same_action, tool_schemas
 from agent.kb.base import KBUnavailable, KnowledgeBase, QueryResult
-from agent.llm import ChatModel, Completion, LLMUnavailable, ToolsUnsupported
+from agent.llm import ChatModel, Completion, LLMUnavailable, ToolsUnsupported, well_formed
 from agent.parsing import ParseError, parse_step
 from agent.prompts import render
 from agent.trace import AgentResult, Step, Usage
@@ -286,6 +286,8 @@ class _Run:
                 arguments = json.loads(call.arguments or "{}")
                 if not isinstance(arguments, dict):
                     raise ValueError("not an object")
+                arguments = {name: well_formed(value) if isinstance(value, str) else value
+                             for name, value in arguments.items()}
             except ValueError as error:
                 return _Decision(content, call.name, call.arguments,
                                  f"The arguments of {call.name} are not a JSON object ({error}).")

@@ -414,3 +414,16 @@ def test_the_models_free_text_is_kept_as_the_thought(llm_server, kb):
                                        content="Euler's advisor is in P184; run it."), call("stop")])
     result = make_agent(server, kb).run("Who advised Euler?")
     assert result.steps[0].thought == "Euler's advisor is in P184; run it."
+
+
+def test_a_lone_surrogate_from_the_model_never_breaks_the_run(llm_server, kb):
+    server = llm_server([
+        call("execute_sparql", EULER_ADVISORS_QUERY, "Query the advisors \ud800 now."),
+        ToolCallReply("stop", {"thought": "Done \udfff.", "explanation": "Euler's advisors \ud83d.",
+                               "language": "en"}),
+    ])
+    result = make_agent(server, kb).run("Who were the doctoral advisors of Leonhard Euler?")
+    assert result.stop_reason == "stop" and result.final_sparql == EULER_ADVISORS_QUERY
+    assert result.steps[0].thought == "Query the advisors \ufffd now."
+    assert result.explanation == "Euler's advisors \ufffd."
+    json.dumps(result.to_dict(), ensure_ascii=False).encode("utf-8")  # storable and postable as UTF-8
