@@ -5,14 +5,18 @@ Three habits of the agent cost the asker: a final query that projects
 (and a bare name cannot be followed to its item), a query that ends in the
 ``LIMIT 10`` the agent used while checking shows ten rows of a longer answer,
 and a query without ``DISTINCT`` repeats a row once per matching statement
-(a show with two start dates is listed twice).  All are fixed on the token stream of the one SPARQL lexer, so
-strings, IRIs and comments can never be mistaken for syntax, and the text
-outside the edit stays exactly as the model wrote it.
+(a show with two start dates is listed twice).  Three more rewrites give an
+answer the form its question asks for (:mod:`agent.answer_form` decides when):
+``ASK`` over the same pattern, a date's year, the number of listed items.
+All are made on the token stream of the one SPARQL lexer, so strings, IRIs
+and comments can never be mistaken for syntax, and the text outside the edit
+stays exactly as the model wrote it.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from agent.sparql_lexer import Token, tokenize
 
@@ -99,11 +103,15 @@ def add_distinct(sparql: str) -> str:
     """``DISTINCT`` after the outermost ``SELECT`` when it has neither ``DISTINCT`` nor ``REDUCED``.
 
     Only the outermost projection: there it removes repeated rows and nothing
-    else, while in a subquery it could change what an aggregate counts.
+    else, while in a subquery it could change what an aggregate counts.  An
+    aggregate without GROUP BY has one row, which DISTINCT cannot change.
     """
     tokens = tokenize(sparql)
     span = _projection(tokens)
     if span is None:
+        return sparql
+    parts = query_parts(sparql)
+    if parts is not None and parts.aggregates and "GROUP" not in parts.tail_keywords:
         return sparql
     first = next((token for token in tokens[span[0]:span[1]] if token.kind not in ("space", "comment")), None)
     if first is not None and first.kind == "word" and first.text.upper() in ("DISTINCT", "REDUCED"):
@@ -135,3 +143,157 @@ def drop_exploratory_limit(sparql: str, question: str) -> str:
         return sparql
     kept = "".join(token.text for token in tokens[:significant[-2]]).rstrip()
     return kept + "".join(token.text for token in tokens[significant[-1] + 1:]).rstrip(" \t")
+
+
+_AGGREGATES = frozenset({"COUNT", "SUM", "MIN", "MAX", "AVG", "SAMPLE", "GROUP_CONCAT"})
+
+
+@dataclass(frozen=True)
+class QueryParts:
+    """The outermost query in four pieces whose concatenation is the query, byte for byte.
+
+    ``prologue`` is what comes before the query form (PREFIX and BASE
+    declarations, comments), ``form`` the keyword ``SELECT`` or ``ASK`` as
+    written, ``head`` everything up to the WHERE group (projection, FROM,
+    the word WHERE), ``group`` the WHERE group with its braces and ``tail``
+    the rest (solution modifiers, a trailing VALUES block).
+    """
+
+    prologue: str
+    form: str
+    head: str
+    group: str
+    tail: str
+    #: The upper-cased words of the tail outside any brackets (GROUP, HAVING, ORDER, LIMIT, OFFSET, VALUES).
+    tail_keywords: tuple[str, ...]
+    #: The projection uses an aggregate (``COUNT`` …), so it has one row per group, not per solution.
+    aggregates: bool
+
+
+def query_parts(sparql: str) -> QueryParts | None:
+    """*sparql* split into :class:`QueryParts`, or ``None`` when it is not a SELECT or ASK the lexer can follow."""
+    tokens = tokenize(sparql)
+    form_index = next((index for index, token in enumerate(tokens)
+                       if token.kind == "word" and token.text.upper() in ("SELECT", "ASK", "CONSTRUCT", "DESCRIBE")),
+                      None)
+    if form_index is None or tokens[form_index].text.upper() not in ("SELECT", "ASK"):
+        return None
+    parentheses, open_index = 0, None
+    for index in range(form_index + 1, len(tokens)):
+        token = tokens[index]
+        if token.kind == "punct" and token.text in "()":
+            parentheses += 1 if token.text == "(" else -1
+        elif token.kind == "punct" and token.text == "{" and parentheses == 0:
+            open_index = index
+            break
+    if open_index is None:
+        return None
+    depth, close_index = 0, None
+    for index in range(open_index, len(tokens)):
+        token = tokens[index]
+        if token.kind == "punct" and token.text in "{}":
+            depth += 1 if token.text == "{" else -1
+            if depth == 0:
+                close_index = index
+                break
+    if close_index is None:
+        return None
+    head = tokens[form_index + 1:open_index]
+    aggregates = any(token.kind == "word" and token.text.upper() in _AGGREGATES for token in head)
+    keywords, nesting = [], 0
+    for token in tokens[close_index + 1:]:
+        if token.kind == "punct" and token.text in "({[":
+            nesting += 1
+        elif token.kind == "punct" and token.text in ")}]":
+            nesting -= 1
+        elif token.kind == "word" and nesting == 0 and token.text.upper() in (
+                "GROUP", "HAVING", "ORDER", "LIMIT", "OFFSET", "VALUES"):
+            keywords.append(token.text.upper())
+    text = [token.text for token in tokens]
+    return QueryParts(prologue="".join(text[:form_index]), form=tokens[form_index].text,
+                      head="".join(text[form_index + 1:open_index]),
+                      group="".join(text[open_index:close_index + 1]), tail="".join(text[close_index + 1:]),
+                      tail_keywords=tuple(keywords), aggregates=aggregates)
+
+
+def _per_solution_select(sparql: str) -> QueryParts | None:
+    """The parts of a SELECT whose rows are the WHERE group's solutions, every one of them (no grouping, no OFFSET)."""
+    parts = query_parts(sparql)
+    if parts is None or parts.form.upper() != "SELECT" or parts.aggregates:
+        return None
+    if {"GROUP", "HAVING", "OFFSET"} & set(parts.tail_keywords):
+        return None
+    if re.search(r"\bLIMIT\s+0+\b", parts.tail, re.IGNORECASE):
+        return None
+    return parts
+
+
+def _after_projection(parts: QueryParts) -> str:
+    """The head without its projection: `` FROM … WHERE `` or nothing."""
+    tokens = tokenize(parts.head)
+    for index, token in enumerate(tokens):
+        if token.kind == "word" and token.text.upper() in ("FROM", "WHERE"):
+            return " " + "".join(t.text for t in tokens[index:])
+    return " "
+
+
+def _trailing_values(parts: QueryParts) -> str:
+    """The tail's VALUES block, if it has one (solution modifiers left out)."""
+    if "VALUES" not in parts.tail_keywords:
+        return ""
+    match = re.search(r"\bVALUES\b", parts.tail, re.IGNORECASE)
+    return "\n" + parts.tail[match.start():].rstrip() if match else ""
+
+
+def to_ask(sparql: str) -> str:
+    """The SELECT as ``ASK`` over the same WHERE group: true exactly when the SELECT has rows.
+
+    Left unchanged when that equivalence does not hold: an aggregate, GROUP
+    BY, HAVING, OFFSET or ``LIMIT 0``.
+    """
+    parts = _per_solution_select(sparql)
+    if parts is None:
+        return sparql
+    return parts.prologue + "ASK" + _after_projection(parts) + parts.group + _trailing_values(parts)
+
+
+def _fresh_name(sparql: str, wanted: str) -> str:
+    used = {token.text[1:].lower() for token in tokenize(sparql) if token.kind == "var"}
+    name, number = wanted, 2
+    while name.lower() in used:
+        name, number = f"{wanted}{number}", number + 1
+    return name
+
+
+def to_year(sparql: str, variable: str) -> str:
+    """The projected ``?variable`` (a date) shown as its year: ``(YEAR(?variable) AS ?variableYear)``."""
+    tokens = tokenize(sparql)
+    span = _projection(tokens)
+    if span is None:
+        return sparql
+    name = _fresh_name(sparql, f"{variable}Year")
+    pieces, depth, replaced = [], 0, False
+    for index, token in enumerate(tokens):
+        if span[0] <= index < span[1]:
+            if token.kind == "punct" and token.text in "()":
+                depth += 1 if token.text == "(" else -1
+            if token.kind == "var" and depth == 0 and token.text[1:] == variable and not replaced:
+                pieces.append(f"(YEAR({token.text}) AS ?{name})")
+                replaced = True
+                continue
+        pieces.append(token.text)
+    return "".join(pieces) if replaced else sparql
+
+
+def to_count(sparql: str, variable: str) -> str:
+    """The SELECT as the number of distinct ``?variable`` values it lists: ``(COUNT(DISTINCT ?variable) AS ?count)``.
+
+    Ordering and LIMIT go (a count has one row); left unchanged where the
+    rows are not the WHERE group's solutions (aggregates, grouping, OFFSET).
+    """
+    parts = _per_solution_select(sparql)
+    if parts is None or variable not in projected_variables(sparql):
+        return sparql
+    name = _fresh_name(sparql, "count")
+    return (parts.prologue + f"{parts.form} (COUNT(DISTINCT ?{variable}) AS ?{name})" + _after_projection(parts)
+            + parts.group + _trailing_values(parts))
