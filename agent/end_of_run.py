@@ -1,6 +1,6 @@
 """The end of a run: the answer the user gets.
 
-Three steps, each counted in :attr:`AgentResult.end_of_run` when it changed
+Steps, each counted in :attr:`AgentResult.end_of_run` when it changed
 the final query:
 
 ``extraction``
@@ -16,6 +16,10 @@ the final query:
     An exploratory trailing ``LIMIT`` removed (:func:`agent.rewrites.drop_exploratory_limit`).
 ``distinct``
     ``DISTINCT`` added to the outermost ``SELECT`` (:func:`agent.rewrites.add_distinct`).
+``ask``, ``year``, ``count``
+    The answer given the form its question asks for: yes/no, a year, a number
+    (:func:`agent.answer_form.fit_to_question`).  It comes before
+    ``distinct``, which an ASK or a single count does not need.
 
 The rewrites are run together as one query; a rewritten query replaces the
 final one only when it runs and returns rows.  When the combined one does
@@ -29,7 +33,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from agent import observations, rewrites
+from agent import answer_form, observations, rewrites
 from agent.llm import well_formed
 from agent.kb.base import QueryResult
 from agent.prompts import render
@@ -131,8 +135,12 @@ def finish(run: _Run, reason: str, final: int | None) -> FinalAnswer:
             answer.sparql, answer.result = run.steps[best].argument, run.results[best]
     if answer.sparql is None:
         return answer
+    final_result = answer.result
     rewrite_steps = (("label_ids", rewrites.add_label_ids),
                      ("limit", lambda sparql: rewrites.drop_exploratory_limit(sparql, run.question)),
+                     (answer_form.step_name(run.question),
+                      lambda sparql: answer_form.fit_to_question(sparql, final_result, run.question)
+                      if run.config.answer_form else sparql),
                      ("distinct", rewrites.add_distinct))
     combined, changed = answer.sparql, []
     for name, rewrite in rewrite_steps:

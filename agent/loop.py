@@ -80,6 +80,10 @@ class AgentConfig:
     #: Run the end-of-run steps; off, a run ends on the stop's query or the last query with rows
     #: (the replay reports both, to compare like with like with the paper).
     end_of_run: bool = True
+    #: Among them, give a one-line question's answer the form it asks for: yes/no, a year, a count
+    #: (:mod:`agent.answer_form`).  Upstream's end of run had no such step; the replay reports the
+    #: figure without it too.
+    answer_form: bool = True
 
 
 @dataclass

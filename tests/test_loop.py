@@ -11,7 +11,7 @@ from agent.kb.live import LiveWikidata, WikidataConfig
 from agent.llm import ChatModel, LLMConfig
 from tests.support.euler import EULER_ADVISORS_QUERY, euler_entities
 from tests.support.llm_server import ErrorReply, SlowReply, TextReply, ToolCallReply
-from tests.support.wikidata_server import SparqlReply, entity, select
+from tests.support.wikidata_server import SparqlReply, ask, entity, select
 
 
 def call(name, argument=None, thought="thinking"):
@@ -379,6 +379,21 @@ def test_labels_get_their_ids_and_an_exploratory_limit_goes(llm_server, wikidata
     assert result.final_sparql == rewritten
     assert result.end_of_run == ["label_ids", "limit", "distinct"] and not result.best_effort
     assert result.answer[0]["advisor"]["value"].endswith("Q124500")
+
+
+def test_a_yes_no_question_answered_with_rows_gets_an_ask_and_its_yes(llm_server, wikidata_server):
+    asked = "ASK WHERE { wd:Q7604 wdt:P184 ?advisor . }"
+    wikidata = wikidata_server(sparql={EULER_ADVISORS_QUERY: select(["advisor"], [{"advisor": "Q124500"}]),
+                                       asked: ask(True)})
+    kb = LiveWikidata(WikidataConfig(api_url=wikidata.api_url, sparql_url=wikidata.sparql_url),
+                      http=HttpClient(backoff=0.01))
+    result = make_agent(llm_server([call("execute_sparql", EULER_ADVISORS_QUERY), call("stop")]), kb).run(
+        "Did Leonhard Euler have a doctoral advisor?")
+    assert result.final_sparql == asked and result.answer is True and result.end_of_run == ["ask"]
+    assert not result.best_effort
+    forum_post = make_agent(llm_server([call("execute_sparql", EULER_ADVISORS_QUERY), call("stop")]), kb).run(
+        "Doctoral advisors\nCan someone write a query for Euler's doctoral advisors?")
+    assert forum_post.final_sparql == EULER_ADVISORS_QUERY and forum_post.end_of_run == []
 
 
 SCHOLARLY_PLAIN = "SELECT ?author WHERE { wd:Q60133667 wdt:P50 ?author }"

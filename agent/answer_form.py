@@ -1,0 +1,108 @@
+"""The form of answer a question asks for, and the final query rewritten to give it.
+
+An agent that has found the evidence sometimes stops on the query that shows
+it rather than on the one that answers: "Did the Chicago Bulls win at least
+two championships?" ends on the six seasons they won, "In which year did ABBA
+publish The Visitors?" on the release date, "How many languages are used in
+India?" on the list of languages.  The asker gets the rows and must still work
+out the answer; a scorer gets the wrong kind of answer.  Three rewrites close
+that gap, each only when the question's wording and the final result agree:
+
+``ask``
+    a yes/no question (it opens with an auxiliary verb and offers no
+    alternatives) whose final SELECT found rows becomes ``ASK`` over the same
+    pattern, whose answer is yes exactly when the SELECT had rows;
+``year``
+    a question for a year whose final result has one column of dates shows
+    that column as ``YEAR()``;
+``count``
+    a "how many" question whose final SELECT lists more than one item
+    (its first item column holds entities in every row) becomes the count of
+    those distinct items.
+
+Only a one-line question is read this way.  A post of several lines, like
+most on Wikidata:Request a query, asks for a query, and so does a line like
+"Can someone write a query for …?" or "Is there a way to list …?": those get
+the query the model chose.  Yes/no questions are recognised in English,
+German and French, questions for a year or a number also in Spanish; a
+question in another language is left as the model answered it.
+A yes/no SELECT without rows is never turned into "no": an empty result is
+not evidence.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from agent import rewrites
+from agent.kb.base import QueryResult
+
+Form = Literal["yes_no", "year", "count"]
+#: The end-of-run step each form is counted under.
+STEP_NAMES: dict[Form, str] = {"yes_no": "ask", "year": "year", "count": "count"}
+
+_YES_NO = re.compile(
+    r"^\s*(?:(?:is|are|was|were|am|do|does|did|has|have|had|can|could|will|would|should|shall|may|might|must"
+    r"|ist|sind|war|waren|hat|haben|hatte|hatten|gibt|gab|kann|können|wurde|wurden|wird|werden"
+    r")\b|est-ce\s+qu)", re.IGNORECASE)
+_ALTERNATIVE = re.compile(r"\b(?:or|oder|ou)\b", re.IGNORECASE)
+_REQUEST = re.compile(
+    r"^\s*(?:(?:can|could|would|will)\s+(?:you|someone|somebody|anyone|anybody|one|i|we)\b"
+    r"|(?:is|would)\s+(?:it|this|that)\s+(?:be\s+)?possible\b|is\s+there\s+(?:a|any)\s+(?:way|query|tool|method)\b"
+    r"|(?:do|does)\s+(?:you|someone|somebody|anyone|anybody)\b"
+    r"|(?:kann|könnte)\s+(?:mir\s+)?(?:jemand|man|ich)\b|gibt\s+es\s+eine\s+(?:möglichkeit|abfrage)\b)",
+    re.IGNORECASE)
+_YEAR = re.compile(r"\b(?:what|which)\s+year\b|\bin\s+welchem\s+jahr\b|\bwelches\s+jahr\b|\ben\s+quelle\s+année\b"
+                   r"|\ben\s+qué\s+año\b", re.IGNORECASE)
+_COUNT = re.compile(r"\bhow\s+many\b|\bwie\s+viele\b|\bcombien\b|\bcuánt[oa]s\b", re.IGNORECASE)
+_DATE_TIME = "http://www.w3.org/2001/XMLSchema#dateTime"
+
+
+def question_form(question: str) -> Form | None:
+    """The form of answer *question* asks for, when it is one line whose wording says so plainly."""
+    if "\n" in question.strip() or _REQUEST.match(question):
+        return None
+    if _YES_NO.match(question) and not _ALTERNATIVE.search(question):
+        return "yes_no"
+    if _YEAR.search(question):
+        return "year"
+    if _COUNT.search(question):
+        return "count"
+    return None
+
+
+def step_name(question: str) -> str:
+    """The name the end of a run counts the rewrite for *question* under (``form`` when it asks for none)."""
+    form = question_form(question)
+    return STEP_NAMES[form] if form is not None else "form"
+
+
+def _column(result: QueryResult, name: str) -> list[dict[str, str]]:
+    return [row[name] for row in result.bindings if name in row]
+
+
+def fit_to_question(sparql: str, result: QueryResult | None, question: str) -> str:
+    """*sparql* rewritten to answer in the form *question* asks for; unchanged when it already does or cannot.
+
+    *result* is what the final query returned before the end-of-run
+    rewrites; they only add columns, rows and ``DISTINCT``, so its columns
+    still say which variable holds what.
+    """
+    if result is None or result.status != "ok" or result.boolean is not None or not result.bindings:
+        return sparql
+    form = question_form(question)
+    if form == "yes_no":
+        return rewrites.to_ask(sparql)
+    if form == "year":
+        dates = [name for name in rewrites.projected_variables(sparql)
+                 if (column := _column(result, name)) and len(column) == len(result.bindings)
+                 and all(term.get("datatype") == _DATE_TIME for term in column)]
+        return rewrites.to_year(sparql, dates[0]) if len(dates) == 1 else sparql
+    if form == "count" and len(result.bindings) > 1:
+        items = next((name for name in rewrites.projected_variables(sparql)
+                      if (column := _column(result, name)) and len(column) == len(result.bindings)
+                      and all(term.get("type") == "uri" for term in column)), None)
+        if items is not None:
+            return rewrites.to_count(sparql, items)
+    return sparql
