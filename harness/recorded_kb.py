@@ -10,7 +10,11 @@ any live answer.
 A query the run never executed has no record; when it is upstream's final
 answer for the question (its scored output's ``predicted_sparql``, compared by
 :func:`same_query`), it is answered with that output's
-``predicted_answer_tuple``, which upstream's own end of run received.
+``predicted_answer_tuple``, which upstream's own end of run received.  A
+query with the same WHERE group as a known one, that only reads the known
+query's columns (``ASK``, ``YEAR(?date)``, ``COUNT(DISTINCT ?x)`` over the
+same pattern), is answered by SPARQL itself: Oxigraph evaluates its head and
+modifiers over the known rows, given as a VALUES block in place of the group.
 """
 
 from __future__ import annotations
@@ -19,10 +23,14 @@ import json
 import re
 from typing import Any
 
+import pyoxigraph
+
 from agent.kb.base import (
     Claim, Entry, PropertyExample, Qualifier, QueryResult, SearchHit, SearchResults, Value,
 )
-from agent.rewrites import projected_variables
+from agent.kb.dialect import PREFIXES
+from agent.kb.local.sparql import term_json
+from agent.rewrites import QueryParts, projected_variables, query_parts
 from agent.sparql_lexer import tokenize
 
 _HIT = re.compile(r"^(?P<label>.*) \((?P<id>[QP][0-9]+)\)(?::\s*(?P<description>.*))?$")
@@ -83,6 +91,14 @@ class RecordedKB:
         self.results: dict[str, dict[str, Any]] = {}
         for generated in run.get("generated_sparqls") or []:
             self.results.setdefault(_key(generated["sparql"]), generated)
+        #: Queries whose rows are known (SPARQL JSON), latest last: the run's, then upstream's final one.
+        self.known: list[tuple[str, list[dict[str, Any]]]] = [
+            (generated["sparql"], generated["execution_result"]) for generated in run.get("generated_sparqls") or []
+            if generated.get("execution_status") == "ok" and isinstance(generated.get("execution_result"), list)
+            and generated["execution_result"]]
+        if output and output.get("predicted_sparql") and isinstance(output.get("predicted_answer_tuple"), list) \
+                and output["predicted_answer_tuple"]:
+            self.known.append((output["predicted_sparql"], output["predicted_answer_tuple"]))
 
     def _recorded(self, action: str, argument: str) -> str | None:
         return self.observations.get((action, _key(argument)))
@@ -144,7 +160,7 @@ class RecordedKB:
             if self.output and self.output.get("predicted_sparql") and same_query(sparql,
                                                                                  self.output["predicted_sparql"]):
                 return _rows(self.output.get("predicted_answer_tuple"))
-            return QueryResult("error", message="this query is not in the recorded run")
+            return self._derived(sparql) or QueryResult("error", message="this query is not in the recorded run")
         text = recorded.strip()
         if text in ("True", "False"):
             return QueryResult("ok", boolean=text == "True")
@@ -158,6 +174,68 @@ class RecordedKB:
         bindings = [{name: {"type": "literal", "value": cell} for name, cell in zip(variables, line.split())}
                     for line in lines[1:] if line.strip()]
         return QueryResult("ok" if bindings else "empty", variables=variables, bindings=bindings)
+
+
+    def _derived(self, sparql: str) -> QueryResult | None:
+        """*sparql* evaluated over a known query's rows, when it shares its WHERE group and reads only its columns."""
+        parts = query_parts(sparql)
+        if parts is None:
+            return None
+        group = _group_key(parts.group)
+        used = {token.text[1:] for token in tokenize(parts.head + parts.tail) if token.kind == "var"}
+        for known_sparql, rows in reversed(self.known):
+            known = query_parts(known_sparql)
+            if known is None or known.form.upper() != "SELECT" or _group_key(known.group) != group \
+                    or not _complete(known, len(rows)):
+                continue
+            columns = list(dict.fromkeys(name for row in rows for name in row))
+            if not used - _new_names(parts.head) <= set(columns):
+                continue
+            values = "VALUES (" + " ".join(f"?{name}" for name in columns) + ") {\n" + "\n".join(
+                "(" + " ".join(_term(row.get(name)) for name in columns) + ")" for row in rows) + "\n}"
+            try:
+                answer = pyoxigraph.Store().query(parts.prologue + parts.form + parts.head + "{ " + values + " }"
+                                                  + parts.tail, prefixes=PREFIXES)
+            except (SyntaxError, OSError, ValueError):
+                return None
+            if isinstance(answer, pyoxigraph.QueryBoolean):
+                return QueryResult("ok", boolean=bool(answer))
+            names = [variable.value for variable in answer.variables]
+            bindings = [{name: term_json(solution[name]) for name in names if solution[name] is not None}
+                        for solution in answer]
+            return QueryResult("ok" if bindings else "empty", variables=names, bindings=bindings)
+        return None
+
+
+def _complete(known: QueryParts, rows: int) -> bool:
+    """The known rows are all the query's solutions: no OFFSET, and fewer rows than its LIMIT if it has one."""
+    if "OFFSET" in known.tail_keywords:
+        return False
+    limit = re.search(r"\bLIMIT\s+([0-9]+)", known.tail, re.IGNORECASE)
+    return limit is None or rows < int(limit.group(1))
+
+
+def _group_key(group: str) -> tuple[str, ...]:
+    return tuple(token.text for token in tokenize(group) if token.kind not in ("space", "comment"))
+
+
+def _new_names(head: str) -> set[str]:
+    """Variables a head binds itself (``… AS ?name``)."""
+    tokens = [token for token in tokenize(head) if token.kind not in ("space", "comment")]
+    return {token.text[1:] for previous, token in zip(tokens, tokens[1:])
+            if token.kind == "var" and previous.kind == "word" and previous.text.upper() == "AS"}
+
+
+def _term(term: dict[str, Any] | None) -> str:
+    """A SPARQL JSON term written for a VALUES block (``UNDEF`` for an unbound or blank one)."""
+    if not term or term.get("type") not in ("uri", "literal", "typed-literal"):
+        return "UNDEF"
+    if term["type"] == "uri":
+        return f"<{term['value']}>" if not re.search(r'[<>"{}|^`\\\s]', term["value"]) else "UNDEF"
+    text = json.dumps(term["value"], ensure_ascii=False)
+    if term.get("xml:lang"):
+        return f"{text}@{term['xml:lang']}"
+    return f"{text}^^<{term['datatype']}>" if term.get("datatype") else text
 
 
 def _rows(answer: list[dict[str, Any]] | bool | None) -> QueryResult:

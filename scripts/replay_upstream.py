@@ -8,7 +8,9 @@ published; OUTPUTS is upstream's scored outputs for the same questions
 (``predicted_sparql``, ``predicted_answer_tuple``, ``gold_answer_tuple``).
 Nothing is sent to any model or knowledge base.  The first line is the
 figure: row-major F1 and EM of our final answers against upstream's gold,
-beside upstream's own published figure on the same runs.
+beside upstream's own published figure on the same runs.  The next lines give
+it without any end-of-run step, and with only the steps upstream's own end
+of run had (no answer-form step), for like-with-like comparisons.
 """
 
 from __future__ import annotations
@@ -20,11 +22,13 @@ from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
+from agent.answer_form import STEP_NAMES
 from agent.loop import AgentConfig
 from harness.replay import ReplayOutcome, replay
 
 UPSTREAM = "69.54/63.05"
 REPLAY_CONFIG = AgentConfig(prune_threshold=0)
+FORM_STEPS = tuple(STEP_NAMES.values())
 
 
 def _figure(outcomes: list[ReplayOutcome]) -> tuple[float, float]:
@@ -55,16 +59,22 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     outcomes = [replay(run, output, REPLAY_CONFIG) for run, output in zip(runs, outputs)]
     without = [replay(run, output, replace(REPLAY_CONFIG, end_of_run=False)) for run, output in zip(runs, outputs)]
+    upstream_steps = [replay(run, output, replace(REPLAY_CONFIG, answer_form=False))
+                      for run, output in zip(runs, outputs)]
     f1, em = _figure(outcomes)
     print(f"replay F1 {f1:.2f} EM {em:.2f} (upstream {UPSTREAM})")
     bare_f1, bare_em = _figure(without)
     print(f"without the end-of-run steps: F1 {bare_f1:.2f} EM {bare_em:.2f}")
+    like_f1, like_em = _figure(upstream_steps)
+    print(f"with only the steps upstream's end of run had (no answer-form step): F1 {like_f1:.2f} EM {like_em:.2f}")
     changed = Counter(step for outcome in outcomes for step in outcome.result.end_of_run)
     print("runs each end-of-run step changed: " + ", ".join(
-        f"{name} {changed[name]}" for name in ("extraction", "label_ids", "limit", "distinct")))
+        f"{name} {changed[name]}" for name in ("extraction", "label_ids", "limit", "distinct", *FORM_STEPS)))
     clean = [outcome for outcome in outcomes if outcome.clean]
+    reformed = [o for o in clean if not o.same_final and set(o.result.end_of_run) & set(FORM_STEPS)]
     print(f"clean runs (no repeated action, no stop after an empty or failed query): {len(clean)}; "
-          f"ending on upstream's final query: {sum(outcome.same_final for outcome in clean)}")
+          f"ending on upstream's final query: {sum(outcome.same_final for outcome in clean)}, "
+          f"on it put in the question's form: {len(reformed)}")
     rolled = [outcome for outcome in outcomes if outcome.rolled_back]
     if rolled:
         rolled_f1, rolled_em = _figure(rolled)
