@@ -9,15 +9,17 @@ out the answer; a scorer gets the wrong kind of answer.  Three rewrites close
 that gap, each only when the question's wording and the final result agree:
 
 ``ask``
-    a yes/no question (it opens with an auxiliary verb and offers no
-    alternatives) whose final SELECT found rows becomes ``ASK`` over the same
-    pattern, whose answer is yes exactly when the SELECT had rows;
+    a yes/no question (it opens with an auxiliary verb, offers no
+    alternatives and compares nothing) whose final SELECT found rows becomes
+    ``ASK`` over the same pattern, whose answer is yes exactly when the SELECT
+    had rows;
 ``year``
-    a question for a year whose final result has one column of dates shows
-    that column as ``YEAR()``;
+    a question that opens by asking for a year ("In which year …") whose final
+    result has one column of dates shows that column as ``YEAR()``;
 ``count``
-    a "how many" question whose final SELECT lists more than one item
-    (its first item column holds entities in every row) becomes the count of
+    a question that opens with "how many" and asks for one number (not one
+    per group: "each", "per", "respectively") whose final SELECT lists more
+    than one item (a column of entities in every row) becomes the count of
     those distinct items.
 
 Only a one-line question is read this way.  A post of several lines, like
@@ -47,15 +49,21 @@ _YES_NO = re.compile(
     r"|ist|sind|war|waren|hat|haben|hatte|hatten|gibt|gab|kann|können|wurde|wurden|wird|werden"
     r")\b|est-ce\s+qu)", re.IGNORECASE)
 _ALTERNATIVE = re.compile(r"\b(?:or|oder|ou)\b", re.IGNORECASE)
+#: A comparison: a SELECT that shows both sides has rows whichever side is larger.
+_COMPARISON = re.compile(r"\bthan\b|\w+er\s+als\b|\b(?:plus|moins)\s+\w+\s+que\b", re.IGNORECASE)
 _REQUEST = re.compile(
     r"^\s*(?:(?:can|could|would|will)\s+(?:you|someone|somebody|anyone|anybody|one|i|we)\b"
     r"|(?:is|would)\s+(?:it|this|that)\s+(?:be\s+)?possible\b|is\s+there\s+(?:a|any)\s+(?:way|query|tool|method)\b"
     r"|(?:do|does)\s+(?:you|someone|somebody|anyone|anybody)\b"
     r"|(?:kann|könnte)\s+(?:mir\s+)?(?:jemand|man|ich)\b|gibt\s+es\s+eine\s+(?:möglichkeit|abfrage)\b)",
     re.IGNORECASE)
-_YEAR = re.compile(r"\b(?:what|which)\s+year\b|\bin\s+welchem\s+jahr\b|\bwelches\s+jahr\b|\ben\s+quelle\s+année\b"
-                   r"|\ben\s+qué\s+año\b", re.IGNORECASE)
-_COUNT = re.compile(r"\bhow\s+many\b|\bwie\s+viele\b|\bcombien\b|\bcuánt[oa]s\b", re.IGNORECASE)
+_OPENING = r"^\s*(?:(?:in|with|for|from|of|at|by|to|on|an|mit|aus|von|en|de|con|desde)\s+)?"
+_YEAR = re.compile(_OPENING + r"(?:(?:what|which)\s+year|welchem\s+jahr|welches\s+jahr|quelle\s+année|qué\s+año)\b",
+                   re.IGNORECASE)
+_COUNT = re.compile(_OPENING + r"(?:how\s+many|wie\s+viele|combien|cuánt[oa]s)\b", re.IGNORECASE)
+#: A count per group ("how many … each year") wants one number per group, not one number.
+_PER_GROUP = re.compile(r"\b(?:each|per|every|grouped|group|respectively|jede[nmrs]?|pro|chaque|par|cada|por)\b",
+                        re.IGNORECASE)
 _DATE_TIME = "http://www.w3.org/2001/XMLSchema#dateTime"
 
 
@@ -63,11 +71,12 @@ def question_form(question: str) -> Form | None:
     """The form of answer *question* asks for, when it is one line whose wording says so plainly."""
     if "\n" in question.strip() or _REQUEST.match(question):
         return None
-    if _YES_NO.match(question) and not _ALTERNATIVE.search(question):
+    if _YES_NO.match(question):
+        return None if _ALTERNATIVE.search(question) or _COMPARISON.search(question) else "yes_no"
         return "yes_no"
-    if _YEAR.search(question):
+    if _YEAR.match(question):
         return "year"
-    if _COUNT.search(question):
+    if _COUNT.match(question) and not _PER_GROUP.search(question):
         return "count"
     return None
 

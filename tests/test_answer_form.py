@@ -15,10 +15,15 @@ XSD = "http://www.w3.org/2001/XMLSchema#"
     ("Ist Bremerhaven eine Stadt?", "yes_no"),
     ("Est-ce que Paris est en France ?", "yes_no"),
     ("Is heidelberg university or university hamburg founded earlier?", None),   # a choice, not yes/no
+    ("Is Lake Baikal bigger than the Great Bear Lake?", None),      # a SELECT of both areas has rows either way
+    ("Ist der Rhein länger als die Weser?", None),
+    ("How many people live in Hamburg each year?", None),           # one number per group
     ("In which year did ABBA publish their album The Visitors ?", "year"),
     ("En qué año cayó el muro de Berlín?", "year"),
     ("How many languages are widely used in India?", "count"),
     ("Wie viele Kinder hat Jeff Bezos?", "count"),
+    ("In how many countries has IKEA been established?", "count"),
+    ("Who won, and in which year?", None),
     ("When was Rumi born?", None),                                    # a date is the answer
     ("Who are the actresses in Portrait of a Lady on Fire?", None),
     # Requests for a query, as the forum writes them:
