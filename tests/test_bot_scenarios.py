@@ -24,7 +24,6 @@ from tests.support.mediawiki import BOT_USER, PYWIKIBOT_DIR
 from tests.support.wikidata_server import select
 
 pytestmark = pytest.mark.mediawiki
-FORUM = (Path(__file__).parent / "fixtures" / "forum" / "request_a_query.wiki").read_text()
 HOSTILE = "}} {{ [[Category:Spam]] ~~~~ <script>alert(1)</script> __NOTOC__ </div> <nowiki> == Heading =="
 
 
@@ -58,11 +57,7 @@ def services(llm_server, wikidata_server):
 
 @pytest.fixture
 def forum(mediawiki, request):
-    """A fresh forum page for each test, so tests do not see each other's replies."""
-    title = f"Wikidata:Request a query/{request.node.name[:60]}"
-    mediawiki.edit_as_human(title, FORUM, "forum page")
-    mediawiki.edit_as_human(f"User:{BOT_USER}/Stop", "", "clear the stop page")
-    return title
+    return mediawiki.fresh_forum(request.node.name)
 
 
 def run_bot(tmp_path: Path, services, page: str, *options: str, llm=None) -> subprocess.CompletedProcess:
@@ -207,6 +202,7 @@ def test_hostile_text_stays_inert_on_the_real_wiki(mediawiki, forum, services, t
     hostile_data = dict(services)
     hostile_data["wikidata"].sparql = lambda q: select(["x", "xLabel"], [
         {"x": "Q42", "xLabel": {"type": "literal", "value": HOSTILE, "xml:lang": "en"}}])
+
     def categories():
         return mediawiki.api(action="parse", page=forum, prop="categories")["parse"]["categories"]
 

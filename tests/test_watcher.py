@@ -25,7 +25,6 @@ from tests.support.mediawiki import BOT_USER, PYWIKIBOT_DIR
 from tests.support.wikidata_server import select
 
 pytestmark = pytest.mark.mediawiki
-FORUM = (Path(__file__).parent / "fixtures" / "forum" / "request_a_query.wiki").read_text()
 YEAR_QUERY = "SELECT ?advisor ?year WHERE { wd:Q7604 wdt:P184 ?advisor . }"
 
 
@@ -68,10 +67,7 @@ def services(llm_server, wikidata_server):
 
 @pytest.fixture
 def forum(mediawiki, request):
-    title = f"Wikidata:Request a query/{request.node.name[:60]}"
-    mediawiki.edit_as_human(title, FORUM, "forum page")
-    mediawiki.edit_as_human(f"User:{BOT_USER}/Stop", "", "clear the stop page")
-    return title
+    return mediawiki.fresh_forum(request.node.name)
 
 
 def bot_command(tmp_path: Path, services, page: str, *options: str, llm=None) -> tuple[list[str], dict]:

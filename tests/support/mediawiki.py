@@ -35,6 +35,8 @@ import pytest
 
 MEDIAWIKI = Path("/usr/share/mediawiki")
 BOT_USER = "SpinachBot"
+#: A sample of the real forum page: sections answered and not, signatures of every shape.
+FORUM = (Path(__file__).parent.parent / "fixtures" / "forum" / "request_a_query.wiki").read_text()
 BOT_PASSWORD_NAME = "spinach"
 BOT_PASSWORD = "0123456789abcdefghijklmnopqrstuv"
 HUMAN_USER = "Alice"
@@ -96,6 +98,16 @@ class MediaWiki:
     def human(self, api_url: str | None = None) -> HumanEditor:
         """The human account, logged in through the Action API (fast enough to race the bot)."""
         return HumanEditor.login(api_url or self.api_url)
+
+    def fresh_forum(self, name: str) -> str:
+        """A new Request a query page holding the sample forum, and an empty stop page; its title.
+
+        One page per test, so tests do not see each other's replies.
+        """
+        title = f"Wikidata:Request a query/{name[:60]}"
+        self.edit_as_human(title, FORUM, "forum page")
+        self.edit_as_human(f"User:{BOT_USER}/Stop", "", "clear the stop page")
+        return title
 
     def edit_as_human(self, title: str, text: str, summary: str = "edit") -> None:
         self.php("edit.php", "-u", HUMAN_USER, "-s", summary, title, stdin=text)
