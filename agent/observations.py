@@ -162,7 +162,10 @@ def entry_as_dict(entry: Entry) -> dict[str, Any]:
 
 
 def format_entry(entry: Entry) -> str:
-    """The header line, the statements as JSON, and a note on ranks when a preferred value hides others from ``wdt:``."""
+    """The header line, the statements as JSON, and a note on ranks.
+
+    The note comes when a preferred value hides others from ``wdt:``.
+    """
     header = f"{entry.label} ({entry.id})" + (f": {entry.description}" if entry.description else "")
     text = header + "\n" + json.dumps(entry_as_dict(entry), ensure_ascii=False, indent=1)
     ranked = sorted({claim.property_id for claim in entry.claims if claim.rank == "preferred"

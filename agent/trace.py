@@ -14,6 +14,7 @@ from typing import Any
 
 from agent.kb.base import Binding
 
+
 @dataclass
 class Step:
     """One thought, one action and what the knowledge base answered.

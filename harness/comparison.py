@@ -18,6 +18,7 @@ from scipy import stats
 
 from harness.evaluation import Key, question_key
 
+
 @dataclass
 class Change:
     key: Key

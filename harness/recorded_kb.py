@@ -175,7 +175,6 @@ class RecordedKB:
                     for line in lines[1:] if line.strip()]
         return QueryResult("ok" if bindings else "empty", variables=variables, bindings=bindings)
 
-
     def _derived(self, sparql: str) -> QueryResult | None:
         """*sparql* evaluated over a known query's rows, when it shares its WHERE group and reads only its columns."""
         parts = query_parts(sparql)

@@ -33,6 +33,7 @@ from agent.trace import AgentResult
 from harness.metrics import exact_match, row_major_f1
 from harness.recorded_kb import RecordedKB, same_query
 
+
 def _recorded_action(action: dict[str, Any]) -> tuple[str, str]:
     argument, _ = check_argument(action["action_name"], action["action_argument"] or "")
     return action["action_name"], " ".join(argument.split())

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import tempfile
-from pathlib import Path
 
 from harness.datasets import load_dataset
 from agent.kb.local import LocalKB

@@ -34,21 +34,21 @@ class Source:
 
 
 SOURCES = (
-    Source("spinach/dev.json", "stanford-oval/spinach/2142ebce539146c688b4f0f927fa42641fa11572/spinach_dataset/dev.json",
+    Source("spinach/dev.json", "stanford-oval/spinach/2142ebce539146c688b4f0f927fa42641fa11572/spinach_dataset/dev.json",  # noqa: E501
            "e4a590e05b0fc00e7dddc1ac0a6253f134d8eb52d9ab5930ad4add3096e2ef86", "CC BY-SA 4.0"),
-    Source("spinach/test.json", "stanford-oval/spinach/2142ebce539146c688b4f0f927fa42641fa11572/spinach_dataset/test.json",
+    Source("spinach/test.json", "stanford-oval/spinach/2142ebce539146c688b4f0f927fa42641fa11572/spinach_dataset/test.json",  # noqa: E501
            "a09977abb588b8893b8deb3a3d32854d3aeff1f2be869c3956a454c93c4c9b05", "CC BY-SA 4.0"),
-    Source("qald7/test.json", "stanford-oval/spinach/785e1f9e8240990ffdf76d831054df06e91d880f/datasets/qald_7_task4/test.json",
+    Source("qald7/test.json", "stanford-oval/spinach/785e1f9e8240990ffdf76d831054df06e91d880f/datasets/qald_7_task4/test.json",  # noqa: E501
            "3563f27215385e8315b5e697236acb9b5033e0c01412dd30ff9f746bce737066", "Apache-2.0"),
-    Source("qald9plus/test.json", "stanford-oval/spinach/42a833e30d75898d1d3852f58177a453d72919d5/datasets/qald_9_plus/en/test.json",
+    Source("qald9plus/test.json", "stanford-oval/spinach/42a833e30d75898d1d3852f58177a453d72919d5/datasets/qald_9_plus/en/test.json",  # noqa: E501
            "6cec76a01ae794d2c0c945128c6fbb4f53b73f9c8c600d888eed385d227e028c", "CC BY 4.0"),
-    Source("qald9plus/train.json", "stanford-oval/spinach/42a833e30d75898d1d3852f58177a453d72919d5/datasets/qald_9_plus/en/train.json",
+    Source("qald9plus/train.json", "stanford-oval/spinach/42a833e30d75898d1d3852f58177a453d72919d5/datasets/qald_9_plus/en/train.json",  # noqa: E501
            "647da889372222f2388850c845c109286685adcf070d1d1cb0a78ca1aa069ad8", "CC BY 4.0"),
     Source("qald10/qald_10.json", "KGQA/QALD-10/def69748d4baa8f2cfb4be2ac7455d0cd1932a26/data/qald_10/qald_10.json",
            "55720cbc9effb250f4b814a9c27ce5f5d61d863d5943bc8aa93773f6f761c6cc", "MIT"),
-    Source("wikiwebquestions/dev.json", "stanford-oval/wikidata-emnlp23/b9b8f237efa5bc9dcfcdf1859f308f42cd6f3d71/WikiWebQuestions/dev.json",
+    Source("wikiwebquestions/dev.json", "stanford-oval/wikidata-emnlp23/b9b8f237efa5bc9dcfcdf1859f308f42cd6f3d71/WikiWebQuestions/dev.json",  # noqa: E501
            "4506d857098e7f66cb477ad54988e557296fa91cf9d31a34df8ec301e60f7ca8", "CC BY-SA 4.0"),
-    Source("wikiwebquestions/test.json", "stanford-oval/spinach/394ebfe904f584b75ad908228ff1bdf3c0a8ac69/datasets/wikiwebquestions/test.json",
+    Source("wikiwebquestions/test.json", "stanford-oval/spinach/394ebfe904f584b75ad908228ff1bdf3c0a8ac69/datasets/wikiwebquestions/test.json",  # noqa: E501
            "573ab402b8a3aed9c0148c84714274b98df886f3ab1654c37163cc0350270790", "Apache-2.0"),
 )
 

@@ -14,7 +14,8 @@ TERMS = """@prefix wd: <http://www.wikidata.org/entity/> .
 @prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .
 @prefix skos: <http://www.w3.org/2004/02/skos/core#> .
 @prefix schema: <http://schema.org/> .
-wd:Q7604 rdfs:label "Leonhard Euler"@fr ; skos:altLabel "Euler"@fr, "L. Euler"@fr ; schema:description "mathématicien"@fr .
+wd:Q7604 rdfs:label "Leonhard Euler"@fr ; skos:altLabel "Euler"@fr, "L. Euler"@fr ;
+    schema:description "mathématicien"@fr .
 wd:Q124500 skos:altLabel "Jean Bernoulli"@fr .
 wd:Q9 <http://www.wikidata.org/prop/direct/P31> wd:Q5 .
 """

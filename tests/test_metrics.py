@@ -1,4 +1,4 @@
-"""The row-major metric: the paper's definition case by case, the fast path against brute force, the upstream figures."""
+"""The row-major metric: the paper's definition case by case, the fast path against brute force, upstream's figures."""
 
 import itertools
 import json

@@ -57,7 +57,8 @@ def test_entries_group_values_and_keep_qualifiers():
 
 
 def test_search_marks_scholarly_items_and_says_what_a_datatype_means_for_a_query():
-    results = SearchResults(items=[SearchHit("Q60133667", "Riemannian Geometry", "scientific article published in Nature"),
+    results = SearchResults(items=[SearchHit("Q60133667", "Riemannian Geometry",
+                                             "scientific article published in Nature"),
                                    SearchHit("Q761383", "Riemannian geometry", "branch of differential geometry")],
                             properties=[SearchHit("P214", "VIAF ID", "identifier", "external-id"),
                                         SearchHit("P856", "official website", "URL", "url")])

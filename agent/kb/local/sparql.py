@@ -101,7 +101,8 @@ def paths_from_bound_end(query: str) -> str:
                 position = end
                 break
             object_end = _bound_object(tokens, position) if len(elements) > 1 else None
-            if object_end is not None and (object_end >= len(tokens) or tokens[object_end].text in (".", ";", "}", "]")):
+            if object_end is not None and (object_end >= len(tokens)
+                                           or tokens[object_end].text in (".", ";", "}", "]")):
                 def text(first: int, last: int) -> str:
                     return query[tokens[first].start:tokens[last - 1].start + len(tokens[last - 1].text)]
                 inner = text(position, object_end)
