@@ -150,24 +150,47 @@ _AGGREGATES = frozenset({"COUNT", "SUM", "MIN", "MAX", "AVG", "SAMPLE", "GROUP_C
 
 @dataclass(frozen=True)
 class QueryParts:
-    """The outermost query in four pieces whose concatenation is the query, byte for byte.
+    """The outermost query in pieces whose concatenation is the query, byte for byte.
 
     ``prologue`` is what comes before the query form (PREFIX and BASE
     declarations, comments), ``form`` the keyword ``SELECT`` or ``ASK`` as
-    written, ``head`` everything up to the WHERE group (projection, FROM,
-    the word WHERE), ``group`` the WHERE group with its braces and ``tail``
-    the rest (solution modifiers, a trailing VALUES block).
+    written, ``projection`` what follows it up to FROM, WHERE or the group,
+    ``where`` the FROM clauses and the word WHERE, ``group`` the WHERE group
+    with its braces and ``tail`` the rest (solution modifiers, a trailing
+    VALUES block).  The rest is read from the tail's tokens, so a comment or
+    a string never counts as syntax.
     """
 
     prologue: str
     form: str
-    head: str
+    projection: str
+    where: str
     group: str
     tail: str
     #: The upper-cased words of the tail outside any brackets (GROUP, HAVING, ORDER, LIMIT, OFFSET, VALUES).
     tail_keywords: tuple[str, ...]
+    #: The number after the tail's LIMIT, if it has one.
+    limit: int | None
+    #: The tail's trailing VALUES block, from the word VALUES on ("" without one).
+    values: str
     #: The projection uses an aggregate (``COUNT`` …), so it has one row per group, not per solution.
     aggregates: bool
+
+    @property
+    def head(self) -> str:
+        """Everything between the form keyword and the group."""
+        return self.projection + self.where
+
+
+def _matching_brace(tokens: list[Token], open_index: int) -> int | None:
+    depth = 0
+    for index in range(open_index, len(tokens)):
+        token = tokens[index]
+        if token.kind == "punct" and token.text in "{}":
+            depth += 1 if token.text == "{" else -1
+            if depth == 0:
+                return index
+    return None
 
 
 def query_parts(sparql: str) -> QueryParts | None:
@@ -178,30 +201,27 @@ def query_parts(sparql: str) -> QueryParts | None:
                       None)
     if form_index is None or tokens[form_index].text.upper() not in ("SELECT", "ASK"):
         return None
-    parentheses, open_index = 0, None
+    parentheses, where_index, open_index = 0, None, None
     for index in range(form_index + 1, len(tokens)):
         token = tokens[index]
         if token.kind == "punct" and token.text in "()":
             parentheses += 1 if token.text == "(" else -1
+        elif token.kind == "word" and parentheses == 0 and token.text.upper() in ("FROM", "WHERE") \
+                and where_index is None:
+            where_index = index
         elif token.kind == "punct" and token.text == "{" and parentheses == 0:
             open_index = index
             break
-    if open_index is None:
+    if open_index is None or (close_index := _matching_brace(tokens, open_index)) is None:
         return None
-    depth, close_index = 0, None
-    for index in range(open_index, len(tokens)):
+    where_index = open_index if where_index is None else where_index
+    aggregates = any(token.kind == "word" and token.text.upper() in _AGGREGATES
+                     for token in tokens[form_index + 1:where_index])
+    keywords, nesting, limit, values_index = [], 0, None, None
+    significant = [index for index in range(close_index + 1, len(tokens))
+                   if tokens[index].kind not in ("space", "comment")]
+    for position, index in enumerate(significant):
         token = tokens[index]
-        if token.kind == "punct" and token.text in "{}":
-            depth += 1 if token.text == "{" else -1
-            if depth == 0:
-                close_index = index
-                break
-    if close_index is None:
-        return None
-    head = tokens[form_index + 1:open_index]
-    aggregates = any(token.kind == "word" and token.text.upper() in _AGGREGATES for token in head)
-    keywords, nesting = [], 0
-    for token in tokens[close_index + 1:]:
         if token.kind == "punct" and token.text in "({[":
             nesting += 1
         elif token.kind == "punct" and token.text in ")}]":
@@ -209,11 +229,18 @@ def query_parts(sparql: str) -> QueryParts | None:
         elif token.kind == "word" and nesting == 0 and token.text.upper() in (
                 "GROUP", "HAVING", "ORDER", "LIMIT", "OFFSET", "VALUES"):
             keywords.append(token.text.upper())
+            following = tokens[significant[position + 1]] if position + 1 < len(significant) else None
+            if token.text.upper() == "LIMIT" and following is not None and following.text.isdigit():
+                limit = int(following.text)
+            if token.text.upper() == "VALUES":
+                values_index = index
     text = [token.text for token in tokens]
     return QueryParts(prologue="".join(text[:form_index]), form=tokens[form_index].text,
-                      head="".join(text[form_index + 1:open_index]),
+                      projection="".join(text[form_index + 1:where_index]), where="".join(text[where_index:open_index]),
                       group="".join(text[open_index:close_index + 1]), tail="".join(text[close_index + 1:]),
-                      tail_keywords=tuple(keywords), aggregates=aggregates)
+                      tail_keywords=tuple(keywords), limit=limit,
+                      values="".join(text[values_index:]).rstrip() if values_index is not None else "",
+                      aggregates=aggregates)
 
 
 def _per_solution_select(sparql: str) -> QueryParts | None:
@@ -221,28 +248,14 @@ def _per_solution_select(sparql: str) -> QueryParts | None:
     parts = query_parts(sparql)
     if parts is None or parts.form.upper() != "SELECT" or parts.aggregates:
         return None
-    if {"GROUP", "HAVING", "OFFSET"} & set(parts.tail_keywords):
-        return None
-    if re.search(r"\bLIMIT\s+0+\b", parts.tail, re.IGNORECASE):
+    if {"GROUP", "HAVING", "OFFSET"} & set(parts.tail_keywords) or parts.limit == 0:
         return None
     return parts
 
 
-def _after_projection(parts: QueryParts) -> str:
-    """The head without its projection: `` FROM … WHERE `` or nothing."""
-    tokens = tokenize(parts.head)
-    for index, token in enumerate(tokens):
-        if token.kind == "word" and token.text.upper() in ("FROM", "WHERE"):
-            return " " + "".join(t.text for t in tokens[index:])
-    return " "
-
-
-def _trailing_values(parts: QueryParts) -> str:
-    """The tail's VALUES block, if it has one (solution modifiers left out)."""
-    if "VALUES" not in parts.tail_keywords:
-        return ""
-    match = re.search(r"\bVALUES\b", parts.tail, re.IGNORECASE)
-    return "\n" + parts.tail[match.start():].rstrip() if match else ""
+def _where_and_group(parts: QueryParts) -> str:
+    """The FROM clauses, WHERE and the group, then the trailing VALUES block: the query without its modifiers."""
+    return parts.where + parts.group + ("\n" + parts.values if parts.values else "")
 
 
 def to_ask(sparql: str) -> str:
@@ -254,7 +267,7 @@ def to_ask(sparql: str) -> str:
     parts = _per_solution_select(sparql)
     if parts is None:
         return sparql
-    return parts.prologue + "ASK" + _after_projection(parts) + parts.group + _trailing_values(parts)
+    return parts.prologue + "ASK " + _where_and_group(parts)
 
 
 def _fresh_name(sparql: str, wanted: str) -> str:
@@ -295,5 +308,4 @@ def to_count(sparql: str, variable: str) -> str:
     if parts is None or variable not in projected_variables(sparql):
         return sparql
     name = _fresh_name(sparql, "count")
-    return (parts.prologue + f"{parts.form} (COUNT(DISTINCT ?{variable}) AS ?{name})" + _after_projection(parts)
-            + parts.group + _trailing_values(parts))
+    return parts.prologue + f"{parts.form} (COUNT(DISTINCT ?{variable}) AS ?{name}) " + _where_and_group(parts)

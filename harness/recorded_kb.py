@@ -91,14 +91,16 @@ class RecordedKB:
         self.results: dict[str, dict[str, Any]] = {}
         for generated in run.get("generated_sparqls") or []:
             self.results.setdefault(_key(generated["sparql"]), generated)
-        #: Queries whose rows are known (SPARQL JSON), latest last: the run's, then upstream's final one.
-        self.known: list[tuple[str, list[dict[str, Any]]]] = [
-            (generated["sparql"], generated["execution_result"]) for generated in run.get("generated_sparqls") or []
-            if generated.get("execution_status") == "ok" and isinstance(generated.get("execution_result"), list)
-            and generated["execution_result"]]
-        if output and output.get("predicted_sparql") and isinstance(output.get("predicted_answer_tuple"), list) \
-                and output["predicted_answer_tuple"]:
-            self.known.append((output["predicted_sparql"], output["predicted_answer_tuple"]))
+        known = [(generated["sparql"], generated["execution_result"])
+                 for generated in run.get("generated_sparqls") or []
+                 if generated.get("execution_status") == "ok" and isinstance(generated.get("execution_result"), list)]
+        if output and output.get("predicted_sparql") and isinstance(output.get("predicted_answer_tuple"), list):
+            known.append((output["predicted_sparql"], output["predicted_answer_tuple"]))
+        #: SELECTs whose rows are all their solutions (SPARQL JSON), latest last: the run's, then upstream's final.
+        self.known: list[tuple[QueryParts, list[dict[str, Any]]]] = [
+            (parts, rows) for sparql, rows in known
+            if rows and (parts := query_parts(sparql)) is not None and parts.form.upper() == "SELECT"
+            and _complete(parts, len(rows))]
 
     def _recorded(self, action: str, argument: str) -> str | None:
         return self.observations.get((action, _key(argument)))
@@ -182,10 +184,8 @@ class RecordedKB:
             return None
         group = _group_key(parts.group)
         used = {token.text[1:] for token in tokenize(parts.head + parts.tail) if token.kind == "var"}
-        for known_sparql, rows in reversed(self.known):
-            known = query_parts(known_sparql)
-            if known is None or known.form.upper() != "SELECT" or _group_key(known.group) != group \
-                    or not _complete(known, len(rows)):
+        for known, rows in reversed(self.known):
+            if _group_key(known.group) != group:
                 continue
             columns = list(dict.fromkeys(name for row in rows for name in row))
             if not used - _new_names(parts.head) <= set(columns):
@@ -208,10 +208,7 @@ class RecordedKB:
 
 def _complete(known: QueryParts, rows: int) -> bool:
     """The known rows are all the query's solutions: no OFFSET, and fewer rows than its LIMIT if it has one."""
-    if "OFFSET" in known.tail_keywords:
-        return False
-    limit = re.search(r"\bLIMIT\s+([0-9]+)", known.tail, re.IGNORECASE)
-    return limit is None or rows < int(limit.group(1))
+    return "OFFSET" not in known.tail_keywords and (known.limit is None or rows < known.limit)
 
 
 def _group_key(group: str) -> tuple[str, ...]:

@@ -65,7 +65,8 @@ def test_query_parts_are_the_query_byte_for_byte():
     parts = query_parts(BULLS)
     assert parts.prologue + parts.form + parts.head + parts.group + parts.tail == BULLS
     assert parts.form == "SELECT" and parts.tail == " ORDER BY ?season LIMIT 20"
-    assert parts.tail_keywords == ("ORDER", "LIMIT") and not parts.aggregates
+    assert parts.tail_keywords == ("ORDER", "LIMIT") and parts.limit == 20 and not parts.aggregates
+    assert parts.projection == " DISTINCT ?season ?seasonLabel " and parts.where == "WHERE " and parts.values == ""
     assert query_parts("CONSTRUCT { ?s ?p ?o } WHERE { ?s ?p ?o }") is None
     assert query_parts("SELECT ?x WHERE { ?x ?p ?o") is None
 
@@ -78,6 +79,9 @@ def test_a_select_becomes_an_ask_over_the_same_group():
     assert to_ask("SELECT ?x { ?x ?p ?o }") == "ASK { ?x ?p ?o }"
     assert to_ask('SELECT ?x WHERE { ?x rdfs:label "} LIMIT 0" }  # GROUP BY ?x') == \
         'ASK WHERE { ?x rdfs:label "} LIMIT 0" }'
+    assert to_ask("SELECT ?x WHERE { ?x ?p ?o } # try LIMIT 0 later\n") == "ASK WHERE { ?x ?p ?o }"
+    assert to_ask("SELECT ?x WHERE { ?x ?p ?o } ORDER BY ?x # the VALUES below\nVALUES ?o { 1 }") == \
+        "ASK WHERE { ?x ?p ?o }\nVALUES ?o { 1 }"
 
 
 @pytest.mark.parametrize("query", [
