@@ -35,6 +35,7 @@ not evidence.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Literal
 
 from agent import rewrites
@@ -73,7 +74,6 @@ def question_form(question: str) -> Form | None:
         return None
     if _YES_NO.match(question):
         return None if _ALTERNATIVE.search(question) or _COMPARISON.search(question) else "yes_no"
-        return "yes_no"
     if _YEAR.match(question):
         return "year"
     if _COUNT.match(question) and not _PER_GROUP.search(question):
@@ -87,8 +87,10 @@ def step_name(question: str) -> str:
     return STEP_NAMES[form] if form is not None else "form"
 
 
-def _column(result: QueryResult, name: str) -> list[dict[str, str]]:
-    return [row[name] for row in result.bindings if name in row]
+def _full_columns(sparql: str, result: QueryResult, accepts: Callable[[dict[str, str]], bool]) -> list[str]:
+    """The projected variables bound in every row of *result* to a term that *accepts* takes."""
+    return [name for name in rewrites.projected_variables(sparql)
+            if all(name in row and accepts(row[name]) for row in result.bindings)]
 
 
 def fit_to_question(sparql: str, result: QueryResult | None, question: str) -> str:
@@ -104,14 +106,10 @@ def fit_to_question(sparql: str, result: QueryResult | None, question: str) -> s
     if form == "yes_no":
         return rewrites.to_ask(sparql)
     if form == "year":
-        dates = [name for name in rewrites.projected_variables(sparql)
-                 if (column := _column(result, name)) and len(column) == len(result.bindings)
-                 and all(term.get("datatype") == _DATE_TIME for term in column)]
+        dates = _full_columns(sparql, result, lambda term: term.get("datatype") == _DATE_TIME)
         return rewrites.to_year(sparql, dates[0]) if len(dates) == 1 else sparql
     if form == "count" and len(result.bindings) > 1:
-        items = next((name for name in rewrites.projected_variables(sparql)
-                      if (column := _column(result, name)) and len(column) == len(result.bindings)
-                      and all(term.get("type") == "uri" for term in column)), None)
-        if items is not None:
-            return rewrites.to_count(sparql, items)
+        items = _full_columns(sparql, result, lambda term: term.get("type") == "uri")
+        if items:
+            return rewrites.to_count(sparql, items[0])
     return sparql
