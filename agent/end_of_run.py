@@ -1,29 +1,21 @@
-"""The end of a run: the answer the user gets.
+"""The end of a run: the answer the user gets is a query the model wrote.
 
-Steps, each counted in :attr:`AgentResult.end_of_run` when it changed
-the final query:
+A run that ended on the model's own ``stop`` answers with the query it
+stopped on, as written.  A run that did not (a budget, a model that kept
+stopping on empty results) gets one extraction call at temperature 0: the
+model reads the trace and writes the best final query, with the
+explanation and the asker's language, so the bot needs no further call.  Its
+query is used when it returns rows; otherwise the last query that returned
+rows stands, and when none did, the extraction's query with its empty
+result.  Either way the answer is a best effort, and says so
+(``extraction`` in :attr:`AgentResult.end_of_run` when the extraction's
+query is the answer).
 
-``extraction``
-    A run that did not end on the model's own ``stop`` (a budget, a model
-    that kept stopping on empty results) gets one call at temperature 0 that
-    reads the trace and writes the best final query, with the explanation and
-    the asker's language, so the bot needs no further call.  Its query is
-    used when it returns rows; otherwise the last query that returned rows
-    stands.  Either way the answer is a best effort, and says so.
-``label_ids``
-    ``?x`` added beside a projected ``?xLabel`` (:func:`agent.rewrites.add_label_ids`).
-``limit``
-    An exploratory trailing ``LIMIT`` removed (:func:`agent.rewrites.drop_exploratory_limit`).
-``distinct``
-    ``DISTINCT`` added to the outermost ``SELECT`` (:func:`agent.rewrites.add_distinct`).
-``ask``, ``year``, ``count``
-    The answer given the form its question asks for: yes/no, a year, a number
-    (:func:`agent.answer_form.fit_to_question`).  It comes before
-    ``distinct``, which an ASK or a single count does not need.
-
-The rewrites are run together as one query; a rewritten query replaces the
-final one only when it runs and returns rows.  When the combined one does
-not, each rewrite is tried on its own.
+Nothing here rewrites a query: the form of the answer (ASK for a yes/no
+question, a count for "how many", ...) is the model's decision, asked for in
+the policy prompt.  The evaluation harness may score upstream's own
+post-processing of the final query as a separate, labelled figure
+(:mod:`harness.upstream_postprocessing`); the bot never posts it.
 """
 
 from __future__ import annotations
@@ -33,7 +25,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from agent import answer_form, observations, rewrites
+from agent import observations
 from agent.llm import well_formed
 from agent.kb.base import QueryResult
 from agent.prompts import render
@@ -112,11 +104,6 @@ def extract(run: _Run) -> Extraction | None:
 def finish(run: _Run, reason: str, final: int | None) -> FinalAnswer:
     """The final query, its result and its words, after the end-of-run steps."""
     answer = FinalAnswer(sparql=None, result=None)
-    if not run.config.end_of_run:
-        final = final if reason == "stop" else run.best_query()
-        if final is not None:
-            answer.sparql, answer.result = run.steps[final].argument, run.results[final]
-        return answer
     if reason == "stop" and final is not None:
         answer.sparql, answer.result = run.steps[final].argument, run.results[final]
         answer.explanation = run.stop_extras.get("explanation", "")
@@ -124,6 +111,7 @@ def finish(run: _Run, reason: str, final: int | None) -> FinalAnswer:
     elif reason not in ("llm_error", "kb_error"):
         answer.best_effort = True
         extraction = extract(run)
+        result = None
         if extraction is not None:
             answer.explanation, answer.language = extraction.explanation, extraction.language
             if extraction.sparql:
@@ -133,33 +121,7 @@ def finish(run: _Run, reason: str, final: int | None) -> FinalAnswer:
                     answer.changes.append("extraction")
         if answer.sparql is None and (best := run.best_query()) is not None:
             answer.sparql, answer.result = run.steps[best].argument, run.results[best]
-    if answer.sparql is None:
-        return answer
-    final_result = answer.result
-    rewrite_steps = (("label_ids", rewrites.add_label_ids),
-                     ("limit", lambda sparql: rewrites.drop_exploratory_limit(sparql, run.question)),
-                     (answer_form.step_name(run.question),
-                      lambda sparql: answer_form.fit_to_question(sparql, final_result, run.question)
-                      if run.config.answer_form else sparql),
-                     ("distinct", rewrites.add_distinct))
-    combined, changed = answer.sparql, []
-    for name, rewrite in rewrite_steps:
-        if (rewritten := rewrite(combined)) != combined:
-            combined = rewritten
-            changed.append(name)
-    if not changed:
-        return answer
-    result = run.run_query(combined)
-    if result.status == "ok":
-        answer.sparql, answer.result = combined, result
-        answer.changes.extend(changed)
-        return answer
-    if len(changed) == 1:
-        return answer
-    for name, rewrite in rewrite_steps:
-        if name in changed and (rewritten := rewrite(answer.sparql)) != answer.sparql:
-            result = run.run_query(rewritten)
-            if result.status == "ok":
-                answer.sparql, answer.result = rewritten, result
-                answer.changes.append(name)
+        elif answer.sparql is None and result is not None and result.status == "empty":
+            answer.sparql, answer.result = extraction.sparql, result  # the model's best effort, empty as it is
+            answer.changes.append("extraction")
     return answer

@@ -25,10 +25,10 @@ and why, so a resampled model does not walk the same way again.
 Budgets: at most ``max_path_actions`` steps on the path and at most
 ``max_total_actions`` actions in all, rolled-back and malformed ones included.
 
-The end of a run (:mod:`agent.end_of_run`) decides the answer the user gets:
-a run that did not end on the model's own ``stop`` gets one extraction call
-that writes the best query from the trace, with the explanation; then the
-final query's labels get their IDs and an exploratory trailing LIMIT goes.
+The end of a run (:mod:`agent.end_of_run`) decides the answer the user gets,
+always a query the model wrote: the one it stopped on, or, for a run that
+did not end on the model's own ``stop``, the one an extraction call writes
+from the trace.
 """
 
 from __future__ import annotations
@@ -83,13 +83,6 @@ class AgentConfig:
     scholarly_service: str = "wdsubgraph:scholarly_articles"
     #: The graph explored: its IDs and the graph-specific lines of the prompts.
     graph: GraphProfile = WIKIDATA
-    #: Run the end-of-run steps; off, a run ends on the stop's query or the last query with rows
-    #: (the replay reports both, to compare like with like with the paper).
-    end_of_run: bool = True
-    #: Among them, give a one-line question's answer the form it asks for: yes/no, a year, a count
-    #: (:mod:`agent.answer_form`).  Upstream's end of run had no such step; the replay reports the
-    #: figure without it too.
-    answer_form: bool = True
 
 
 @dataclass

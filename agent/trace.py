@@ -78,8 +78,9 @@ class AgentResult:
     found.  ``best_effort`` says the final query was not chosen by the
     model's own ``stop`` but by the end-of-run extraction call (or, when that
     found nothing, is the last query that returned rows), so the bot must say
-    so.  ``end_of_run`` names the end-of-run steps that changed the final
-    query (``extraction``, ``label_ids``, ``limit``).
+    so.  ``end_of_run`` holds ``extraction`` when the extraction call wrote
+    the final query (records written before the rewrites left the agent may
+    name them too).
     """
 
     question: str

@@ -12,8 +12,9 @@ answer for the question (its scored output's ``predicted_sparql``, compared by
 :func:`same_query`), it is answered with that output's
 ``predicted_answer_tuple``, which upstream's own end of run received.  A
 query with the same WHERE group as a known one, that only reads the known
-query's columns (``ASK``, ``YEAR(?date)``, ``COUNT(DISTINCT ?x)`` over the
-same pattern), is answered by SPARQL itself: Oxigraph evaluates its head and
+query's columns (the same SELECT with ``DISTINCT``, as upstream's
+post-processing writes it, or ``ASK``, ``COUNT(DISTINCT ?x)`` over the same
+pattern), is answered by SPARQL itself: Oxigraph evaluates its head and
 modifiers over the known rows, given as a VALUES block in place of the group.
 """
 
@@ -30,7 +31,7 @@ from agent.kb.base import (
 )
 from agent.kb.dialect import PREFIXES
 from agent.kb.local.sparql import term_json
-from agent.rewrites import QueryParts, projected_variables, query_parts
+from harness.query_parts import QueryParts, projected_variables, query_parts
 from agent.sparql_lexer import tokenize
 
 _HIT = re.compile(r"^(?P<label>.*) \((?P<id>[QP][0-9]+)\)(?::\s*(?P<description>.*))?$")

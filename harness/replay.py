@@ -5,14 +5,20 @@ Each recorded thought and action becomes the model's reply (through the real
 each recorded observation becomes the knowledge base's answer
 (:class:`harness.recorded_kb.RecordedKB`).  When the recorded replies run out,
 the model says ``stop()``.  The end-of-run extraction call is answered with
-the query upstream's own end of run produced for that question
-(``predicted_sparql`` of its scored outputs), and the recorded knowledge base
-answers that query with upstream's ``predicted_answer_tuple``, so the final
-answers can be scored with the same metric and gold as upstream's.
+upstream's final answer for that question (``predicted_sparql`` of its scored
+outputs) as the model wrote it: the query the model ran that upstream's
+post-processing turned into that answer, or, when the model ran no such
+query, the answer as recorded (upstream's extraction call wrote it; whether
+a ``DISTINCT`` in it is the model's or upstream's cannot be told).  The
+recorded knowledge base answers upstream's final query with its
+``predicted_answer_tuple``, so the final answers can be scored with the same
+metric and gold as upstream's, with and without upstream's post-processing
+(:mod:`harness.upstream_postprocessing`).
 
 "Same actions" holds by construction: the recorded model replays its actions
 whatever it is shown.  What the replay measures is where our rollbacks,
-budgets and end of run change the answer.
+budgets and end of run change the answer, never what a model would decide
+differently.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from agent.prompts import render
 from agent.trace import AgentResult
 from harness.metrics import exact_match, row_major_f1
 from harness.recorded_kb import RecordedKB, same_query
+from harness.upstream_postprocessing import postprocess
 
 
 def _recorded_action(action: dict[str, Any]) -> tuple[str, str]:
@@ -51,16 +58,35 @@ def _completion(body: dict[str, Any], message: dict[str, Any]) -> dict[str, Any]
 _EXTRACTION_OPENING = render("extract", question="", trace="", graph=WIKIDATA.prompt).split("\n", 1)[0]
 
 
+def _layout_free(sparql: str) -> str:
+    return " ".join(sparql.split())
+
+
+def extraction_reply(run: dict[str, Any], output: dict[str, Any] | None) -> str:
+    """Upstream's final answer as the model wrote it: the last query it ran that upstream's post-processing
+    made into that answer, else the answer as recorded ("" without *output*)."""
+    predicted = (output or {}).get("predicted_sparql") or ""
+    wanted = _layout_free(predicted)
+    for action in reversed(run.get("actions") or []):
+        query = action["action_argument"] or ""
+        if action["action_name"] == "execute_sparql" and query and wanted in (
+                _layout_free(postprocess(query, stopped=True)), _layout_free(postprocess(query, stopped=False))):
+            return query
+    return predicted
+
+
 def recorded_model(run: dict[str, Any], output: dict[str, Any] | None = None,
-                   sent: list[dict[str, Any]] | None = None) -> ChatModel:
+                   sent: list[dict[str, Any]] | None = None, written: list[str] | None = None) -> ChatModel:
     """A model whose replies are the run's recorded actions, then ``stop()`` for ever.
 
-    An extraction call gets *output*'s ``predicted_sparql`` (nothing without
-    *output*).  Every request body is appended to *sent* when given (the cost
-    benchmark reads them).
+    An extraction call gets :func:`extraction_reply`.  Every request body is
+    appended to *sent* when given (the cost benchmark reads them), and every
+    query the model writes (an ``execute_sparql`` argument, an extraction's
+    query) to *written*.
     """
     actions = list(run.get("actions") or [])
     state = {"next": 0, "last_entry": "{}"}
+    written = written if written is not None else []
 
     def reply(request: httpx2.Request) -> httpx2.Response:
         body = json.loads(request.content)
@@ -69,8 +95,9 @@ def recorded_model(run: dict[str, Any], output: dict[str, Any] | None = None,
         if "tools" not in body:
             prompt = body["messages"][0]["content"]
             if prompt.startswith(_EXTRACTION_OPENING):
-                answer = json.dumps({"sparql": (output or {}).get("predicted_sparql") or "",
-                                     "explanation": "", "language": "en"})
+                query = extraction_reply(run, output)
+                written.append(query)
+                answer = json.dumps({"sparql": query, "explanation": "", "language": "en"})
             else:  # a pruning call: the entry as the upstream agent saw it
                 answer = state["last_entry"]
             return httpx2.Response(200, json=_completion(body, {"role": "assistant", "content": answer}))
@@ -86,6 +113,8 @@ def recorded_model(run: dict[str, Any], output: dict[str, Any] | None = None,
         spec = ACTIONS.get(name)
         if spec is not None and spec.argument:
             arguments[spec.argument.name] = action["action_argument"] or ""
+        if name == "execute_sparql":
+            written.append(action["action_argument"] or "")
         call = {"id": f"call_{state['next']}", "type": "function",
                 "function": {"name": name, "arguments": json.dumps(arguments)}}
         return httpx2.Response(200, json=_completion(body, {"role": "assistant", "content": None,
@@ -103,12 +132,21 @@ class ReplayOutcome:
     clean: bool
     #: Our run rolled a step back (its prompts differ from upstream's after that).
     rolled_back: bool
-    #: Our final query is upstream's final answer (``predicted_sparql``), as :func:`same_query` compares.
+    #: Our final query after upstream's post-processing is upstream's final answer (``predicted_sparql``), as
+    #: :func:`same_query` compares.
     same_final: bool
     reason: str
     result: AgentResult
+    #: The final query is, white space aside, one the recorded model wrote (a query it ran, an extraction's).
+    model_written: bool = False
+    #: Our final query after upstream's post-processing, and its answer from the recorded knowledge base.
+    postprocessed_sparql: str | None = None
+    postprocessed_answer: Any = None
     f1: float | None = None
     em: bool | None = None
+    #: The same scores for the post-processed query (``f1`` when post-processing changed nothing).
+    postprocessed_f1: float | None = None
+    postprocessed_em: bool | None = None
 
 
 def _stops_after_failure(actions: list[dict[str, Any]]) -> bool:
@@ -134,12 +172,11 @@ def replay(run: dict[str, Any], output: dict[str, Any] | None = None,
     non_stop = [action for action in recorded if action[0] != "stop"]
     repeated = len(set(non_stop)) < len(non_stop)
     stops_after_failure = _stops_after_failure(actions)
-    agent = Agent(recorded_model(run, output, sent), RecordedKB(run, output), config or AgentConfig(prune_threshold=0))
+    written: list[str] = []
+    kb = RecordedKB(run, output)
+    agent = Agent(recorded_model(run, output, sent, written), kb, config or AgentConfig(prune_threshold=0))
     result = agent.run(run["question"])
     taken = [(step.action, " ".join(step.argument.split())) for step in result.steps]
-    upstream = (output or {}).get("predicted_sparql") or (run.get("final_sparql") or {}).get("sparql")
-    same_final = result.final_sparql is not None and upstream is not None and same_query(result.final_sparql,
-                                                                                          upstream)
     if taken == recorded:
         reason = "same actions"
     elif repeated:
@@ -151,9 +188,18 @@ def replay(run: dict[str, Any], output: dict[str, Any] | None = None,
     else:
         reason = "different actions"
     outcome = ReplayOutcome(question=run["question"], clean=not repeated and not stops_after_failure,
-                            rolled_back=any(step.rolled_back for step in result.steps), same_final=same_final,
+                            rolled_back=any(step.rolled_back for step in result.steps), same_final=False,
                             reason=reason, result=result)
+    if result.final_sparql is not None:
+        outcome.model_written = _layout_free(result.final_sparql) in {_layout_free(query) for query in written}
+        outcome.postprocessed_sparql = postprocess(result.final_sparql, stopped=result.stop_reason == "stop")
+        outcome.postprocessed_answer = result.answer if outcome.postprocessed_sparql == result.final_sparql \
+            else kb.execute(outcome.postprocessed_sparql).answer
+        upstream = (output or {}).get("predicted_sparql") or (run.get("final_sparql") or {}).get("sparql")
+        outcome.same_final = upstream is not None and same_query(outcome.postprocessed_sparql, upstream)
     if output is not None:
-        outcome.f1 = row_major_f1(result.answer, output["gold_answer_tuple"])
-        outcome.em = exact_match(result.answer, output["gold_answer_tuple"])
+        gold = output["gold_answer_tuple"]
+        outcome.f1, outcome.em = row_major_f1(result.answer, gold), exact_match(result.answer, gold)
+        outcome.postprocessed_f1 = row_major_f1(outcome.postprocessed_answer, gold)
+        outcome.postprocessed_em = exact_match(outcome.postprocessed_answer, gold)
     return outcome

@@ -7,10 +7,12 @@ actions and observations), e.g. the QALD-10 traces the SPINACH authors
 published; OUTPUTS is upstream's scored outputs for the same questions
 (``predicted_sparql``, ``predicted_answer_tuple``, ``gold_answer_tuple``).
 Nothing is sent to any model or knowledge base.  The first line is the
-figure: row-major F1 and EM of our final answers against upstream's gold,
-beside upstream's own published figure on the same runs.  The next lines give
-it without any end-of-run step, and with only the steps upstream's own end
-of run had (no answer-form step), for like-with-like comparisons.
+figure: row-major F1 and EM of our agent's own final answers against
+upstream's gold.  The next gives the same final queries after upstream's
+post-processing (labelled so: it is upstream's code, not the agent), which
+is how upstream's published figure was scored, then how many final queries
+are, white space aside, ones the recorded model wrote.  Also installed as
+``spinach-replay``.
 """
 
 from __future__ import annotations
@@ -19,21 +21,20 @@ import argparse
 import json
 import sys
 from collections import Counter
-from dataclasses import replace
 from pathlib import Path
 
-from agent.answer_form import STEP_NAMES
 from agent.loop import AgentConfig
 from harness.replay import ReplayOutcome, replay
+from harness.upstream_postprocessing import LABEL
 
 UPSTREAM = "69.54/63.05"
 REPLAY_CONFIG = AgentConfig(prune_threshold=0)
-FORM_STEPS = tuple(STEP_NAMES.values())
 
 
-def _figure(outcomes: list[ReplayOutcome]) -> tuple[float, float]:
-    return (100 * sum(outcome.f1 or 0.0 for outcome in outcomes) / len(outcomes),
-            100 * sum(bool(outcome.em) for outcome in outcomes) / len(outcomes))
+def _figure(outcomes: list[ReplayOutcome], postprocessed: bool = False) -> tuple[float, float]:
+    f1s = [outcome.postprocessed_f1 if postprocessed else outcome.f1 for outcome in outcomes]
+    ems = [outcome.postprocessed_em if postprocessed else outcome.em for outcome in outcomes]
+    return 100 * sum(f1 or 0.0 for f1 in f1s) / len(outcomes), 100 * sum(bool(em) for em in ems) / len(outcomes)
 
 
 def _load(path: Path) -> list[dict]:
@@ -58,28 +59,28 @@ def main(argv: list[str] | None = None) -> int:
         print("error: the traces and the outputs are not the same questions in the same order", file=sys.stderr)
         return 2
     outcomes = [replay(run, output, REPLAY_CONFIG) for run, output in zip(runs, outputs)]
-    without = [replay(run, output, replace(REPLAY_CONFIG, end_of_run=False)) for run, output in zip(runs, outputs)]
-    upstream_steps = [replay(run, output, replace(REPLAY_CONFIG, answer_form=False))
-                      for run, output in zip(runs, outputs)]
     f1, em = _figure(outcomes)
-    print(f"replay F1 {f1:.2f} EM {em:.2f} (upstream {UPSTREAM})")
-    bare_f1, bare_em = _figure(without)
-    print(f"without the end-of-run steps: F1 {bare_f1:.2f} EM {bare_em:.2f}")
-    like_f1, like_em = _figure(upstream_steps)
-    print(f"with only the steps upstream's end of run had (no answer-form step): F1 {like_f1:.2f} EM {like_em:.2f}")
-    changed = Counter(step for outcome in outcomes for step in outcome.result.end_of_run)
-    print("runs each end-of-run step changed: " + ", ".join(
-        f"{name} {changed[name]}" for name in ("extraction", "label_ids", "limit", "distinct", *FORM_STEPS)))
+    print(f"replay F1 {f1:.2f} EM {em:.2f}: the agent's own final queries")
+    post_f1, post_em = _figure(outcomes, postprocessed=True)
+    print(f"{LABEL}: F1 {post_f1:.2f} EM {post_em:.2f} (upstream's published figure {UPSTREAM}, scored so)")
+    written = sum(outcome.model_written for outcome in outcomes)
+    finals = sum(outcome.result.final_sparql is not None for outcome in outcomes)
+    print(f"final queries the recorded model wrote (white space aside): {written}/{len(outcomes)} "
+          f"({finals} runs have a final query)")
+    extracted = sum("extraction" in outcome.result.end_of_run for outcome in outcomes)
+    changed = sum(outcome.postprocessed_sparql != outcome.result.final_sparql for outcome in outcomes
+                  if outcome.result.final_sparql is not None)
+    print(f"final query written by the extraction call: {extracted} runs; changed by upstream's post-processing: "
+          f"{changed} runs")
     clean = [outcome for outcome in outcomes if outcome.clean]
-    reformed = [o for o in clean if not o.same_final and set(o.result.end_of_run) & set(FORM_STEPS)]
     print(f"clean runs (no repeated action, no stop after an empty or failed query): {len(clean)}; "
-          f"ending on upstream's final query: {sum(outcome.same_final for outcome in clean)}, "
-          f"on it put in the question's form: {len(reformed)}")
+          f"ending, after upstream's post-processing, on upstream's final query: "
+          f"{sum(outcome.same_final for outcome in clean)}")
     rolled = [outcome for outcome in outcomes if outcome.rolled_back]
     if rolled:
-        rolled_f1, rolled_em = _figure(rolled)
+        rolled_f1, rolled_em = _figure(rolled, postprocessed=True)
         print(f"runs with a rollback (their prompts differ from upstream's after it): {len(rolled)}, "
-              f"F1 {rolled_f1:.2f} EM {rolled_em:.2f}; upstream on them F1 "
+              f"{LABEL} F1 {rolled_f1:.2f} EM {rolled_em:.2f}; upstream on them F1 "
               f"{100 * sum(outputs[i]['f1'] for i, o in enumerate(outcomes) if o.rolled_back) / len(rolled):.2f}")
     reasons = Counter((outcome.clean, outcome.reason) for outcome in outcomes)
     print(f"\n{'runs':>5}  {'clean':<5}  actions")

@@ -277,8 +277,7 @@ def step_marker(case: Case, number: int) -> str:
 
 
 def query_key(query: str) -> str:
-    """A query as the stand-in query service recognises it: the agent runs its final query again with
-    ``DISTINCT`` added, and must get the same rows."""
+    """A query as the stand-in query service recognises it: white space and a first ``DISTINCT`` aside."""
     return " ".join(re.sub(r"\bDISTINCT\s+", "", query, count=1).split())
 
 
@@ -622,8 +621,7 @@ def _list_change(before: list, after: list) -> str:
 def judge_reply(mediawiki, title: str, item: Plan, reply: dict[str, Any], final: str | None) -> list[str]:
     """The saved reply alone: one expanded signature, a collapsed trace, links that run the agent's queries.
 
-    *final* is the agent's final query as its trace records it (the agent may rewrite the model's last
-    query, e.g. adding ``DISTINCT``): the reply must link it exactly.
+    *final* is the agent's final query as its trace records it: the reply must link it exactly.
     """
     problems = []
     text = reply["text"]

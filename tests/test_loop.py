@@ -11,7 +11,7 @@ from agent.kb.live import LiveWikidata, WikidataConfig
 from agent.llm import ChatModel, LLMConfig
 from tests.support.euler import EULER_ADVISORS_QUERY, euler_entities
 from tests.support.llm_server import ErrorReply, SlowReply, TextReply, ToolCallReply
-from tests.support.wikidata_server import SparqlReply, ask, entity, select
+from tests.support.wikidata_server import SparqlReply, entity, select
 
 
 def call(name, argument=None, thought="thinking"):
@@ -56,8 +56,8 @@ def test_a_run_explores_then_stops_on_the_query_with_its_rows(llm_server, kb):
     assert "Leonhard Euler (Q7604): Swiss mathematician" in result.steps[0].observation
     assert "Q124500" in result.steps[2].observation and result.steps[2].query_status == "ok"
     assert seen == result.steps
-    # The end of run tried the query with DISTINCT; the stand-in had no rows for it, so the query stands.
-    assert result.usage.llm_calls == 4 and result.usage.kb_calls == 4 and result.end_of_run == []
+    # The model's own query is the answer: the end of the run rewrites nothing and runs nothing more.
+    assert result.usage.llm_calls == 4 and result.usage.kb_calls == 3 and result.end_of_run == []
     assert result.usage.prompt_tokens > 0 and result.usage.completion_tokens > 0
     assert AgentResult.from_dict(json.loads(json.dumps(result.to_dict()))) == result
 
@@ -277,8 +277,8 @@ def test_a_failing_query_service_is_an_observation_and_the_run_goes_on(llm_serve
                          call("stop", thought="done")])
     result = make_agent(server, kb).run("Who advised Euler?")
     assert "HTTP 503" in result.steps[0].observation and "lighter query" in result.steps[0].observation
-    assert result.stop_reason == "stop" and result.end_of_run == ["distinct"]
-    assert result.final_sparql == EULER_ADVISORS_QUERY.replace("SELECT", "SELECT DISTINCT")
+    assert result.stop_reason == "stop" and result.end_of_run == []
+    assert result.final_sparql == EULER_ADVISORS_QUERY
 
 
 def test_each_step_asks_for_one_tool_call_with_a_capped_completion(llm_server, kb):
@@ -365,35 +365,25 @@ def test_a_run_at_its_budget_gets_one_extraction_call_and_a_best_effort_answer(l
     assert result.explanation == "Best effort: P184." and result.usage.llm_calls == 4
 
 
-def test_labels_get_their_ids_and_an_exploratory_limit_goes(llm_server, wikidata_server):
+def test_the_final_query_is_the_one_the_model_wrote(llm_server, wikidata_server):
     label_only = ("SELECT ?advisorLabel WHERE { wd:Q7604 wdt:P184 ?advisor . SERVICE wikibase:label "
                   '{ bd:serviceParam wikibase:language "en". } } LIMIT 10')
-    rewritten = label_only.replace("SELECT ?advisorLabel", "SELECT DISTINCT ?advisor ?advisorLabel")[:-len(" LIMIT 10")]
-    rows = select(["advisor", "advisorLabel"], [{"advisor": "Q124500", "advisorLabel": "Johann Bernoulli"}])
-    wikidata = wikidata_server(sparql={label_only: select(["advisorLabel"], [{"advisorLabel": "Johann Bernoulli"}]),
-                                       rewritten: rows})
+    wikidata = wikidata_server(sparql={label_only: select(["advisorLabel"], [{"advisorLabel": "Johann Bernoulli"}])})
     kb = LiveWikidata(WikidataConfig(api_url=wikidata.api_url, sparql_url=wikidata.sparql_url),
                       http=HttpClient(backoff=0.01))
     server = llm_server([call("execute_sparql", label_only), call("stop")])
-    result = make_agent(server, kb).run("Who advised Euler?")
-    assert result.final_sparql == rewritten
-    assert result.end_of_run == ["label_ids", "limit", "distinct"] and not result.best_effort
-    assert result.answer[0]["advisor"]["value"].endswith("Q124500")
+    result = make_agent(server, kb).run("Did Leonhard Euler have a doctoral advisor?")
+    # No ?advisor beside the label, no DISTINCT, its LIMIT kept, no ASK made for the yes/no question.
+    assert result.final_sparql == label_only and result.end_of_run == [] and not result.best_effort
+    assert [r["params"]["query"] for r in wikidata.requests if r["path"] == "/sparql"] == [label_only]
 
 
-def test_a_yes_no_question_answered_with_rows_gets_an_ask_and_its_yes(llm_server, wikidata_server):
-    asked = "ASK WHERE { wd:Q7604 wdt:P184 ?advisor . }"
-    wikidata = wikidata_server(sparql={EULER_ADVISORS_QUERY: select(["advisor"], [{"advisor": "Q124500"}]),
-                                       asked: ask(True)})
-    kb = LiveWikidata(WikidataConfig(api_url=wikidata.api_url, sparql_url=wikidata.sparql_url),
-                      http=HttpClient(backoff=0.01))
-    result = make_agent(llm_server([call("execute_sparql", EULER_ADVISORS_QUERY), call("stop")]), kb).run(
-        "Did Leonhard Euler have a doctoral advisor?")
-    assert result.final_sparql == asked and result.answer is True and result.end_of_run == ["ask"]
-    assert not result.best_effort
-    forum_post = make_agent(llm_server([call("execute_sparql", EULER_ADVISORS_QUERY), call("stop")]), kb).run(
-        "Doctoral advisors\nCan someone write a query for Euler's doctoral advisors?")
-    assert forum_post.final_sparql == EULER_ADVISORS_QUERY and forum_post.end_of_run == []
+def test_the_policy_asks_the_model_for_the_answers_form(llm_server, kb):
+    server = llm_server([call("stop")])
+    make_agent(server, kb, max_total_actions=1).run("Did Leonhard Euler have a doctoral advisor?")
+    policy = server.requests[0]["messages"][0]["content"]
+    assert "ASK for yes/no" in policy and "COUNT for how many" in policy and "YEAR() for which year" in policy
+    assert "DISTINCT" in policy and "A request for a list or a query gets that query" in policy
 
 
 SCHOLARLY_PLAIN = "SELECT ?author WHERE { wd:Q60133667 wdt:P50 ?author }"

@@ -1,7 +1,6 @@
 """The 387 real upstream GPT-4o runs on QALD-10, replayed through our agent and scored like upstream's."""
 
 import json
-from dataclasses import replace
 
 import pytest
 
@@ -22,22 +21,28 @@ def replayed(shared_dir):
     return [(run, output, replay(run, output, REPLAY_CONFIG)) for run, output in zip(runs, outputs)]
 
 
-def test_the_answers_score_above_upstreams_published_figure(replayed):
-    f1 = 100 * sum(outcome.f1 for _, _, outcome in replayed) / len(replayed)
-    em = 100 * sum(outcome.em for _, _, outcome in replayed) / len(replayed)
-    assert round(f1, 2) > 69.54 and round(em, 2) > 63.05
+def test_every_final_query_is_one_the_recorded_model_wrote(replayed):
+    assert all(outcome.result.final_sparql is not None for _, _, outcome in replayed)
+    assert sum(outcome.model_written for _, _, outcome in replayed) == 387
 
 
-def test_no_run_answers_worse_than_upstream_and_the_gains_come_from_the_answer_form(replayed):
-    worse = [output["question"] for _, output, outcome in replayed if outcome.f1 < output["f1"] - 1e-9]
-    assert worse == []
-    better = {output["question"]: outcome for _, output, outcome in replayed if outcome.f1 > output["f1"] + 1e-9}
-    assert len(better) >= 12
-    assert all(set(outcome.result.end_of_run) & {"ask", "year", "count"} for outcome in better.values())
-    bulls = better["Did the Chicago Bulls win at least two seasons of the NBA championship?"]
-    assert bulls.result.final_sparql.startswith("ASK") and bulls.result.answer is True
-    abba = better["In which year did ABBA publish their album The Visitors ?"]
-    assert "(YEAR(" in abba.result.final_sparql and abba.result.answer[0]
+def test_with_upstreams_post_processing_the_replay_scores_upstreams_published_figure(replayed):
+    f1 = 100 * sum(outcome.postprocessed_f1 for _, _, outcome in replayed) / len(replayed)
+    em = 100 * sum(outcome.postprocessed_em for _, _, outcome in replayed) / len(replayed)
+    assert (round(f1, 2), round(em, 2)) == (69.54, 63.05)
+    # The agent's own answers are not held to that figure: they are the model's queries as written.
+    own = 100 * sum(outcome.f1 for _, _, outcome in replayed) / len(replayed)
+    assert own < f1
+
+
+def test_the_post_processing_is_upstreams_and_leaves_the_agents_query_alone(replayed):
+    by_question = {output["question"]: outcome for _, output, outcome in replayed}
+    trotsky = by_question["Where did Trotzky die?"]
+    assert trotsky.result.final_sparql.startswith("SELECT ?placeOfDeathLabel WHERE {")   # as the model wrote it
+    assert trotsky.postprocessed_sparql.startswith("SELECT DISTINCT ?placeOfDeath ?placeOfDeathLabel WHERE {")
+    assert trotsky.postprocessed_f1 == 1.0 and trotsky.f1 < 1.0
+    bulls = by_question["Did the Chicago Bulls win at least two seasons of the NBA championship?"]
+    assert not bulls.result.final_sparql.lstrip().upper().startswith("ASK")             # no ASK made for it
 
 
 def test_runs_without_a_stop_get_the_extraction_and_say_it_is_a_best_effort(replayed):
@@ -49,19 +54,11 @@ def test_runs_without_a_stop_get_the_extraction_and_say_it_is_a_best_effort(repl
     assert stopped and not any(outcome.result.best_effort for outcome in stopped)
 
 
-def test_labels_get_their_ids(replayed):
-    fixed = {outcome.question: outcome for _, _, outcome in replayed if "label_ids" in outcome.result.end_of_run}
-    trotsky = fixed["Where did Trotzky die?"]
-    assert trotsky.result.final_sparql.startswith("SELECT DISTINCT ?placeOfDeath ?placeOfDeathLabel WHERE {")
-    assert trotsky.f1 == 1.0
-
-
 def test_clean_runs_take_the_same_actions_and_almost_all_end_on_upstreams_final_query(replayed):
     clean = [outcome for _, _, outcome in replayed if outcome.clean]
     assert len(clean) == 335
     assert all(outcome.reason == "same actions" for outcome in clean)
-    put_in_form = [o for o in clean if not o.same_final and set(o.result.end_of_run) & {"ask", "year", "count"}]
-    assert sum(outcome.same_final for outcome in clean) + len(put_in_form) >= 325
+    assert sum(outcome.same_final for outcome in clean) >= 330
 
 
 def test_runs_with_a_rollback_come_to_a_clean_end_within_the_budgets(replayed):
@@ -89,11 +86,9 @@ def test_the_command_prints_the_figure_first(shared_dir, tmp_path, capsys):
     (tmp_path / "outputs.json").write_text(json.dumps(outputs))
     assert main([str(tmp_path / "traces.json"), "--outputs", str(tmp_path / "outputs.json")]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith("replay F1 ") and lines[0].endswith("(upstream 69.54/63.05)")
-    assert lines[1].startswith("without the end-of-run steps: F1 ")
-    assert lines[2].startswith("with only the steps upstream's end of run had (no answer-form step): F1 ")
-    assert lines[3].startswith("runs each end-of-run step changed: extraction ")
-    assert ", ask " in lines[3] and ", year " in lines[3] and lines[3].split(", ")[-1].startswith("count ")
+    assert lines[0].startswith("replay F1 ") and lines[0].endswith(": the agent's own final queries")
+    assert lines[1].startswith("with upstream's post-processing: F1 ")
+    assert lines[2] == "final queries the recorded model wrote (white space aside): 12/12 (12 runs have a final query)"
 
 
 def test_the_recorded_kb_answers_a_new_head_over_a_known_group_with_sparql_itself():
@@ -118,12 +113,3 @@ def test_the_recorded_kb_answers_a_new_head_over_a_known_group_with_sparql_itsel
     cut = {**run, "generated_sparqls": [{**run["generated_sparqls"][0],
                                          "sparql": run["generated_sparqls"][0]["sparql"].replace("10", "2")}]}
     assert RecordedKB(cut).execute(f"SELECT (COUNT(DISTINCT ?work) AS ?count) {group}").status == "error"
-
-
-def test_with_only_upstreams_end_of_run_steps_the_replay_is_upstreams_figure(shared_dir):
-    reference = shared_dir / "reference-outputs"
-    runs = json.loads((reference / "qald10_spinach_traces_test.log").read_text())
-    outputs = json.loads((reference / "qald10_spinach_output_test.json").read_text())
-    outcomes = [replay(run, output, replace(REPLAY_CONFIG, answer_form=False)) for run, output in zip(runs, outputs)]
-    assert round(100 * sum(outcome.f1 for outcome in outcomes) / len(outcomes), 2) == 69.54
-    assert not any(set(outcome.result.end_of_run) & {"ask", "year", "count"} for outcome in outcomes)

@@ -31,7 +31,8 @@ import pytest
 #: One test process runs them all: they share one built wheel.
 pytestmark = pytest.mark.xdist_group("wheel")
 ROOT = Path(__file__).resolve().parent.parent
-CONSOLE_SCRIPTS = ("spinach-bot", "spinach-agent", "spinach-eval", "spinach-kb", "spinach-examples")
+CONSOLE_SCRIPTS = ("spinach-bot", "spinach-agent", "spinach-eval", "spinach-kb", "spinach-examples", "spinach-report",
+                   "spinach-replay")
 PACKAGES = ("agent", "bot", "harness", "prompts", "scripts")
 #: Modules that run only with the ``[eval]`` extra installed.
 EVAL_ONLY = ("harness", "scripts")
