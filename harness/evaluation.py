@@ -7,7 +7,9 @@ An output directory holds:
   status and retrieval time (the last line for a question wins);
 * ``results.jsonl``: one line per finished question: question, gold and
   predicted SPARQL and answers, row-major F1 and EM, QALD's per-question
-  precision/recall/F1, actions on the final path, stop reason, usage;
+  precision/recall/F1, actions on the final path, stop reason, usage, and
+  (``postprocessed``) the final query after upstream's post-processing with
+  its answer and scores, a separate figure beside the agent's own;
 * ``traces.jsonl``: the full agent record of each finished question;
 * ``failures.jsonl``: every run that failed for want of the model or the
   knowledge base (tried again on the next run of the same command).
@@ -43,6 +45,7 @@ from agent.trace import AgentResult, Step, Usage
 from harness.datasets import Example
 from harness.metrics import exact_match, row_major_f1
 from harness.qald_metric import score_question
+from harness.upstream_postprocessing import postprocess
 
 Answerer = Callable[[Example], AgentResult]
 #: A question's identity across datasets: ids repeat from one dataset (or split) to another.
@@ -173,7 +176,8 @@ def with_gold_answers(examples: list[Example], kb: KnowledgeBase, out_dir: Path,
 
 
 def score(record: dict[str, Any], numbers_by_value: bool = False) -> dict[str, Any]:
-    """Add row-major F1 and EM, and QALD's per-question figures, to a result *record* (KQA Pro's: its accuracy)."""
+    """Add row-major F1 and EM, and QALD's per-question figures, to a result *record* (and its post-processed
+    answer's F1 and EM, when it has one); KQA Pro's record gets its accuracy."""
     if record.get("source") == "kqapro":
         from harness.kqapro import score_record
 
@@ -182,11 +186,33 @@ def score(record: dict[str, Any], numbers_by_value: bool = False) -> dict[str, A
     record["f1"] = row_major_f1(predicted, gold, numbers_by_value)
     record["em"] = exact_match(predicted, gold, numbers_by_value)
     record["qald"] = asdict(score_question(predicted, gold, numbers_by_value))
+    if record.get("postprocessed"):
+        post = record["postprocessed"]
+        post["f1"] = row_major_f1(post["answer"], gold, numbers_by_value)
+        post["em"] = exact_match(post["answer"], gold, numbers_by_value)
     return record
 
 
-def result_record(example: Example, result: AgentResult, part: int = 0,
-                  numbers_by_value: bool = False) -> dict[str, Any]:
+def upstream_postprocessed(result: AgentResult, kb: KnowledgeBase) -> dict[str, Any] | None:
+    """The final query after upstream's post-processing, and its answer from *kb* (``None`` without a final query).
+
+    Scored beside the agent's own answer, never in its place; the query runs
+    only when the post-processing changed it.
+    """
+    if result.final_sparql is None:
+        return None
+    sparql = postprocess(result.final_sparql, stopped=result.stop_reason == "stop")
+    if sparql == result.final_sparql:
+        return {"sparql": sparql, "answer": result.answer, "status": "unchanged"}
+    try:
+        outcome = kb.execute(sparql)
+    except KBUnavailable as error:
+        return {"sparql": sparql, "answer": None, "status": "unreachable", "message": str(error)}
+    return {"sparql": sparql, "answer": outcome.answer, "status": outcome.status}
+
+
+def result_record(example: Example, result: AgentResult, part: int = 0, numbers_by_value: bool = False,
+                  postprocessed: dict[str, Any] | None = None) -> dict[str, Any]:
     """One line of ``results.jsonl``; ``actions`` counts the final path only, as the paper's Table 5 does."""
     return score({
         "id": example.id, "question": example.question, "source": example.source, "split": example.split,
@@ -196,6 +222,7 @@ def result_record(example: Example, result: AgentResult, part: int = 0,
         "actions": dict(Counter(step.action for step in result.path)),
         "rolled_back": sum(step.rolled_back for step in result.steps),
         "stop_reason": result.stop_reason, "usage": result.usage.to_dict(),
+        **({"postprocessed": dict(postprocessed)} if postprocessed else {}),
     }, numbers_by_value)
 
 
@@ -220,11 +247,12 @@ def _repair(out_dir: Path) -> set[Key]:
 def evaluate(examples: list[Example], answer: Answerer, out_dir: Path, workers: int = 4, progress: bool = True,
              part: int = 0, numbers_by_value: bool = False,
              record: Callable[[Example, AgentResult], dict[str, Any]] | None = None,
-             ) -> tuple[list[dict[str, Any]], Counter[str]]:
+             postprocess_kb: KnowledgeBase | None = None) -> tuple[list[dict[str, Any]], Counter[str]]:
     """Answer every example not already in ``results.jsonl``.
 
     *record* makes a finished question's line (default: :func:`result_record`, row-major F1 and EM).
-
+    With *postprocess_kb*, each final query is also scored after upstream's
+    post-processing (run on that knowledge base), beside the agent's own.
     Returns all finished records and the number of this run's failures by
     kind (``llm_error``, ``kb_error``), which are recorded in
     ``failures.jsonl`` and tried again next time.
@@ -239,10 +267,15 @@ def evaluate(examples: list[Example], answer: Answerer, out_dir: Path, workers: 
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool, \
             tqdm(total=len(examples), initial=len(examples) - len(pending), desc="questions", unit="q",
                  disable=not progress) as bar:
-        futures = {pool.submit(answer, example): example for example in pending}
+        def work(example: Example) -> tuple[AgentResult, dict[str, Any] | None]:
+            result = answer(example)
+            finished_run = postprocess_kb is not None and result.stop_reason not in UNFINISHED
+            return result, upstream_postprocessed(result, postprocess_kb) if finished_run else None
+
+        futures = {pool.submit(work, example): example for example in pending}
         for future in as_completed(futures):
             example = futures[future]
-            result = future.result()
+            result, postprocessed = future.result()
             bar.update(1)
             if result.stop_reason in UNFINISHED:
                 failures[result.stop_reason] += 1
@@ -252,7 +285,8 @@ def evaluate(examples: list[Example], answer: Answerer, out_dir: Path, workers: 
                 continue
             traces.write({"id": example.id, "source": example.source, "split": example.split,
                           "trace": result.to_dict()})
-            results.write(record(example, result) if record else result_record(example, result, part, numbers_by_value))
+            results.write(record(example, result) if record
+                          else result_record(example, result, part, numbers_by_value, postprocessed))
     wanted = {example_key(example) for example in examples}
     return [record for record in read_jsonl(out_dir / "results.jsonl") if question_key(record) in wanted], failures
 

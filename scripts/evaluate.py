@@ -182,7 +182,8 @@ def main(argv: list[str] | None = None) -> int:
             return agent.run(example.question, context=AgentContext(examples=shown))
 
     records, failures = evaluate(examples, answer, args.out, workers=args.workers, progress=not args.quiet,
-                                 part=part, numbers_by_value=numbers == "value")
+                                 part=part, numbers_by_value=numbers == "value",
+                                 postprocess_kb=None if args.baseline else kb)
     unfinished = len(examples) - len(records)
     gold_failed = sum(len(ids) for ids in gold.failed.values())
     finish_part(args.out, part, {
