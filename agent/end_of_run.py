@@ -9,7 +9,10 @@ query is used when it returns rows; otherwise the last query that returned
 rows stands, and when none did, the extraction's query with its empty
 result.  Either way the answer is a best effort, and says so
 (``extraction`` in :attr:`AgentResult.end_of_run` when the extraction's
-query is the answer).
+query is the answer).  An extraction's query that uses IDs the trace never
+showed gets the know-before-use check (:mod:`agent.grounding`) before the
+run ends: the model reads their names and may correct its query once.  (A
+query the model stopped on got that check when it ran.)
 
 Nothing here rewrites a query: the form of the answer (ASK for a yes/no
 question, a count for "how many", ...) is the model's decision, asked for in
@@ -25,7 +28,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from agent import observations
+from agent import grounding, observations
 from agent.llm import well_formed
 from agent.kb.base import QueryResult
 from agent.prompts import render
@@ -89,16 +92,35 @@ def trace_text(run: _Run) -> str:
 
 
 def extract(run: _Run) -> Extraction | None:
-    """The one extraction call; ``None`` when the model cannot be reached."""
+    """The extraction call; ``None`` when the model cannot be reached.
+
+    Know before use: when the query holds IDs the trace never showed, the
+    model is told what they are (one lookup) and answers once more, keeping
+    or correcting its query.
+    """
     from agent.loop import _RunEnded
 
-    prompt = render("extract", question=run.question, trace=trace_text(run), graph=run.config.graph.prompt)
+    messages = [{"role": "user", "content": render("extract", question=run.question, trace=trace_text(run),
+                                                   graph=run.config.graph.prompt)}]
     try:
-        completion = run.call_llm([{"role": "user", "content": prompt}], temperature=0.0,
-                                  max_tokens=run.config.max_completion_tokens)
+        completion = run.call_llm(messages, temperature=0.0, max_tokens=run.config.max_completion_tokens)
+        extraction = parse_extraction(completion.content)
+        unseen = grounding.unseen_ids(extraction.sparql, run.shown_ids())
+        if not unseen:
+            return extraction
+        run.final_unseen_ids = unseen
+        note = run.name_ids(unseen)
+        messages += [{"role": "assistant", "content": completion.content},
+                     {"role": "user", "content": note + " If one is not what you meant, correct the query. "
+                                                        "Answer with the same JSON object."}]
+        completion = run.call_llm(messages, temperature=0.0, max_tokens=run.config.max_completion_tokens)
     except _RunEnded:
-        return None
-    return parse_extraction(completion.content)
+        return extraction if run.final_unseen_ids else None
+    checked = parse_extraction(completion.content)
+    if not checked.sparql:
+        return extraction
+    return Extraction(checked.sparql, checked.explanation or extraction.explanation,
+                      checked.language or extraction.language)
 
 
 def finish(run: _Run, reason: str, final: int | None) -> FinalAnswer:

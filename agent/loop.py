@@ -39,7 +39,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from agent import end_of_run, observations
+from agent import end_of_run, grounding, observations
 from agent.actions import ACTIONS, check_argument, same_action, tool_schemas
 from agent.graph import WIKIDATA, GraphProfile
 from agent.kb.base import KBUnavailable, KnowledgeBase, QueryResult
@@ -153,6 +153,8 @@ class _Run:
         self.refused_stops = 0
         self.undone_in_a_row = 0
         self.stop_extras: dict[str, str] = {}
+        #: IDs of the extraction's query that the trace never showed (named to the model before the run ends).
+        self.final_unseen_ids: list[str] = []
 
     # -- the loop -----------------------------------------------------------------
 
@@ -190,6 +192,7 @@ class _Run:
             language=answer.language,
             best_effort=answer.best_effort,
             end_of_run=answer.changes,
+            final_unseen_ids=self.final_unseen_ids,
         )
 
     @property
@@ -335,7 +338,8 @@ class _Run:
                 elif step.action == "get_wikidata_entry":
                     observation = observations.shrink_entry(observation, later)
                 elif step.action == "execute_sparql":
-                    observation = observations.shrink_result(observation)
+                    result, note = grounding.split_note(observation)  # the names stay: they ground the IDs
+                    observation = "\n".join(filter(None, (observations.shrink_result(result), note)))
             spec = ACTIONS.get(step.action)
             if text or spec is None:
                 action = f"{step.action}({step.argument})" if step.action else "(none)"
@@ -380,7 +384,27 @@ class _Run:
             step.query_status = result.status
             step.row_count = (1 if result.boolean is not None else len(result.bindings)) \
                 if result.status in ("ok", "empty") else None
+            step.unseen_ids = grounding.unseen_ids(step.argument, self.shown_ids(before=index))
+            if step.unseen_ids:
+                try:
+                    return outcome.observation + "\n" + self.name_ids(step.unseen_ids)
+                except _RunEnded:
+                    step.observation = outcome.observation
+                    raise
         return self.prune(outcome.observation) if outcome.prunable else outcome.observation
+
+    def shown_ids(self, before: int | None = None) -> set[str]:
+        """The IDs the observations of the run (up to step *before*) have shown."""
+        return grounding.shown_ids(step.observation or "" for step in self.steps[:before])
+
+    def name_ids(self, ids: list[str]) -> str:
+        """The note naming *ids*: one lookup through the knowledge base, no model call."""
+        self.usage.kb_calls += 1
+        try:
+            hits = self.agent.kb.describe(ids)
+        except KBUnavailable as error:
+            raise _RunEnded("kb_error", str(error)) from error
+        return grounding.naming_note(ids, hits)
 
     def prune(self, entry_text: str) -> str:
         """Keep the parts of a long entry that bear on the question (one call at temperature 0).

@@ -23,7 +23,9 @@ class Step:
     the agent later discarded (a repeated action, a ``stop`` without a usable
     query); they stay in the record but leave the prompt.  For
     ``execute_sparql`` steps, ``query_status`` and ``row_count`` keep the
-    outcome in a form code can read without parsing the observation.
+    outcome in a form code can read without parsing the observation, and
+    ``unseen_ids`` the IDs of the query that no earlier observation had
+    shown, which its observation names (:mod:`agent.grounding`).
     """
 
     thought: str
@@ -33,6 +35,7 @@ class Step:
     rolled_back: bool = False
     query_status: str | None = None
     row_count: int | None = None
+    unseen_ids: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -78,9 +81,11 @@ class AgentResult:
     found.  ``best_effort`` says the final query was not chosen by the
     model's own ``stop`` but by the end-of-run extraction call (or, when that
     found nothing, is the last query that returned rows), so the bot must say
-    so.  ``end_of_run`` holds ``extraction`` when the extraction call wrote
-    the final query (records written before the rewrites left the agent may
-    name them too).
+    so.  ``final_unseen_ids`` are the IDs of the extraction's query that the
+    trace never showed, named to the model before the run ended.
+    ``end_of_run`` holds ``extraction`` when the extraction call wrote the
+    final query (records written before the rewrites left the agent may name
+    them too).
     """
 
     question: str
@@ -95,11 +100,17 @@ class AgentResult:
     language: str = ""
     best_effort: bool = False
     end_of_run: list[str] = field(default_factory=list)
+    final_unseen_ids: list[str] = field(default_factory=list)
 
     @property
     def path(self) -> list[Step]:
         """The steps that were not rolled back, in order."""
         return [step for step in self.steps if not step.rolled_back]
+
+    @property
+    def id_checks(self) -> int:
+        """How often the run named IDs no observation had shown: queries it ran, and the extraction's query."""
+        return sum(bool(step.unseen_ids) for step in self.steps) + bool(self.final_unseen_ids)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

@@ -220,7 +220,7 @@ def result_record(example: Example, result: AgentResult, part: int = 0, numbers_
         "predicted_sparql": result.final_sparql, "predicted_answer": result.answer,
         "predicted_variables": result.variables, "steps": len(result.path),
         "actions": dict(Counter(step.action for step in result.path)),
-        "rolled_back": sum(step.rolled_back for step in result.steps),
+        "rolled_back": sum(step.rolled_back for step in result.steps), "id_checks": result.id_checks,
         "stop_reason": result.stop_reason, "usage": result.usage.to_dict(),
         **({"postprocessed": dict(postprocessed)} if postprocessed else {}),
     }, numbers_by_value)

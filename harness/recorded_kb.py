@@ -36,6 +36,7 @@ from agent.sparql_lexer import tokenize
 
 _HIT = re.compile(r"^(?P<label>.*) \((?P<id>[QP][0-9]+)\)(?::\s*(?P<description>.*))?$")
 _LABELLED = re.compile(r"^(?P<label>.*) \((?P<id>[QP][0-9]+)\)$")
+_QUOTED_LABEL = re.compile(r'"([^"\n]+?) \(([QP][0-9]+)\)"')
 _EMPTY = "Query returned empty result."
 _MALFORMED = re.compile(r"MalformedQueryException:\s*(.+)", re.DOTALL)
 
@@ -89,6 +90,15 @@ class RecordedKB:
             if action.get("observation") is not None:
                 self.observations.setdefault((action["action_name"], _key(action["action_argument"])),
                                              action["observation"])
+        #: Every ID the run's observations named, with the label (and a search hit's description) they gave it.
+        self.names: dict[str, SearchHit] = {}
+        for text in self.observations.values():
+            for line in text.splitlines():
+                if (hit := _HIT.match(line.strip())) is not None:
+                    self.names.setdefault(hit.group("id"), SearchHit(hit.group("id"), hit.group("label"),
+                                                                     hit.group("description") or ""))
+            for labelled in _QUOTED_LABEL.finditer(text):
+                self.names.setdefault(labelled.group(2), SearchHit(labelled.group(2), labelled.group(1)))
         self.results: dict[str, dict[str, Any]] = {}
         for generated in run.get("generated_sparqls") or []:
             self.results.setdefault(_key(generated["sparql"]), generated)
@@ -148,6 +158,11 @@ class RecordedKB:
             if len(parts) == 2 and "--> " in parts[1]:
                 examples.append(PropertyExample(Value(parts[0].strip()), Value(parts[1].split("--> ", 1)[1])))
         return examples
+
+    def describe(self, ids: list[str]) -> list[SearchHit]:
+        """The names the run's own observations gave *ids*: the record holds no others, so the rest read as
+        missing (the replay counts how often the check fires; no recorded model reads the names)."""
+        return [self.names[entity_id] for entity_id in ids if entity_id in self.names]
 
     def execute(self, sparql: str, timeout: float | None = None) -> QueryResult:
         generated = self.results.get(_key(sparql))

@@ -31,6 +31,7 @@ from typing import Any
 import httpx2
 import openai
 
+from agent import grounding
 from agent.actions import ACTIONS, check_argument
 from agent.graph import WIKIDATA
 from agent.llm import ChatModel
@@ -147,6 +148,14 @@ class ReplayOutcome:
     #: The same scores for the post-processed query (``f1`` when post-processing changed nothing).
     postprocessed_f1: float | None = None
     postprocessed_em: bool | None = None
+
+    @property
+    def final_ids_never_shown(self) -> list[str]:
+        """IDs of the final query that no tool's observation showed in the run (know-before-use notes aside)."""
+        if self.result.final_sparql is None:
+            return []
+        shown = grounding.shown_ids(grounding.split_note(step.observation or "")[0] for step in self.result.steps)
+        return grounding.unseen_ids(self.result.final_sparql, shown)
 
 
 def _stops_after_failure(actions: list[dict[str, Any]]) -> bool:

@@ -61,6 +61,16 @@ def test_missing_entity_and_property_are_none(wikidata):
     assert live(wikidata).property_examples("P999999") is None
 
 
+def test_describe_names_ids_in_one_lookup_and_leaves_missing_ones_out(wikidata):
+    hits = live(wikidata).describe(["Q7605", "P184", "Q999999"])
+    assert [(hit.id, hit.label, hit.description, hit.datatype) for hit in hits] == [
+        ("Q7605", "Euler (crater)", "lunar crater", None),
+        ("P184", "doctoral advisor", "person who supervised the doctorate or PhD thesis of the subject",
+         "wikibase-item")]
+    [lookup] = [request["params"] for request in wikidata.requests]
+    assert lookup["action"] == "wbgetentities" and lookup["ids"] == "Q7605|P184|Q999999"
+
+
 def test_property_examples_come_from_p1855(wikidata):
     [example] = live(wikidata).property_examples("P184")
     assert (example.subject.id, example.value.id) == ("Q7604", "Q124500")

@@ -94,6 +94,14 @@ def test_entries_and_property_examples(kb):
     assert ("inception", "1630-09-07") in {(c.property_label, c.value.text) for c in boston.claims}
 
 
+def test_describe_names_what_the_store_holds(kb):
+    hits = {hit.id: hit for hit in kb.describe(["Q90", "P625", "Q515", "Q999999"])}
+    assert (hits["Q90"].label, hits["Q90"].description) == ("Paris", "capital of France")
+    assert hits["P625"].datatype == "globe-coordinate"
+    assert hits["Q515"].label == "Q515"          # only the object of a claim here: it exists, unnamed
+    assert "Q999999" not in hits                 # not in the store at all
+
+
 def test_label_service_forms(kb):
     auto = kb.execute('SELECT ?c ?cLabel ?cDescription ?cAltLabel WHERE { VALUES ?c { wd:Q90 wd:Q2 } '
                       'SERVICE wikibase:label { bd:serviceParam wikibase:language "[AUTO_LANGUAGE],fr". } }')

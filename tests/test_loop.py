@@ -124,7 +124,8 @@ def test_stop_after_an_empty_result_drops_the_stop_only(llm_server, kb):
     ])
     result = make_agent(server, kb).run("Who advised Euler?")
     assert [step.rolled_back for step in result.steps] == [False, False, True, False, False]
-    assert result.steps[1].observation == "The query returned an empty result."
+    assert result.steps[1].observation.startswith("The query returned an empty result.\n")
+    assert "P1 does not exist" in result.steps[1].observation  # typed from memory: know before use says so
     messages = server.requests[3]["messages"]
     assert "The query returned an empty result." in messages[-2]["content"]  # the empty result stays
     assert "Already tried: execute_sparql(SELECT ?x WHERE { wd:Q7604 wdt:P1 ?x }) → empty result" in \
@@ -348,7 +349,7 @@ def test_the_stop_carries_the_explanation_and_language(llm_server, kb):
         ["function"]["parameters"]["required"])
 
 
-def test_a_run_at_its_budget_gets_one_extraction_call_and_a_best_effort_answer(llm_server, kb):
+def test_a_run_at_its_budget_gets_an_extraction_call_and_a_best_effort_answer(llm_server, kb):
     def script(body):
         if "tools" not in body:
             assert body["temperature"] == 0.0 and "Trace:" in body["messages"][0]["content"]
@@ -362,7 +363,12 @@ def test_a_run_at_its_budget_gets_one_extraction_call_and_a_best_effort_answer(l
     assert result.stop_reason == "path_limit" and result.best_effort
     assert result.final_sparql == EULER_ADVISORS_QUERY and result.end_of_run == ["extraction"]
     assert result.answer[0]["advisor"]["value"].endswith("Q124500")
-    assert result.explanation == "Best effort: P184." and result.usage.llm_calls == 4
+    # The trace never showed Q7604 or P184: before the run ends the model reads what they are, and keeps them.
+    assert result.final_unseen_ids == ["Q7604", "P184"] and result.id_checks == 1
+    check = server.requests[-1]["messages"]
+    assert len(check) == 3 and "Q7604 = Leonhard Euler (Swiss mathematician" in check[-1]["content"]
+    assert "P184 = doctoral advisor [wikibase-item]" in check[-1]["content"]
+    assert result.explanation == "Best effort: P184." and result.usage.llm_calls == 5
 
 
 def test_the_final_query_is_the_one_the_model_wrote(llm_server, wikidata_server):
@@ -384,6 +390,45 @@ def test_the_policy_asks_the_model_for_the_answers_form(llm_server, kb):
     policy = server.requests[0]["messages"][0]["content"]
     assert "ASK for yes/no" in policy and "COUNT for how many" in policy and "YEAR() for which year" in policy
     assert "DISTINCT" in policy and "A request for a list or a query gets that query" in policy
+
+
+WRONG_ID_QUERY = "SELECT ?advisor WHERE { wd:Q7605 wdt:P184 ?advisor . }"
+
+
+def test_a_wrong_id_typed_from_memory_is_named_and_the_model_corrects_itself(llm_server, wikidata_server):
+    wikidata = wikidata_server(sparql={EULER_ADVISORS_QUERY: select(["advisor"], [{"advisor": "Q124500"}])})
+    wikidata.add(*euler_entities())
+    kb = LiveWikidata(WikidataConfig(api_url=wikidata.api_url, sparql_url=wikidata.sparql_url),
+                      http=HttpClient(backoff=0.01))
+
+    def model(body):
+        seen = [message["content"] for message in body["messages"] if message["role"] == "tool"]
+        if not seen:
+            return call("execute_sparql", WRONG_ID_QUERY, "Euler is Q7605, I believe.")
+        if "Q7605 = Euler (crater)" in seen[-1]:
+            return call("execute_sparql", EULER_ADVISORS_QUERY, "Q7605 is a crater; the mathematician is Q7604.")
+        return call("stop", thought="done")
+
+    server = llm_server(model)
+    result = make_agent(server, kb).run("Who were the doctoral advisors of Leonhard Euler?")
+    wrong, right = result.steps[0], result.steps[1]
+    assert wrong.unseen_ids == ["Q7605", "P184"] and wrong.query_status == "empty"
+    assert wrong.observation.endswith("Q7605 = Euler (crater) (lunar crater); P184 = doctoral advisor [wikibase-item] "
+                                      "(person who supervised the doctorate or PhD thesis of the subject).")
+    assert right.unseen_ids == ["Q7604"] and "Q7604 = Leonhard Euler" in right.observation  # P184 was named
+    assert result.final_sparql == EULER_ADVISORS_QUERY and result.answer[0]["advisor"]["value"].endswith("Q124500")
+    assert result.id_checks == 2 and AgentResult.from_dict(result.to_dict()).id_checks == 2
+    # One wbgetentities call per check, for just the new IDs; no model call.
+    lookups = [r["params"]["ids"] for r in wikidata.requests if r["params"].get("action") == "wbgetentities"]
+    assert lookups == ["Q7605|P184", "Q7604"] and len(server.requests) == 3
+
+
+def test_ids_the_run_has_shown_are_not_named_again(llm_server, kb):
+    server = llm_server([call("search_wikidata", "Leonhard Euler"), call("get_property_examples", "P184"),
+                         call("execute_sparql", EULER_ADVISORS_QUERY), call("stop")])
+    result = make_agent(server, kb).run("Who advised Euler?")
+    assert result.steps[2].unseen_ids == [] and "not shown before" not in result.steps[2].observation
+    assert result.id_checks == 0
 
 
 SCHOLARLY_PLAIN = "SELECT ?author WHERE { wd:Q60133667 wdt:P50 ?author }"

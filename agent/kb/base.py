@@ -1,7 +1,8 @@
 """The one interface the agent uses to look at a knowledge base.
 
 Every backend (live Wikidata, the embedded Oxigraph store, a recorded one used
-to replay real runs) answers the agent's four lookups with the plain data
+to replay real runs) answers the agent's four lookups, and names the IDs a
+query uses (:meth:`KnowledgeBase.describe`), with the plain data
 classes below.  Turning them into text for the model is the job of
 :mod:`agent.observations`, so every backend yields observations of the same
 shape.
@@ -152,4 +153,8 @@ class KnowledgeBase(Protocol):
 
     def execute(self, sparql: str, timeout: float | None = None) -> QueryResult:
         """Run *sparql*; *timeout* in seconds, the backend's default when ``None``."""
+        ...
+
+    def describe(self, ids: list[str]) -> list[SearchHit]:
+        """Label, description and (for a property) datatype of each of *ids* that exists; one lookup."""
         ...

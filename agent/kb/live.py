@@ -123,6 +123,12 @@ class LiveWikidata:
                 datatypes[entity_id] = entity["datatype"]
         return labels, datatypes
 
+    def describe(self, ids: list[str]) -> list[SearchHit]:
+        """One ``wbgetentities`` call (per 50 IDs) for labels, descriptions and datatypes; missing IDs left out."""
+        return [SearchHit(entity_id, _label(entity, self.config.language) or entity_id,
+                          _text(entity.get("descriptions", {}), self.config.language), entity.get("datatype"))
+                for entity_id, entity in self._entities(ids, "labels|descriptions|datatype")]
+
     def get_entry(self, qid: str) -> Entry | None:
         entity = self._entity(qid)
         if entity is None:

@@ -24,7 +24,7 @@ import pyoxigraph as ox
 from tqdm import tqdm
 
 from agent.graph import WIKIDATA, GraphProfile, parse_profile
-from agent.kb.base import Claim, Entry, PropertyExample, Qualifier, QueryResult, SearchResults, Value
+from agent.kb.base import Claim, Entry, PropertyExample, Qualifier, QueryResult, SearchHit, SearchResults, Value
 from agent.kb.local.loaders import GENID, RDF_FORMATS, SCHEMA_ABOUT, LoadError, file_kind, open_file, read_batches
 from agent.kb.local.search import SearchIndex, wikidata_kind
 from agent.kb.local.triples import TripleEntries
@@ -225,6 +225,18 @@ class LocalKB:
         """(predicate IRI, object) of every triple whose subject is *iri*."""
         return [(quad.predicate.value, quad.object) for quad in self.store.quads_for_pattern(ox.NamedNode(iri), None,
                                                                                             None)]
+
+    def describe(self, ids: list[str]) -> list[SearchHit]:
+        """Names from the search index; an ID it lacks but the store holds is named by itself, others left out."""
+        hits = {hit.id: hit for hit in self.index.describe(ids)}
+        return [hits.get(entity_id) or SearchHit(entity_id, entity_id) for entity_id in ids
+                if entity_id in hits or self._mentioned(entity_id)]
+
+    def _mentioned(self, entity_id: str) -> bool:
+        """The store holds *entity_id* as a subject, an object, or (a property) a ``wdt:`` predicate."""
+        direct = f" UNION {{ ?s wdt:{entity_id} ?o }}" if entity_id.startswith("P") else ""
+        return bool(self.store.query(f"ASK {{ {{ wd:{entity_id} ?p ?o }} UNION {{ ?s ?p wd:{entity_id} }}{direct} }}",
+                                     prefixes=PREFIXES))
 
     def _labels(self, iris: set[str]) -> dict[str, str]:
         if not iris:

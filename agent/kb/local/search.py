@@ -141,6 +141,13 @@ class SearchIndex:
 
     # -- reading -----------------------------------------------------------------------------------
 
+    def describe(self, ids: list[str]) -> list[SearchHit]:
+        """The indexed label, description and datatype of each of *ids* the index holds."""
+        rows = self.connection.execute(
+            f"SELECT id, CASE label WHEN '' THEN id ELSE label END, description, datatype FROM entities "
+            f"WHERE id IN ({','.join('?' * len(ids))})", list(ids)).fetchall() if ids else []
+        return [SearchHit(id=row[0], label=row[1], description=row[2], datatype=row[3]) for row in rows]
+
     def search(self, text: str, kind: str, limit: int) -> list[SearchHit]:
         wanted = fold(text)
         if not wanted:
