@@ -73,7 +73,9 @@ def print_result(result: AgentResult) -> None:
     print(f"\nEnded: {result.stop_reason} ({result.stop_message})")
     if result.end_of_run:
         print("End of run: " + ", ".join(result.end_of_run))
-    if result.final_sparql is None:
+    if result.stop_reason == "cannot_answer":
+        print("The model found that Wikidata cannot answer the question.")
+    elif result.final_sparql is None:
         print("No query answers the question.")
     else:
         print(("\nBest-effort SPARQL" if result.best_effort else "\nFinal SPARQL") + ":\n" + result.final_sparql)

@@ -22,6 +22,9 @@ class Parameter:
     name: str
     #: Sent in the tool schema when not empty; the policy prompt explains the rest.
     description: str
+    #: The JSON-schema type: ``string``, or ``boolean`` for a flag.
+    kind: str = "string"
+    required: bool = True
 
 
 @dataclass
@@ -32,6 +35,10 @@ class Outcome:
     result: QueryResult | None = None
     #: The observation is an entry the loop may prune to what the question needs.
     prunable: bool = False
+
+
+#: The flag of ``stop`` that ends a run saying the question cannot be answered from the graph (GRASP's "cancel").
+CANNOT_ANSWER = "cannot_answer"
 
 
 def _as_is(argument: str, graph: GraphProfile) -> tuple[str, str | None]:
@@ -46,12 +53,14 @@ class ActionSpec:
     description: str
     #: The argument the trace records; ``None`` for ``stop``.
     argument: Parameter | None
-    #: Further arguments kept out of the trace's ``argument`` (``stop``'s explanation and language).
+    #: Further arguments kept out of the trace's ``argument`` (``stop``'s explanation, language, flag).
     extras: tuple[Parameter, ...] = ()
     #: The normalised argument, and a message for the model when it is unusable (IDs as the graph writes them).
     check: Callable[[str, GraphProfile], tuple[str, str | None]] = _as_is
     #: Runs the checked argument; ``None`` for ``stop``, which the loop itself handles.
     execute: Callable[[KnowledgeBase, str, float | None], Outcome] | None = None
+    #: The tool takes the step's ``thought`` (``stop`` does not: its explanation says it all).
+    thought: bool = True
 
     @property
     def signature(self) -> str:
@@ -59,14 +68,15 @@ class ActionSpec:
         return f"{self.name}({self.argument.name if self.argument else ''})"
 
     def schema(self) -> dict:
-        """The action as an OpenAI tool (names and parameters); every tool also takes the step's ``thought``."""
-        properties = {"thought": {"type": "string"}}
-        required = ["thought"]
+        """The action as an OpenAI tool (names and parameters), with the step's ``thought`` first where it takes one."""
+        properties: dict[str, dict[str, str]] = {"thought": {"type": "string"}} if self.thought else {}
+        required = ["thought"] if self.thought else []
         for parameter in ((self.argument,) if self.argument else ()) + self.extras:
-            properties[parameter.name] = {"type": "string"}
+            properties[parameter.name] = {"type": parameter.kind}
             if parameter.description:
                 properties[parameter.name]["description"] = parameter.description
-            required.append(parameter.name)
+            if parameter.required:
+                required.append(parameter.name)
         return {"type": "function", "function": {
             "name": self.name, "parameters": {"type": "object", "properties": properties, "required": required}}}
 
@@ -112,8 +122,10 @@ ACTIONS: dict[str, ActionSpec] = {
         ActionSpec("get_property_examples", "how a property is used", Parameter("pid", ""),
                    check=_check_property, execute=_examples),
         ActionSpec("execute_sparql", "run a query", Parameter("sparql", ""), execute=_query),
-        ActionSpec("stop", "finish on the last query, with your explanation and the asker's language code",
-                   None, extras=(Parameter("explanation", ""), Parameter("language", ""))),
+        ActionSpec("stop", "finish on the last query, with your explanation and the asker's language code; "
+                   "with cannot_answer when the graph cannot answer the question", None,
+                   extras=(Parameter("explanation", ""), Parameter("language", ""),
+                           Parameter(CANNOT_ANSWER, "", kind="boolean", required=False)), thought=False),
     )
 }
 
@@ -133,6 +145,11 @@ def check_argument(action: str, argument: str, graph: GraphProfile = WIKIDATA) -
     if not argument:
         return argument, f"{action} needs an argument; it was empty."
     return spec.check(argument, graph)
+
+
+def is_set(flag: object) -> bool:
+    """A flag as a model may give it: ``true`` in JSON, or the words ``true``/``yes`` in text."""
+    return flag is True or str(flag).strip().lower() in ("true", "yes")
 
 
 def same_action(name_a: str, argument_a: str, name_b: str, argument_b: str) -> bool:

@@ -14,6 +14,9 @@ showed gets the know-before-use check (:mod:`agent.grounding`) before the
 run ends: the model reads their names and may correct its query once.  (A
 query the model stopped on got that check when it ran.)
 
+A run the model ended with ``cannot_answer`` has no final query: its
+explanation says why, and no extraction call second-guesses it.
+
 Nothing here rewrites a query: the form of the answer (ASK for a yes/no
 question, a count for "how many", ...) is the model's decision, asked for in
 the policy prompt.  The evaluation harness may score upstream's own
@@ -128,6 +131,9 @@ def finish(run: _Run, reason: str, final: int | None) -> FinalAnswer:
     answer = FinalAnswer(sparql=None, result=None)
     if reason == "stop" and final is not None:
         answer.sparql, answer.result = run.steps[final].argument, run.results[final]
+        answer.explanation = run.stop_extras.get("explanation", "")
+        answer.language = run.stop_extras.get("language", "")
+    elif reason == "cannot_answer":  # the model's judgement: no query, its reasons
         answer.explanation = run.stop_extras.get("explanation", "")
         answer.language = run.stop_extras.get("language", "")
     elif reason not in ("llm_error", "kb_error"):

@@ -1,7 +1,8 @@
 """Read a plain-text step, for endpoints without function calling.
 
 The model answers ``Thought: ...`` then ``Action: name(argument)``
-(``stop`` preceded by ``Explanation: ...`` and ``Language: ...`` lines).  Real
+(``stop`` preceded by ``Explanation: ...`` and ``Language: ...`` lines, and
+``Cannot answer: yes`` when Wikidata cannot answer the question).  Real
 models wrap SPARQL in many ways - over several lines, in triple quotes, in
 backticks or a fenced ```sparql block, with or without the parentheses - and
 all of them must give back the query exactly as written inside the wrapper.
@@ -24,7 +25,7 @@ _NAME = re.compile(r"`?([A-Za-z_][A-Za-z0-9_]*)`?\s*")
 _FENCE = re.compile(r"^```[A-Za-z]*[ \t]*\n?(.*?)\n?[ \t]*```$", re.DOTALL)
 _OBSERVATION = re.compile(r"^\s*Observation\s*:", re.IGNORECASE | re.MULTILINE)
 #: Lines a ``stop`` carries before its action, as ``Name: value``.
-_EXTRAS = re.compile(r"^\s*(Explanation|Language)\s*:\s*", re.IGNORECASE | re.MULTILINE)
+_EXTRAS = re.compile(r"^\s*(Explanation|Language|Cannot answer)\s*:\s*", re.IGNORECASE | re.MULTILINE)
 
 
 class ParseError(ValueError):
@@ -36,7 +37,7 @@ class ParsedStep:
     thought: str
     action: str
     argument: str
-    #: ``explanation`` and ``language`` when the reply gave them.
+    #: ``explanation``, ``language`` and ``cannot_answer`` when the reply gave them.
     extras: dict[str, str] = field(default_factory=dict)
 
 
@@ -75,7 +76,7 @@ def _closing(body: str) -> int:
 
 
 def _split_head(head: str) -> tuple[str, dict[str, str]]:
-    """The thought and the ``Explanation:``/``Language:`` values written before the action."""
+    """The thought and the ``Explanation:``/``Language:``/``Cannot answer:`` values written before the action."""
     markers = list(_EXTRAS.finditer(head))
     thought_part = head[: markers[0].start()] if markers else head
     thought_match = _THOUGHT.search(thought_part)
@@ -83,7 +84,7 @@ def _split_head(head: str) -> tuple[str, dict[str, str]]:
     extras = {}
     for index, marker in enumerate(markers):
         end = markers[index + 1].start() if index + 1 < len(markers) else len(head)
-        extras[marker.group(1).lower()] = head[marker.end():end].strip()
+        extras[marker.group(1).lower().replace(" ", "_")] = head[marker.end():end].strip()
     return thought, extras
 
 

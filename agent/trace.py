@@ -72,8 +72,10 @@ class AgentResult:
     ASK query, or ``None`` when there is no final query.
 
     ``stop_reason`` is one of ``stop`` (the model stopped on a query with
-    results), ``path_limit``, ``action_limit``, ``repeated_stop`` (the model
-    kept stopping without a usable query), ``llm_error`` or ``kb_error``.
+    results), ``cannot_answer`` (the model stopped saying Wikidata cannot
+    answer the question; no final query), ``path_limit``, ``action_limit``,
+    ``repeated_stop`` (the model kept stopping without a usable query),
+    ``llm_error`` or ``kb_error``.
 
     ``explanation`` is the model's account of the answer in 2-5 sentences, in
     the asker's language (``language``, a BCP 47 code, "" when unknown): what

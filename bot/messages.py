@@ -17,6 +17,9 @@ MESSAGES: dict[str, dict[str, str]] = {
         "best_effort_ask": "I did not settle on a query myself. This is my best attempt, put together at the end "
                            "of the search (its answer is {yes_no}); please check it before relying on it:",
         "nothing": "I could not find a query that answers this.",
+        "cannot_answer": "This cannot be answered from Wikidata, as far as I could find.",
+        "searched": "I searched Wikidata for {searches} and ran {queries}.",
+        "searched_no_search": "I ran {queries}.",
         "tried": "I searched Wikidata for {searches} and ran {queries}, but none returned results.",
         "tried_no_search": "I ran {queries}, but none returned results.",
         "queries_one": "1 query", "queries_other": "{count} queries",
@@ -31,6 +34,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "footer": "Written by a bot that explores Wikidata with a language model; please check the query "
                   "before relying on it.",
         "earlier": "An earlier request looks similar: {link}",
+        "footer_no_query": "Written by a bot that explores Wikidata with a language model.",
     },
     "de": {
         "answer": "Diese Abfrage beantwortet die Frage ({rows}):",
@@ -41,6 +45,9 @@ MESSAGES: dict[str, dict[str, str]] = {
                            "der Suche zusammengestellt (Antwort: {yes_no}); bitte prüfe ihn, bevor du dich darauf "
                            "verlässt:",
         "nothing": "Ich konnte keine Abfrage finden, die die Frage beantwortet.",
+        "cannot_answer": "Diese Frage lässt sich mit Wikidata nicht beantworten, soweit ich finden konnte.",
+        "searched": "Ich habe Wikidata nach {searches} durchsucht und {queries} ausgeführt.",
+        "searched_no_search": "Ich habe {queries} ausgeführt.",
         "tried": "Ich habe Wikidata nach {searches} durchsucht und {queries} ausgeführt, aber keine lieferte "
                  "Ergebnisse.",
         "tried_no_search": "Ich habe {queries} ausgeführt, aber keine lieferte Ergebnisse.",
@@ -56,6 +63,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "footer": "Geschrieben von einem Bot, der Wikidata mit einem Sprachmodell erkundet; bitte prüfe die "
                   "Abfrage, bevor du dich darauf verlässt.",
         "earlier": "Eine frühere Anfrage sieht ähnlich aus: {link}",
+        "footer_no_query": "Geschrieben von einem Bot, der Wikidata mit einem Sprachmodell erkundet.",
     },
     "fr": {
         "answer": "Voici une requête qui répond à la question ({rows}) :",
@@ -65,6 +73,9 @@ MESSAGES: dict[str, dict[str, str]] = {
         "best_effort_ask": "Je ne me suis arrêté sur aucune requête. Voici ma meilleure tentative, assemblée à la "
                            "fin de la recherche (réponse : {yes_no}) ; merci de la vérifier avant de vous y fier :",
         "nothing": "Je n'ai pas trouvé de requête qui réponde à la question.",
+        "cannot_answer": "Wikidata ne permet pas de répondre à cette question, d'après ce que j'ai trouvé.",
+        "searched": "J'ai cherché {searches} dans Wikidata et exécuté {queries}.",
+        "searched_no_search": "J'ai exécuté {queries}.",
         "tried": "J'ai cherché {searches} dans Wikidata et exécuté {queries}, sans aucun résultat.",
         "tried_no_search": "J'ai exécuté {queries}, sans aucun résultat.",
         "queries_one": "1 requête", "queries_other": "{count} requêtes",
@@ -79,6 +90,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "footer": "Écrit par un bot qui explore Wikidata avec un modèle de langue ; merci de vérifier la requête "
                   "avant de vous y fier.",
         "earlier": "Une demande antérieure semble similaire : {link}",
+        "footer_no_query": "Écrit par un bot qui explore Wikidata avec un modèle de langue.",
     },
     "es": {
         "answer": "Esta consulta responde a la pregunta ({rows}):",
@@ -88,6 +100,9 @@ MESSAGES: dict[str, dict[str, str]] = {
         "best_effort_ask": "No me decidí por ninguna consulta. Este es mi mejor intento, reunido al final de la "
                            "búsqueda (respuesta: {yes_no}); compruébalo antes de fiarte de él:",
         "nothing": "No encontré ninguna consulta que responda a la pregunta.",
+        "cannot_answer": "Esta pregunta no se puede responder con Wikidata, por lo que pude encontrar.",
+        "searched": "Busqué {searches} en Wikidata y ejecuté {queries}.",
+        "searched_no_search": "Ejecuté {queries}.",
         "tried": "Busqué {searches} en Wikidata y ejecuté {queries}, pero ninguna devolvió resultados.",
         "tried_no_search": "Ejecuté {queries}, pero ninguna devolvió resultados.",
         "queries_one": "1 consulta", "queries_other": "{count} consultas",
@@ -102,6 +117,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "footer": "Escrito por un bot que explora Wikidata con un modelo de lenguaje; comprueba la consulta antes "
                   "de fiarte de ella.",
         "earlier": "Una solicitud anterior parece similar: {link}",
+        "footer_no_query": "Escrito por un bot que explora Wikidata con un modelo de lenguaje.",
     },
 }
 

@@ -108,7 +108,7 @@ def _traces(result: AgentResult, words: dict[str, str]) -> Iterator[str]:
 
 def _lead(result: AgentResult, answered: bool, words: dict[str, str]) -> str:
     if not answered:
-        return words["nothing"]
+        return words["cannot_answer" if result.stop_reason == "cannot_answer" else "nothing"]
     prefix = "best_effort" if result.best_effort else "answer"
     if isinstance(result.answer, bool):
         return words[prefix + "_ask"].format(yes_no=words["yes" if result.answer else "no"])
@@ -117,16 +117,28 @@ def _lead(result: AgentResult, answered: bool, words: dict[str, str]) -> str:
     return words[prefix].format(rows=rows)
 
 
-def _tried(result: AgentResult, words: dict[str, str]) -> str:
-    """What was tried, from the trace, when the model explained nothing."""
+def _tried(result: AgentResult, words: dict[str, str], sentence: str = "tried") -> str:
+    """What was searched and run, from the trace: *sentence* ``tried`` (none returned results) or ``searched``."""
     searches = list(dict.fromkeys(step.argument.strip() for step in result.steps
                                   if step.action == "search_wikidata" and step.argument.strip()))
     count = sum(step.action == "execute_sparql" for step in result.steps)
     queries = words["queries_one"] if count == 1 else words["queries_other"].format(count=count)
     if not searches:
-        return words["tried_no_search"].format(queries=queries)
+        return words[sentence + "_no_search"].format(queries=queries)
     shown = ", ".join(f"“{' '.join(term.split())[:80]}”" for term in searches[:5])
-    return words["tried"].format(searches=shown + (" …" if len(searches) > 5 else ""), queries=queries)
+    return words[sentence].format(searches=shown + (" …" if len(searches) > 5 else ""), queries=queries)
+
+
+def shows_query(result: AgentResult) -> bool:
+    """The reply posts a query: the run has a final query whose answer is not empty."""
+    return bool((result.final_sparql or "").strip()) and result.answer is not None and result.answer != []
+
+
+def reply_kind(result: AgentResult) -> str:
+    """What a reply to *result* holds: ``query``, ``cannot_answer`` (the model's judgement) or ``no_query``."""
+    if shows_query(result):
+        return "query"
+    return "cannot_answer" if result.stop_reason == "cannot_answer" else "no_query"
 
 
 #: A page title a wiki link may hold as it is: no character that could end the link or start other markup.
@@ -159,8 +171,10 @@ def render_reply(result: AgentResult, *, depth: int = 1, max_chars: int = 20000,
         raise ValueError(f"a reply needs at least {MIN_CHARS} characters, not {max_chars}")
     words = messages_for(result.language)
     query_text = (result.final_sparql or "").strip(" \t\r\n")
-    answered = bool(query_text) and result.answer is not None and result.answer != []
+    answered = shows_query(result)
     explanation = result.explanation.strip() or ("" if answered else _tried(result, words))
+    if result.stop_reason == "cannot_answer":  # the model's reasons, then what it searched, from the trace
+        explanation = " ".join(filter(None, (result.explanation.strip(), _tried(result, words, "searched"))))
     if len(explanation) > EXPLANATION_CHARS:
         explanation = explanation[: EXPLANATION_CHARS - 1] + "…"
     template = _environment.get_template("reply.wiki.j2")
@@ -170,7 +184,7 @@ def render_reply(result: AgentResult, *, depth: int = 1, max_chars: int = 20000,
         return template.render(indent=f"{INDENT_EM * depth:g}", lead=encode(_lead(result, answered, words)),
                                query=query, preview=preview_table(result, rows, words) if answered else "",
                                explanation=encode(explained), earlier=earlier_line, trace=trace,
-                               footer=encode(words["footer"])).strip()
+                               footer=encode(words["footer" if answered else "footer_no_query"])).strip()
 
     query = final_query_wikitext(query_text, try_it=words["try_it"]) if answered else ""
     for trace in _traces(result, words):

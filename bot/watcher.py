@@ -36,7 +36,7 @@ from bot.forum import (
     previous_query,
 )
 from bot.history import Attribution, Revision, latest_revisions, revisions_after
-from bot.render import render_reply
+from bot.render import render_reply, reply_kind
 from bot.state import State
 from bot.redact import redact
 from bot.wiki import EmergencyStop, ForumPage, bots_allow
@@ -50,10 +50,17 @@ TOO_LONG_NOTE = (f":Sorry, this question is longer than {MAX_REQUEST_CHARS:,} ch
                  "Could you shorten it to the question itself and the query it is about? ~~~~")
 
 
-def edit_summary(heading: str) -> str:
+#: What an edit summary says a reply holds, by :func:`bot.render.reply_kind` (and the note to a too-long question).
+SUMMARIES = {"query": "reply with a SPARQL query written by a bot (please check it)",
+             "no_query": "reply by a bot: no query found",
+             "cannot_answer": "reply by a bot: this cannot be answered from Wikidata",
+             "too-long": "reply by a bot: the question is too long to read"}
+
+
+def edit_summary(heading: str, kind: str = "query") -> str:
     """A summary linking the section: the heading as shown, only ``*/`` (which ends the link) and breaks removed."""
     clean = " ".join(heading.replace("*/", "* /").split())[:120]
-    return f"/* {clean} */ reply with a SPARQL query written by a bot (please check it)"
+    return f"/* {clean} */ {SUMMARIES[kind]}"
 
 
 @dataclass(frozen=True)
@@ -313,7 +320,7 @@ class Watcher:
         page, section = self.forum.title, task.section
         if task.kind == "too-long":
             log.info("%r is too long to read: replying with a note", section.heading)
-            reply = TOO_LONG_NOTE
+            reply, kind = TOO_LONG_NOTE, "too-long"
         else:
             request = (extract_request(section) if task.kind == "question"
                        else extract_followup(section, task.followup, self._previous_query(task)))
@@ -324,13 +331,14 @@ class Watcher:
             if result.stop_reason in ("llm_error", "kb_error"):
                 self._fail(task, f"{result.stop_reason}: {result.stop_message}", transient=True)
                 return
-            if result.final_sparql is None and not self.config.reply_without_answer:
+            kind = reply_kind(result)
+            if kind != "query" and not self.config.reply_without_answer:
                 self.state.record_skipped(page, task.key,
                                           f"no query found ({result.stop_reason}); staying silent")
                 self.counter["no answer"] += 1
                 return
             reply = render_reply(result, depth=task.depth, max_chars=self.config.reply_max_chars, earlier=earlier)
-        outcome = self.forum.post_reply(task.key, reply, edit_summary(section.heading), attribution)
+        outcome = self.forum.post_reply(task.key, reply, edit_summary(section.heading, kind), attribution)
         if outcome.status == "posted":
             self.state.record_answered(page, task.key, outcome.revision)
             self.counter["written"] += 1

@@ -219,6 +219,13 @@ def test_the_edit_summary_links_the_section_and_keeps_slashes():
     assert edit_summary("A */ trick").startswith("/* A * / trick */")
 
 
+def test_the_edit_summary_claims_a_query_only_when_the_reply_posts_one():
+    assert edit_summary("Q", "query").endswith("reply with a SPARQL query written by a bot (please check it)")
+    for kind in ("no_query", "cannot_answer", "too-long"):
+        assert "query written" not in edit_summary("Q", kind) and edit_summary("Q", kind).startswith("/* Q */ reply")
+    assert edit_summary("Q", "cannot_answer").endswith("this cannot be answered from Wikidata")
+
+
 def test_a_reply_goes_after_the_sections_last_line_and_nothing_else_changes():
     sections = parse_sections(FORUM)
     new = insert_reply(FORUM, sections[0], ":Reply ~~~~")

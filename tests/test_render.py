@@ -129,6 +129,35 @@ def test_a_query_that_returned_nothing_is_not_presented_as_an_answer():
     assert "I could not find a query" in reply and "{{SPARQL" not in reply
 
 
+def cannot_answer(language: str = "en",
+                  explanation: str = "Wikidata records no favourite food for Euler.") -> AgentResult:
+    steps = [Step("look", "search_wikidata", "Euler favourite food", "No entities or properties found."),
+             Step("read", "get_wikidata_entry", "Q7604", "Leonhard Euler (Q7604)\n{}"),
+             Step("check", "execute_sparql", "SELECT ?f WHERE { wd:Q7604 wdt:P1 ?f }", "empty"),
+             Step("", "stop", "", None)]
+    return AgentResult("What did Euler like to eat?", None, None, [], steps, "cannot_answer", "the model found the "
+                       "question cannot be answered from Wikidata", Usage(llm_calls=4), explanation=explanation,
+                       language=language)
+
+
+def test_a_question_wikidata_cannot_answer_gets_its_reasons_and_what_was_searched():
+    reply = render_reply(cannot_answer())
+    lines = reply.splitlines()
+    assert lines[1] == "This cannot be answered from Wikidata, as far as I could find."
+    assert ("Wikidata records no favourite food for Euler. I searched Wikidata for “Euler favourite food” and "
+            "ran 1 query.") in html.unescape(reply)
+    assert "{{SPARQL" not in reply and "please check" not in reply and "query.wikidata.org" not in reply
+    assert "<small>Written by a bot that explores Wikidata with a language model.</small> ~~~~" in reply
+    german = render_reply(cannot_answer("de", "Dazu hat Wikidata keine Aussage."))
+    assert "Diese Frage lässt sich mit Wikidata nicht beantworten" in german and "Ich habe Wikidata nach" in german
+
+
+def test_a_reply_without_a_query_never_asks_to_check_one():
+    for kind in (result(thought="t", label="l", answer=False), cannot_answer()):
+        reply = render_reply(kind)
+        assert "please check the query" not in reply and "Written by a bot" in reply
+
+
 def test_a_best_effort_query_says_so_and_a_boolean_is_answered_in_words():
     best = render_reply(result(label="l", final="SELECT ?x {}", best_effort=True))
     assert "I did not settle on a query myself" in best and "(7 results)" in best
@@ -337,6 +366,18 @@ def test_a_hostile_reply_saved_on_the_real_wiki_stays_inert_and_collapsed(mediaw
         assert f"step {number}: }}}} {{{{ [[Category:Spam]]" in inside
     assert "#MeToo *NSYNC :indent ;term" in inside
     assert squash("".join(reader.after)).startswith("Written by a bot")
+
+
+def test_a_cannot_answer_reply_reads_as_such_on_the_real_wiki(mediawiki):
+    page = ("== Euler's food ==\nWhat? [[User:Alice|Alice]] 10:00, 1 January 2026 (UTC)\n"
+            + render_reply(cannot_answer()))
+    _, parsed = save_and_read(mediawiki, "Render cannot answer", page)
+    rendered = squash(html.unescape(re.sub(r"<[^>]+>", " ", parsed["text"])))
+    assert "This cannot be answered from Wikidata, as far as I could find." in rendered
+    assert "Wikidata records no favourite food for Euler. I searched Wikidata for “Euler favourite food” and ran " \
+           "1 query." in rendered
+    assert "please check" not in rendered and parsed["externallinks"] == []
+    assert {t["title"] for t in parsed["templates"]} == set()
 
 
 def test_a_long_replayed_trace_stays_inside_its_collapsed_block(mediawiki, shared_dir):
