@@ -31,8 +31,10 @@ _WIKIDATA = "http://www.wikidata.org/"
 #: Prefixes whose local names are entity IDs (``wd:``, ``wdt:``, ``p:``, ``ps:``, ``pq:``, ...).
 _ID_PREFIXES = frozenset(prefix for prefix, namespace in PREFIXES.items() if namespace.startswith(_WIKIDATA))
 #: How every note begins; the prompt's shrinking of old steps keeps the note whole.
-NOTE_OPENING = "IDs not shown before in this run"
-DESCRIPTION_CHARS = 120
+NOTE_OPENING = "IDs new to this run"
+DESCRIPTION_CHARS = 80
+#: Between an item's label and its description in a note.
+DESCRIPTION_MARK = " — "
 
 
 def query_ids(sparql: str) -> list[str]:
@@ -61,7 +63,11 @@ def unseen_ids(sparql: str, shown: set[str]) -> list[str]:
 
 
 def naming_note(ids: list[str], hits: list[SearchHit]) -> str:
-    """One line naming each of *ids* by the knowledge base's *hits*; an ID without a hit does not exist there."""
+    """One line naming each of *ids* by the knowledge base's *hits*; an ID without a hit does not exist there.
+
+    An item gets its label and description (which tells two "Euler" apart), a
+    property its label and datatype.
+    """
     by_id = {hit.id: hit for hit in hits}
     names = []
     for entity_id in ids:
@@ -69,12 +75,21 @@ def naming_note(ids: list[str], hits: list[SearchHit]) -> str:
         if hit is None:
             names.append(f"{entity_id} does not exist")
             continue
+        if hit.datatype:
+            names.append(f"{entity_id} = {hit.label} [{hit.datatype}]")
+            continue
         description = " ".join(hit.description.split())
         if len(description) > DESCRIPTION_CHARS:
             description = description[:DESCRIPTION_CHARS - 1] + "…"
-        datatype = f" [{hit.datatype}]" if hit.datatype else ""
-        names.append(f"{entity_id} = {hit.label}{datatype}" + (f" ({description})" if description else ""))
-    return f"{NOTE_OPENING}; check each is what you meant: " + "; ".join(names) + "."
+        names.append(f"{entity_id} = {hit.label}" + (f"{DESCRIPTION_MARK}{description}" if description else ""))
+    return f"{NOTE_OPENING} (check them): " + "; ".join(names) + "."
+
+
+def shorten_note(note: str) -> str:
+    """A note as an old step shows it: each ID with its label only (the model read the rest when it was new)."""
+    opening, _, names = note.partition(": ")
+    short = [re.sub(r" \[[a-z-]+\]$", "", name.split(DESCRIPTION_MARK)[0]) for name in names[:-1].split("; ")]
+    return f"{opening}: " + "; ".join(short) + "." if names else note
 
 
 def split_note(observation: str) -> tuple[str, str]:

@@ -17,7 +17,10 @@ state to the one before the repetition"):
 
 A model that insists (``max_refused_stops`` refused stops in all, or
 ``max_undone_in_a_row`` rolled-back actions in a row) ends the run
-(``repeated_stop``) instead of burning its budget.
+(``repeated_stop``) instead of burning its budget.  A ``stop`` with
+``cannot_answer`` set ends the run as the model's judgement that Wikidata
+cannot answer the question (``cannot_answer``, GRASP's "cancel"): no final
+query, the model's explanation of why and of what it searched.
 
 After a rollback, the next prompt ends with a short note of what was undone
 and why, so a resampled model does not walk the same way again.
@@ -40,7 +43,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agent import end_of_run, grounding, observations
-from agent.actions import ACTIONS, check_argument, same_action, tool_schemas
+from agent.actions import ACTIONS, CANNOT_ANSWER, check_argument, is_set, same_action, tool_schemas
 from agent.graph import WIKIDATA, GraphProfile
 from agent.kb.base import KBUnavailable, KnowledgeBase, QueryResult
 from agent.llm import ChatModel, Completion, LLMUnavailable, ToolsUnsupported, well_formed
@@ -75,8 +78,8 @@ class AgentConfig:
     #: Seconds a query may run; ``None`` leaves it to the knowledge base.
     query_timeout: float | None = None
     #: Steps older than this many path steps show their search results and entries shrunk to the
-    #: hits and statements used since, and their query results cut to the first rows.  (Only the
-    #: last step keeps its thought.)
+    #: hits and statements used since, and their query results cut to the first rows, unless the
+    #: model tried to take them again since.  (Only the last step keeps its thought.)
     recent_steps: int = 2
     #: Where the scholarly articles are, seen from the query service the agent asks (the WDQS graph
     #: split of May 2025 took them out of the main graph); "" when that service holds them itself.
@@ -150,6 +153,8 @@ class _Run:
         self.usage = Usage()
         #: What rollbacks undid, for the next prompts.
         self.notes: list[str] = []
+        #: Steps the model tried to take again (repeats rolled back), by the index of the latest repeat.
+        self.repeated_at: dict[int, int] = {}
         self.refused_stops = 0
         self.undone_in_a_row = 0
         self.stop_extras: dict[str, str] = {}
@@ -220,6 +225,7 @@ class _Run:
                 final = self.stop(index, decision.extras)
             elif (earlier := self.taken_before(step, index)) is not None:
                 step.rolled_back = True
+                self.repeated_at[earlier] = index
                 self.notes.append(f"{step.action}({_short(step.argument)}) repeats step {earlier + 1}: "
                                   "its result is unchanged. Take a different action.")
             else:
@@ -242,6 +248,9 @@ class _Run:
         return None
 
     def stop(self, index: int, extras: dict[str, str]) -> int | None:
+        if is_set(extras.get(CANNOT_ANSWER)):
+            self.stop_extras = extras
+            raise _RunEnded("cannot_answer", "the model found the question cannot be answered from Wikidata")
         queries = [i for i in self.path if self.steps[i].action == "execute_sparql" and i in self.results]
         if queries and self.results[queries[-1]].status == "ok":
             self.stop_extras = extras
@@ -324,12 +333,14 @@ class _Run:
             {"role": "user", "content": render("question", question=self.question, context=self.context)},
         ]
         path = self.path
+        window = path[-self.config.recent_steps] if 0 < self.config.recent_steps <= len(path) else 0
         for position, index in enumerate(path):
             step = self.steps[index]
             observation, thought = step.observation or "", step.thought
             if position < len(path) - 1:
                 thought = ""  # the model's reasoning matters for its next step; its actions stay
-            if position < len(path) - self.config.recent_steps:
+            # A step the model just tried to take again counts as recent: it is shown whole, as if re-run.
+            if index < window and self.repeated_at.get(index, -1) < window:
                 # An old step keeps what later steps built on: its action, the hits and statements used
                 # since, the first rows of its result.
                 later = " ".join(self.steps[i].argument + " " + self.steps[i].thought for i in path[position + 1:])
@@ -338,15 +349,16 @@ class _Run:
                 elif step.action == "get_wikidata_entry":
                     observation = observations.shrink_entry(observation, later)
                 elif step.action == "execute_sparql":
-                    result, note = grounding.split_note(observation)  # the names stay: they ground the IDs
-                    observation = "\n".join(filter(None, (observations.shrink_result(result), note)))
+                    result, note = grounding.split_note(observation)  # the labels stay: they ground the IDs
+                    observation = "\n".join(filter(None, (observations.shrink_result(result),
+                                                           grounding.shorten_note(note) if note else "")))
             spec = ACTIONS.get(step.action)
             if text or spec is None:
                 action = f"{step.action}({step.argument})" if step.action else "(none)"
                 messages.append({"role": "assistant", "content": f"Thought: {thought}\nAction: {action}"})
                 messages.append({"role": "user", "content": f"Observation: {observation}"})
                 continue
-            arguments = {"thought": thought}
+            arguments = {"thought": thought} if thought else {}
             if spec.argument:
                 arguments[spec.argument.name] = step.argument
             call_id = f"call_{index}"

@@ -15,7 +15,10 @@ an extraction prompt when the run ended without a final query.  Pruning
 calls are left out on both sides: the traces hold only pruned entries.
 
 Characters are those of the text sent (message contents, tool calls and tool
-schemas).  "Uncached" is what a prefix cache cannot serve: the characters
+schemas).  Retention asks whether the compression drops what the model goes
+on to use: for every step of every run, the IDs the real model used in that
+step's action that upstream's controller prompt showed at that step, and how
+many of them our prompt for the same step still shows.  "Uncached" is what a prefix cache cannot serve: the characters
 after the longest prefix shared with an earlier call of the same run, a
 prefix counting only from 4,096 characters (about 1,024 tokens, the
 providers' minimum).
@@ -27,12 +30,13 @@ import argparse
 import json
 import statistics
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import jinja2
 
+from agent.grounding import shown_ids
 from agent.loop import AgentConfig
 from harness.replay import replay
 
@@ -50,6 +54,8 @@ class Cost:
     chars: int = 0
     uncached: int = 0
     calls: int = 0
+    #: Per step, the text of the prompt that asked for the model's action (retention reads it).
+    steps: list[str] = field(default_factory=list)
 
     def add(self, prompt: str, earlier: list[str]) -> None:
         shared = max((_common_prefix(prompt, before) for before in earlier), default=0)
@@ -82,7 +88,10 @@ def our_cost(run: dict[str, Any], output: dict[str, Any]) -> Cost:
     replay(run, output, AgentConfig(prune_threshold=10**9), sent)
     cost, earlier = Cost(), []
     for body in sent:
-        cost.add(request_text(body), earlier)
+        text = request_text(body)
+        cost.add(text, earlier)
+        if body.get("tools") or body.get("stop"):  # a step's request (tools, or the text protocol's stop)
+            cost.steps.append(text)
     return cost
 
 
@@ -116,8 +125,10 @@ def upstream_cost(run: dict[str, Any], templates: dict[str, jinja2.Template]) ->
     actions = list(run.get("actions") or [])
     cost, controller_calls, format_calls = Cost(), [], []
     for index, action in enumerate(actions):
-        cost.add(templates["controller"].render(conversation_history=[], question=run["question"],
-                                                action_history=_history(actions[:index])), controller_calls)
+        controller = templates["controller"].render(conversation_history=[], question=run["question"],
+                                                    action_history=_history(actions[:index]))
+        cost.add(controller, controller_calls)
+        cost.steps.append(controller)
         cost.add(templates["format_actions"].render(input=_action_text(action, False)), format_calls)
     if not run.get("final_sparql"):
         trace = "".join(_action_text(action, True) for action in actions)
@@ -137,6 +148,38 @@ def load_templates(directory: Path) -> dict[str, jinja2.Template]:
     return templates
 
 
+@dataclass
+class Retention:
+    """IDs the real model used that upstream's prompt showed at that step, and how many of them ours showed.
+
+    With *new_only*, only IDs the model had not used in an earlier action of
+    the run count: those it picked up from what it was shown, the ones a
+    compression can lose (an ID of its own earlier query stays in both prompts).
+    """
+
+    new_only: bool = False
+    shown_upstream: int = 0
+    kept: int = 0
+    #: (question, step number, ID) of each one our prompt no longer showed.
+    lost: list[tuple[str, int, str]] = field(default_factory=list)
+
+    def add(self, question: str, actions: list[dict[str, Any]], ours: list[str], upstream: list[str]) -> None:
+        earlier: set[str] = set()
+        for number, (action, our_prompt, their_prompt) in enumerate(zip(actions, ours, upstream), start=1):
+            used = shown_ids([action["action_argument"] or ""])
+            counted, earlier = (used - earlier if self.new_only else used), earlier | used
+            for entity_id in sorted(counted & shown_ids([their_prompt])):
+                self.shown_upstream += 1
+                if entity_id in shown_ids([our_prompt]):
+                    self.kept += 1
+                else:
+                    self.lost.append((question, number, entity_id))
+
+    @property
+    def share(self) -> float:
+        return self.kept / self.shown_upstream if self.shown_upstream else 1.0
+
+
 def _row(name: str, costs: list[Cost]) -> str:
     chars = [cost.chars for cost in costs]
     uncached = [cost.uncached for cost in costs]
@@ -152,6 +195,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--outputs", type=Path, required=True, help="upstream's scored outputs (JSON list)")
     parser.add_argument("--upstream-prompts", type=Path, required=True, metavar="DIR",
                         help="upstream's spinach_agent/prompts directory")
+    parser.add_argument("--show-lost", type=int, default=0, metavar="N",
+                        help="list N of the IDs our prompt no longer showed (question, step, ID)")
     args = parser.parse_args(argv)
     templates = load_templates(args.upstream_prompts)
     try:
@@ -172,6 +217,19 @@ def main(argv: list[str] | None = None) -> int:
              statistics.median([c.uncached for c in ours]) / statistics.median([c.uncached for c in upstream]),
              statistics.mean([c.uncached for c in ours]) / statistics.mean([c.uncached for c in upstream])]
     print(f"{'ours / upstream':<20} " + " ".join(f"{value:>10.1%}" for value in ratio))
+    per_question = [our.chars / their.chars for our, their in zip(ours, upstream) if their.chars]
+    print(f"ours / upstream per question: median {statistics.median(per_question):.1%}, "
+          f"mean {statistics.mean(per_question):.1%}")
+    retention, new = Retention(), Retention(new_only=True)
+    for run, our, their in zip(runs, ours, upstream):
+        for measure in (retention, new):
+            measure.add(run["question"], list(run.get("actions") or []), our.steps, their.steps)
+    for measure, what in ((retention, "IDs the real model used"), (new, "IDs the real model used for the first time")):
+        print(f"retention: of {measure.shown_upstream:,} {what} that upstream's prompt showed at that step, ours "
+              f"showed {measure.kept:,} ({measure.share:.1%}); {len(measure.lost)} gone, in "
+              f"{len({question for question, _, _ in measure.lost})} runs")
+    for question, number, entity_id in retention.lost[:args.show_lost]:
+        print(f"  step {number:>2} {entity_id:<10} {question}")
     return 0
 
 

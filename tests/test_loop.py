@@ -366,7 +366,7 @@ def test_a_run_at_its_budget_gets_an_extraction_call_and_a_best_effort_answer(ll
     # The trace never showed Q7604 or P184: before the run ends the model reads what they are, and keeps them.
     assert result.final_unseen_ids == ["Q7604", "P184"] and result.id_checks == 1
     check = server.requests[-1]["messages"]
-    assert len(check) == 3 and "Q7604 = Leonhard Euler (Swiss mathematician" in check[-1]["content"]
+    assert len(check) == 3 and "Q7604 = Leonhard Euler — Swiss mathematician" in check[-1]["content"]
     assert "P184 = doctoral advisor [wikibase-item]" in check[-1]["content"]
     assert result.explanation == "Best effort: P184." and result.usage.llm_calls == 5
 
@@ -389,7 +389,34 @@ def test_the_policy_asks_the_model_for_the_answers_form(llm_server, kb):
     make_agent(server, kb, max_total_actions=1).run("Did Leonhard Euler have a doctoral advisor?")
     policy = server.requests[0]["messages"][0]["content"]
     assert "ASK for yes/no" in policy and "COUNT for how many" in policy and "YEAR() for which year" in policy
-    assert "DISTINCT" in policy and "A request for a list or a query gets that query" in policy
+    assert "DISTINCT" in policy and "a request for a list or query gets that query" in policy
+
+
+def test_the_model_can_end_a_run_saying_wikidata_cannot_answer_it(llm_server, kb):
+    why = "Wikidata has no statement on Euler's favourite food; I searched Euler and read his entry."
+    server = llm_server([call("search_wikidata", "Leonhard Euler"), call("get_wikidata_entry", "Q7604"),
+                         ToolCallReply("stop", {"explanation": why, "language": "en", "cannot_answer": True})])
+    result = make_agent(server, kb).run("What was Leonhard Euler's favourite food?")
+    assert result.stop_reason == "cannot_answer" and result.final_sparql is None and result.answer is None
+    assert (result.explanation, result.language, result.best_effort) == (why, "en", False)
+    assert len(server.requests) == 3  # no extraction call second-guesses the model
+    stop = next(tool for tool in server.requests[0]["tools"] if tool["function"]["name"] == "stop")
+    assert stop["function"]["parameters"]["properties"]["cannot_answer"] == {"type": "boolean"}
+    assert "cannot_answer" not in stop["function"]["parameters"]["required"]
+    assert "stop with cannot_answer" in server.requests[0]["messages"][0]["content"]  # the forum's policy
+    assert AgentResult.from_dict(json.loads(json.dumps(result.to_dict()))) == result
+
+
+def test_cannot_answer_in_the_text_protocol(llm_server, kb):
+    server = llm_server([
+        TextReply('Thought: look\nAction: search_wikidata("Euler favourite food")'),
+        TextReply("Thought: nothing there\nExplanation: Keine Aussage dazu in Wikidata.\nLanguage: de\n"
+                  "Cannot answer: yes\nAction: stop()"),
+    ], supports_tools=False)
+    result = make_agent(server, kb).run("Was aß Euler am liebsten?")
+    assert result.stop_reason == "cannot_answer" and result.final_sparql is None
+    assert (result.explanation, result.language) == ("Keine Aussage dazu in Wikidata.", "de")
+    assert 'Cannot answer: yes' in server.requests[-1]["messages"][0]["content"]
 
 
 WRONG_ID_QUERY = "SELECT ?advisor WHERE { wd:Q7605 wdt:P184 ?advisor . }"
@@ -413,8 +440,8 @@ def test_a_wrong_id_typed_from_memory_is_named_and_the_model_corrects_itself(llm
     result = make_agent(server, kb).run("Who were the doctoral advisors of Leonhard Euler?")
     wrong, right = result.steps[0], result.steps[1]
     assert wrong.unseen_ids == ["Q7605", "P184"] and wrong.query_status == "empty"
-    assert wrong.observation.endswith("Q7605 = Euler (crater) (lunar crater); P184 = doctoral advisor [wikibase-item] "
-                                      "(person who supervised the doctorate or PhD thesis of the subject).")
+    assert wrong.observation.endswith("Q7605 = Euler (crater) — lunar crater; P184 = doctoral advisor "
+                                      "[wikibase-item].")
     assert right.unseen_ids == ["Q7604"] and "Q7604 = Leonhard Euler" in right.observation  # P184 was named
     assert result.final_sparql == EULER_ADVISORS_QUERY and result.answer[0]["advisor"]["value"].endswith("Q124500")
     assert result.id_checks == 2 and AgentResult.from_dict(result.to_dict()).id_checks == 2
@@ -427,7 +454,7 @@ def test_ids_the_run_has_shown_are_not_named_again(llm_server, kb):
     server = llm_server([call("search_wikidata", "Leonhard Euler"), call("get_property_examples", "P184"),
                          call("execute_sparql", EULER_ADVISORS_QUERY), call("stop")])
     result = make_agent(server, kb).run("Who advised Euler?")
-    assert result.steps[2].unseen_ids == [] and "not shown before" not in result.steps[2].observation
+    assert result.steps[2].unseen_ids == [] and "new to this run" not in result.steps[2].observation
     assert result.id_checks == 0
 
 

@@ -36,8 +36,8 @@ def test_the_policy_carries_every_instruction_of_the_papers_policy():
 
     policy = render("policy", answer_guaranteed=True, text_protocol=False, actions=list(ACTIONS.values()),
                     scholarly_service="wdsubgraph:scholarly_articles", graph=WIKIDATA.prompt)
-    for phrase in ("tiny query fragments", "run each", "Verify each assumption", "one piece at a time",
-                   "Never repeat an action", "has an answer in Wikidata", "ASK only at the very end",
-                   "not only labels", "answers seen in entries by a query", "truncated",
-                   "2-5 sentences", "in their language", "Claim nothing the results did not show"):
+    for phrase in ("Run tiny query fragments first", "Check each assumption", "one piece at a time",
+                   "Never repeat an action", "has an answer in Wikidata", "ASK for yes/no (only at the end)",
+                   "not only labels", "answers seen in entries by a query", "Results are shown cut",
+                   "2-5 sentences", "in their language", "claim only what results showed"):
         assert phrase in policy, phrase
