@@ -38,10 +38,13 @@ def build_parser() -> argparse.ArgumentParser:
                                                     "(the graph it holds: Wikidata, KQA Pro, or another by profile)")
     parser.add_argument("--cache", metavar="PATH", help="SQLite file caching every Wikidata response")
     parser.add_argument("--offline", action="store_true", help="answer only from --cache; never touch the network")
-    parser.add_argument("--model", help="model name (default: SPINACH_MODEL or gpt-4o)")
+    parser.add_argument("--model", help="model name (default: SPINACH_MODEL; else the one an endpoint of your own "
+                                        "serves, or gpt-4o on OpenAI)")
     parser.add_argument("--base-url", help="OpenAI-compatible endpoint (default: OPENAI_BASE_URL or OpenAI)")
     parser.add_argument("--api-key-file", metavar="PATH",
                         help="read the API key from this file instead of OPENAI_API_KEY")
+    parser.add_argument("--llm-timeout", type=float, metavar="SECONDS",
+                        help="seconds one model reply may take (default: 60; a local model may need more)")
     parser.add_argument("--contact", help="contact for the User-Agent (default: SPINACH_CONTACT)")
     parser.add_argument("--answer-guaranteed", action="store_true",
                         help="tell the model an answer exists in Wikidata (as in benchmarks)")
@@ -101,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     try:
         llm = ChatModel.from_config(LLMConfig.from_env(os.environ, base_url=args.base_url, api_key=api_key,
-                                                       model=args.model))
+                                                       model=args.model, timeout=args.llm_timeout))
         config = WikidataConfig.from_env()
         if args.contact:
             config.contact = args.contact

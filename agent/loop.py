@@ -28,6 +28,13 @@ and why, so a resampled model does not walk the same way again.
 Budgets: at most ``max_path_actions`` steps on the path and at most
 ``max_total_actions`` actions in all, rolled-back and malformed ones included.
 
+Protocols, per question: tool calls first.  An endpoint that refuses tool
+definitions, or a model that breaks the tool protocol a second time (after
+the first error was fed back to it), gets the plain-text protocol for the
+rest of that question; the next question starts with tools again.  A prompt
+longer than the model's context ends the run (``context_length``) instead of
+being sent again.
+
 The end of a run (:mod:`agent.end_of_run`) decides the answer the user gets,
 always a query the model wrote: the one it stopped on, or, for a run that
 did not end on the model's own ``stop``, the one an extraction call writes
@@ -46,7 +53,7 @@ from agent import end_of_run, grounding, observations
 from agent.actions import ACTIONS, CANNOT_ANSWER, check_argument, is_set, same_action, tool_schemas
 from agent.graph import WIKIDATA, GraphProfile
 from agent.kb.base import KBUnavailable, KnowledgeBase, QueryResult
-from agent.llm import ChatModel, Completion, LLMUnavailable, ToolsUnsupported, well_formed
+from agent.llm import ChatModel, Completion, ContextTooLong, LLMUnavailable, ToolsUnsupported, well_formed
 from agent.parsing import ParseError, parse_step
 from agent.prompts import render
 from agent.trace import AgentResult, Step, Usage
@@ -68,6 +75,9 @@ class AgentConfig:
     max_refused_stops: int = 3
     #: Rolled-back actions (repeats, refused stops) in a row after which the run ends.
     max_undone_in_a_row: int = 4
+    #: Replies that break the tool protocol (prose, no JSON, a wrong tool or argument name) after which the
+    #: question goes on in the plain-text protocol: the first one's error is fed back to the model.
+    max_malformed_calls: int = 2
     temperature: float = 1.0
     top_p: float = 0.9
     #: The most tokens one reply may take (a step is a thought and one action).
@@ -118,6 +128,8 @@ class _Decision:
     argument: str
     error: str | None = None
     extras: dict[str, str] = field(default_factory=dict)
+    #: A reply to a tools request that broke the protocol (no call, no JSON, an unknown tool or argument name).
+    malformed: bool = False
 
 
 class Agent:
@@ -127,8 +139,6 @@ class Agent:
         self.llm = llm
         self.kb = kb
         self.config = config or AgentConfig()
-        #: Switched on for good once the endpoint refuses tool definitions.
-        self.text_protocol = False
 
     def run(self, question: str, context: AgentContext | None = None,
             on_step: Callable[[Step], None] | None = None) -> AgentResult:
@@ -160,6 +170,13 @@ class _Run:
         self.stop_extras: dict[str, str] = {}
         #: IDs of the extraction's query that the trace never showed (named to the model before the run ends).
         self.final_unseen_ids: list[str] = []
+        #: This question's protocol: tool calls, or plain text once the endpoint refuses tools or the model
+        #: keeps breaking the tool protocol (never shared with other questions), and why it switched.
+        self.text_protocol = False
+        self.protocol_switch = ""
+        self.malformed = 0
+        #: The model the endpoint says answered.
+        self.model = ""
 
     # -- the loop -----------------------------------------------------------------
 
@@ -198,6 +215,9 @@ class _Run:
             best_effort=answer.best_effort,
             end_of_run=answer.changes,
             final_unseen_ids=self.final_unseen_ids,
+            protocol="text" if self.text_protocol else "tools",
+            protocol_switch=self.protocol_switch,
+            model=self.model,
         )
 
     @property
@@ -273,22 +293,34 @@ class _Run:
 
     def decide(self) -> _Decision:
         while True:
-            text = self.agent.text_protocol
+            text = self.text_protocol
             try:
                 completion = self.call_llm(self.messages(), temperature=self.config.temperature,
                                            top_p=self.config.top_p, tools=None if text else tool_schemas(),
                                            max_tokens=self.config.max_completion_tokens,
                                            stop=TEXT_STOP if text else None)
             except ToolsUnsupported:
-                self.agent.text_protocol = True
+                self.switch_to_text("the endpoint refused tool definitions")
                 continue
-            return self.read(completion)
+            decision = self.read(completion)
+            if decision.malformed:
+                self.malformed += 1
+                if self.malformed >= self.config.max_malformed_calls:
+                    self.switch_to_text(f"{self.malformed} malformed tool calls")
+            return decision
+
+    def switch_to_text(self, why: str) -> None:
+        """The plain-text protocol for the rest of this question (other questions start with tools again)."""
+        self.text_protocol, self.protocol_switch = True, why
 
     def call_llm(self, messages: list[dict[str, Any]], **options: Any) -> Completion:
         try:
             completion = self.agent.llm.complete(messages, **options)
+        except ContextTooLong as error:  # asking again cannot help
+            raise _RunEnded("context_length", str(error)) from error
         except LLMUnavailable as error:
             raise _RunEnded("llm_error", str(error)) from error
+        self.model = completion.model or self.model
         self.usage.llm_calls += 1
         self.usage.prompt_tokens += completion.prompt_tokens
         self.usage.completion_tokens += completion.completion_tokens
@@ -307,24 +339,30 @@ class _Run:
                              for name, value in arguments.items()}
             except ValueError as error:
                 return _Decision(content, call.name, call.arguments,
-                                 f"The arguments of {call.name} are not a JSON object ({error}).")
+                                 f"The arguments of {call.name} are not a JSON object ({error}).", malformed=True)
             thought = str(arguments.pop("thought", "") or "").strip()
             thought = "\n".join(part for part in (content, thought) if part)
             spec = ACTIONS.get(call.name)
+            if spec is not None and spec.argument and spec.argument.name not in arguments:
+                others = ", ".join(f'"{name}"' for name in arguments) or "none"
+                return _Decision(thought, call.name, "", f'{call.name} takes its argument as "{spec.argument.name}"; '
+                                                         f"the call gave {others}.", malformed=True)
             raw = str(arguments.get(spec.argument.name, "")) if spec and spec.argument else ""
             argument, error = check_argument(call.name, raw, self.config.graph)
             extras = {parameter.name: str(arguments.get(parameter.name) or "").strip()
                       for parameter in (spec.extras if spec else ())}
-            return _Decision(thought, call.name, argument, error, extras)
+            return _Decision(thought, call.name, argument, error, extras, malformed=spec is None)
         try:
             parsed = parse_step(completion.content)
         except ParseError as error:
-            return _Decision(completion.content.strip(), "", "", str(error))
+            if not self.text_protocol:
+                error = ParseError(f"No tool was called. Call one of: {', '.join(ACTIONS)}.")
+            return _Decision(completion.content.strip(), "", "", str(error), malformed=not self.text_protocol)
         argument, error = check_argument(parsed.action, parsed.argument, self.config.graph)
         return _Decision(parsed.thought, parsed.action, argument, error, parsed.extras)
 
     def messages(self) -> list[dict[str, Any]]:
-        text = self.agent.text_protocol
+        text = self.text_protocol
         messages: list[dict[str, Any]] = [
             {"role": "system", "content": render("policy", answer_guaranteed=self.config.answer_guaranteed,
                                                  text_protocol=text, actions=list(ACTIONS.values()),

@@ -75,7 +75,8 @@ class AgentResult:
     results), ``cannot_answer`` (the model stopped saying Wikidata cannot
     answer the question; no final query), ``path_limit``, ``action_limit``,
     ``repeated_stop`` (the model kept stopping without a usable query),
-    ``llm_error`` or ``kb_error``.
+    ``context_length`` (a prompt outgrew the model's context; the run ends
+    with a best effort), ``llm_error`` or ``kb_error``.
 
     ``explanation`` is the model's account of the answer in 2-5 sentences, in
     the asker's language (``language``, a BCP 47 code, "" when unknown): what
@@ -103,6 +104,11 @@ class AgentResult:
     best_effort: bool = False
     end_of_run: list[str] = field(default_factory=list)
     final_unseen_ids: list[str] = field(default_factory=list)
+    #: ``tools`` or ``text``: the protocol the run ended in, and why it switched ("" when it did not).
+    protocol: str = "tools"
+    protocol_switch: str = ""
+    #: The model the endpoint said answered ("" when it did not say).
+    model: str = ""
 
     @property
     def path(self) -> list[Step]:

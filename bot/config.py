@@ -25,7 +25,10 @@ cache_path              (none)                           SQLite cache of Wikidat
 examples_path           (none)                           example store (spinach-examples) for the prompt
 api_key_file            (OPENAI_API_KEY)                 file holding the model endpoint's key
 base_url                (OPENAI_BASE_URL)                an OpenAI-compatible endpoint
-model                   (SPINACH_MODEL, else gpt-4o)     the model's name
+model                   (SPINACH_MODEL, else the         the model's name
+                        endpoint's one, else gpt-4o)
+llm_timeout             60                               seconds one model reply may take (raise it
+                                                         for a local model on a small machine)
 ======================  ===============================  ==========================================
 
 The language model settings here win over the environment variables named in
@@ -61,6 +64,7 @@ class BotConfig:
     api_key_file: str | None = None
     base_url: str | None = None
     model: str | None = None
+    llm_timeout: float = 60.0
 
     @classmethod
     def from_file(cls, path: str | Path) -> BotConfig:

@@ -112,7 +112,8 @@ def make_answerer(config: BotConfig):
     from agent.llm import ChatModel, LLMConfig
 
     api_key = Path(config.api_key_file).read_text().strip() if config.api_key_file else None
-    llm_config = LLMConfig.from_env(os.environ, api_key=api_key, base_url=config.base_url, model=config.model)
+    llm_config = LLMConfig.from_env(os.environ, api_key=api_key, base_url=config.base_url, model=config.model,
+                                    timeout=config.llm_timeout)
     if not llm_config.api_key and not llm_config.base_url:
         raise ValueError("no language model is configured: set OPENAI_API_KEY (or api_key_file in bot.ini) for "
                          "OpenAI, or OPENAI_BASE_URL (or base_url in bot.ini) for another OpenAI-compatible "

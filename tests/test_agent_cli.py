@@ -6,7 +6,7 @@ import sys
 
 from agent.__main__ import build_parser, main
 from tests.support.euler import EULER_ADVISORS_QUERY, euler_entities
-from tests.support.llm_server import ToolCallReply
+from tests.support.llm_server import SlowReply, ToolCallReply
 from tests.support.wikidata_server import select
 
 
@@ -79,3 +79,13 @@ def test_a_kqapro_store_brings_its_graph_to_the_agent(llm_server, tmp_path, caps
     assert "Will Smith (Q40096)" in out and '"height (<height>)": "1.88 metre"' in out
     assert "Final SPARQL:\n" + query in out
     assert "over the KQA Pro knowledge base" in llm.requests[0]["messages"][0]["content"]
+
+
+def test_the_model_timeout_is_an_option(llm_server, wikidata_server, monkeypatch, capsys):
+    llm = llm_server(lambda body: SlowReply(5, ToolCallReply("stop", {"explanation": "", "language": "en"})))
+    _, wikidata = servers(llm_server, wikidata_server)
+    monkeypatch.setenv("WIKIDATA_API_URL", wikidata.api_url)
+    monkeypatch.setenv("WIKIDATA_SPARQL_URL", wikidata.sparql_url)
+    assert main(["Who?", "--base-url", llm.base_url, "--llm-timeout", "0.5", "--max-total-actions", "1"]) == 1
+    assert "Ended: llm_error (APITimeoutError" in capsys.readouterr().out
+    assert len(llm.requests) == 5   # each of the client's tries gave up after half a second, not a minute

@@ -10,7 +10,7 @@ from agent.kb.http import HttpClient
 from agent.kb.live import LiveWikidata, WikidataConfig
 from agent.llm import ChatModel, LLMConfig
 from tests.support.euler import EULER_ADVISORS_QUERY, euler_entities
-from tests.support.llm_server import ErrorReply, SlowReply, TextReply, ToolCallReply
+from tests.support.llm_server import ErrorReply, SlowReply, TextReply, ToolCallReply, prompt_tokens
 from tests.support.wikidata_server import SparqlReply, entity, select
 
 
@@ -186,7 +186,7 @@ def test_path_budget_counts_only_steps_that_were_not_rolled_back(llm_server, kb)
 
 
 @pytest.mark.parametrize("reply, message", [
-    (TextReply("I think the answer is Bernoulli."), "No action found"),
+    (TextReply("I think the answer is Bernoulli."), "No tool was called"),
     (ToolCallReply("delete_everything", {"thought": "x"}), "Unknown action"),
     (ToolCallReply("execute_sparql", "{not json"), "not a JSON object"),
     (ToolCallReply("execute_sparql", {"thought": "run it", "sparql": "   "}), "was empty"),
@@ -211,6 +211,71 @@ def test_endpoints_without_tools_get_the_text_protocol(llm_server, kb):
     assert "tools" not in server.requests[-1]
     assert "Action: <action name>(<argument>)" in server.requests[-1]["messages"][0]["content"]
     assert result.usage.llm_calls == 3
+
+
+def test_a_model_that_answers_tools_in_prose_gets_one_error_then_the_text_protocol(llm_server, kb):
+    server = llm_server([
+        TextReply("I believe Euler's advisor was Johann Bernoulli."),            # tools accepted, prose given
+        TextReply("As I said, it was Johann Bernoulli."),                        # again: text protocol from now
+        TextReply(f"Thought: run it\nAction: execute_sparql({EULER_ADVISORS_QUERY})"),
+        TextReply("Thought: done\nExplanation: P184.\nLanguage: en\nAction: stop()"),
+    ])
+    result = make_agent(server, kb).run("Who advised Euler?")
+    assert "No tool was called" in result.steps[0].observation
+    assert "No tool was called" in json.dumps(server.requests[1]["messages"][-1])   # the error, fed back once
+    assert "tools" in server.requests[1] and "tools" not in server.requests[2]
+    assert server.requests[2]["stop"] == ["\nObservation:"] and "Thought: <your reasoning>" in \
+        server.requests[2]["messages"][0]["content"]
+    assert result.stop_reason == "stop" and result.final_sparql == EULER_ADVISORS_QUERY
+    assert (result.protocol, result.protocol_switch) == ("text", "2 malformed tool calls")
+
+
+def test_a_wrong_argument_name_is_named_and_the_model_corrects_it(llm_server, kb):
+    server = llm_server([ToolCallReply("execute_sparql", {"thought": "run it", "query": EULER_ADVISORS_QUERY}),
+                         call("execute_sparql", EULER_ADVISORS_QUERY), call("stop")])
+    result = make_agent(server, kb).run("Who advised Euler?")
+    assert result.steps[0].observation == 'execute_sparql takes its argument as "sparql"; the call gave "query".'
+    assert result.final_sparql == EULER_ADVISORS_QUERY and result.protocol == "tools"
+    assert all("tools" in body for body in server.requests)
+
+
+def test_the_protocol_switch_belongs_to_one_question(llm_server, kb):
+    server = llm_server(lambda body: TextReply("Thought: done\nAction: stop()"), supports_tools=False)
+    agent = make_agent(server, kb, max_total_actions=1)
+    first, second = agent.run("q1"), agent.run("q2")
+    assert (first.protocol, first.protocol_switch) == ("text", "the endpoint refused tool definitions")
+    assert second.protocol == "text"
+    asked = [body for body in server.requests if body["messages"][0]["role"] == "system"]
+    questions = [next(m["content"] for m in body["messages"] if m["role"] == "user") for body in asked]
+    # Each question asks with tools first; the refusal of the first does not decide for the second.
+    assert ["tools" in body for body, q in zip(asked, questions) if q.endswith("q1")][0]
+    assert ["tools" in body for body, q in zip(asked, questions) if q.endswith("q2")][0]
+
+
+@pytest.mark.parametrize("flavour", ["vllm", "llama.cpp"])
+def test_a_context_length_error_ends_the_run_once_with_a_best_effort(llm_server, kb, flavour):
+    script = [call("execute_sparql", EULER_ADVISORS_QUERY), call("search_wikidata", "Leonhard Euler"),
+              call("get_wikidata_entry", "Q7604"), call("stop")]
+    sizing = llm_server(list(script))
+    make_agent(sizing, kb, max_completion_tokens=100).run("Who advised Euler?")
+    fits = prompt_tokens(sizing.requests[1]) + 100   # the second step fits, the third does not
+    server = llm_server(lambda body: script[sum(m["role"] == "tool" for m in body["messages"])]
+                        if "tools" in body else TextReply("{}"), context_tokens=fits, server=flavour)
+    result = make_agent(server, kb, max_completion_tokens=100).run("Who advised Euler?")
+    assert result.stop_reason == "context_length"
+    assert ("maximum context length is" if flavour == "vllm" else "exceeds the available context size") \
+        in result.stop_message
+    assert [body.get("tools") is not None for body in server.requests] == [True, True, True, False]
+    # Not sent again; the extraction call did not fit either, so the last query with rows is the best effort.
+    assert result.final_sparql == EULER_ADVISORS_QUERY and result.best_effort
+
+
+def test_without_a_model_named_the_endpoints_own_is_used_and_reported(llm_server, kb):
+    server = llm_server([call("execute_sparql", EULER_ADVISORS_QUERY), call("stop")], model="Qwen/Qwen2.5-7B")
+    llm = ChatModel.from_config(LLMConfig.from_env({"OPENAI_BASE_URL": server.base_url}))
+    result = Agent(llm=llm, kb=kb).run("Who advised Euler?")
+    assert server.requests[0]["model"] == "Qwen/Qwen2.5-7B" and result.model == "Qwen/Qwen2.5-7B"
+    assert LLMConfig.from_env({}, api_key="sk").model == "gpt-4o"           # OpenAI itself: the default
 
 
 def test_long_entries_are_pruned_at_temperature_zero_and_short_ones_are_not(llm_server, kb):

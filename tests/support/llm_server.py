@@ -7,6 +7,12 @@ A script is either a list of replies, served in order, or a function from the
 request body to a reply (for tests that must answer by what was asked, e.g.
 pruning calls versus policy calls).  Every request body is kept in
 ``server.requests``.
+
+Like a local server it serves one model, listed at ``GET /v1/models`` and
+named in every completion (``model``), whatever name a request asks for.
+With a context size, a request longer than it (about 4 characters a token,
+the completion's ``max_tokens`` included) gets the error the named server
+sends: vLLM's OpenAI-compatible server or llama.cpp's ``llama-server``.
 """
 
 from __future__ import annotations
@@ -42,11 +48,32 @@ class TextReply:
 
 @dataclass
 class ErrorReply:
-    """An HTTP error, e.g. 429 with ``Retry-After`` or a 500."""
+    """An HTTP error, e.g. 429 with ``Retry-After`` or a 500; *body* replaces the default error JSON."""
 
     status: int
     message: str = "error"
     retry_after: float | None = None
+    body: dict[str, Any] | None = None
+
+
+def vllm_context_error(max_model_len: int, prompt_tokens: int) -> ErrorReply:
+    """vLLM's answer to a prompt longer than ``--max-model-len`` (its OpenAI-compatible server, HTTP 400)."""
+    return ErrorReply(400, body={"error": {
+        "message": f"This model's maximum context length is {max_model_len} tokens. However, your request has "
+                   f"{prompt_tokens} input tokens. Please reduce the length of the input messages. None",
+        "type": "BadRequestError", "param": None, "code": 400}})
+
+
+def llamacpp_context_error(n_ctx: int, prompt_tokens: int) -> ErrorReply:
+    """llama.cpp's ``llama-server`` answer to a prompt over its context size (HTTP 400)."""
+    return ErrorReply(400, body={"error": {
+        "code": 400, "message": f"request ({prompt_tokens} tokens) exceeds the available context size "
+                                f"({n_ctx} tokens), try increasing it",
+        "type": "exceed_context_size_error", "n_prompt_tokens": prompt_tokens, "n_ctx": n_ctx}})
+
+
+#: The context errors of the servers the stand-in can speak as.
+CONTEXT_ERRORS = {"vllm": vllm_context_error, "llama.cpp": llamacpp_context_error}
 
 
 @dataclass
@@ -67,6 +94,11 @@ class FakeLLMServer:
     #: When false, a request that carries ``tools`` is refused with HTTP 400,
     #: as endpoints without tool support do.
     supports_tools: bool = True
+    #: The one model served, as ``GET /v1/models`` lists it and every completion names it.
+    model: str = "scripted-stand-in"
+    #: Tokens of context; a longer request gets *server*'s context error.
+    context_tokens: int | None = None
+    server: str = "vllm"
     requests: list[dict[str, Any]] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -90,7 +122,12 @@ class FakeLLMServer:
             return self.script.pop(0)
 
 
-def _completion(body: dict[str, Any], reply: ToolCallReply | TextReply) -> dict[str, Any]:
+def prompt_tokens(body: dict[str, Any]) -> int:
+    """About 4 characters a token, as the stand-in counts a request."""
+    return max(1, len(json.dumps(body.get("messages", []))) // 4)
+
+
+def _completion(body: dict[str, Any], reply: ToolCallReply | TextReply, model: str) -> dict[str, Any]:
     if isinstance(reply, ToolCallReply):
         arguments = reply.arguments
         if not isinstance(arguments, str):
@@ -112,17 +149,17 @@ def _completion(body: dict[str, Any], reply: ToolCallReply | TextReply) -> dict[
         message = {"role": "assistant", "content": reply.text}
         finish = "stop"
         completion_text = reply.text
-    prompt_tokens = max(1, len(json.dumps(body.get("messages", []))) // 4)
+    prompt = prompt_tokens(body)
     return {
         "id": f"chatcmpl-{time.monotonic_ns()}",
         "object": "chat.completion",
         "created": int(time.time()),
-        "model": body.get("model", "fake"),
+        "model": model,
         "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
         "usage": {
-            "prompt_tokens": prompt_tokens,
+            "prompt_tokens": prompt,
             "completion_tokens": max(1, len(completion_text) // 4),
-            "total_tokens": prompt_tokens + max(1, len(completion_text) // 4),
+            "total_tokens": prompt + max(1, len(completion_text) // 4),
             "prompt_tokens_details": {"cached_tokens": 0},
         },
     }
@@ -145,11 +182,25 @@ def _handler_for(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
+        def do_GET(self) -> None:
+            if self.path.rstrip("/").endswith("/models"):
+                self._send(200, {"object": "list", "data": [{"id": server.model, "object": "model",
+                                                             "created": 0, "owned_by": "stand-in"}]})
+                return
+            self._send(404, {"error": {"message": f"no route {self.path}", "type": "invalid_request_error"}})
+
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length", 0))
             body = json.loads(self.rfile.read(length) or b"{}")
             if not self.path.rstrip("/").endswith("/chat/completions"):
                 self._send(404, {"error": {"message": f"no route {self.path}", "type": "invalid_request_error"}})
+                return
+            if server.context_tokens is not None and \
+                    prompt_tokens(body) + (body.get("max_tokens") or 0) > server.context_tokens:
+                with server._lock:
+                    server.requests.append(body)
+                refusal = CONTEXT_ERRORS[server.server](server.context_tokens, prompt_tokens(body))
+                self._send(refusal.status, refusal.body)
                 return
             if body.get("tools") and not server.supports_tools:
                 with server._lock:
@@ -166,20 +217,21 @@ def _handler_for(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
                 headers = {}
                 if reply.retry_after is not None:
                     headers["Retry-After"] = f"{reply.retry_after:g}"
-                self._send(reply.status, {"error": {"message": reply.message, "type": "server_error"}}, headers)
+                self._send(reply.status, reply.body or {"error": {"message": reply.message, "type": "server_error"}},
+                           headers)
                 return
-            self._send(200, _completion(body, reply))
+            self._send(200, _completion(body, reply, server.model))
 
     return Handler
 
 
 @pytest.fixture
 def llm_server() -> Iterator[Callable[..., FakeLLMServer]]:
-    """A factory: ``llm_server(script, supports_tools=True)`` starts a server, closed after the test."""
+    """A factory: ``llm_server(script, supports_tools=True, ...)`` starts a server, closed after the test."""
     servers: list[FakeLLMServer] = []
 
-    def start(script: Script, supports_tools: bool = True) -> FakeLLMServer:
-        server = FakeLLMServer(script=script, supports_tools=supports_tools)
+    def start(script: Script, supports_tools: bool = True, **options: Any) -> FakeLLMServer:
+        server = FakeLLMServer(script=script, supports_tools=supports_tools, **options)
         servers.append(server)
         return server
 

@@ -1,0 +1,30 @@
+"""The bot's settings file: every key documented, the model's timeout among them, an unknown key refused."""
+
+import pytest
+
+from bot import config as config_module
+from bot.config import BotConfig
+from bot.forum import Request
+from bot.run import make_answerer
+from tests.support.llm_server import SlowReply, ToolCallReply
+
+
+def test_every_setting_is_documented_in_the_module():
+    for name in BotConfig.__dataclass_fields__:
+        assert f"\n{name} " in config_module.__doc__, name
+
+
+def test_the_model_timeout_comes_from_bot_ini_and_reaches_the_model(tmp_path, llm_server):
+    slow = llm_server(lambda body: SlowReply(5, ToolCallReply("stop", {"explanation": "", "language": "en"})))
+    (tmp_path / "bot.ini").write_text(f"[bot]\nbase_url = {slow.base_url}\nmodel = m\nllm_timeout = 0.5\n"
+                                      f"kb_dir = {tmp_path / 'store'}\n")
+    config = BotConfig.from_file(tmp_path / "bot.ini")
+    assert config.llm_timeout == 0.5 and BotConfig().llm_timeout == 60.0
+    result = make_answerer(config)(Request(heading="Q", question="Who?"))
+    assert result.stop_reason == "llm_error" and "Timeout" in result.stop_message
+
+
+def test_an_unknown_setting_is_an_error_naming_it(tmp_path):
+    (tmp_path / "bot.ini").write_text("[bot]\nllm_timeout_seconds = 5\n")
+    with pytest.raises(ValueError, match="unknown settings in \\[bot\\]: llm_timeout_seconds"):
+        BotConfig.from_file(tmp_path / "bot.ini")
