@@ -1,7 +1,8 @@
 """Two runs question by question: what changed, and whether the change in mean F1 is more than chance.
 
 Questions are paired by (dataset, split, id), so runs over several datasets
-never pair two different questions that share an id.  The test is a paired
+never pair two different questions that share an id; a run with repeats
+counts each question's mean F1 across its repeats.  The test is a paired
 approximate randomization (``scipy.stats.permutation_test`` swapping each
 question's two scores, exact when there are few questions) on per-question
 row-major F1; the interval of the mean difference is a paired bootstrap.
@@ -47,10 +48,18 @@ def _natural(key: Key) -> tuple:
     return (key[0], key[1], [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", key[2])])
 
 
+def _by_question(records: list[dict[str, Any]]) -> dict[Key, dict[str, Any]]:
+    """One line per question, its F1 the mean over the question's repeats."""
+    grouped: dict[Key, list[dict[str, Any]]] = {}
+    for record in records:
+        grouped.setdefault(question_key(record), []).append(record)
+    return {key: {**lines[0], "f1": sum(float(line["f1"]) for line in lines) / len(lines)}
+            for key, lines in grouped.items()}
+
+
 def compare_records(first: list[dict[str, Any]], second: list[dict[str, Any]], resamples: int = 9999,
                     seed: int = 0) -> Comparison:
-    old = {question_key(record): record for record in first}
-    new = {question_key(record): record for record in second}
+    old, new = _by_question(first), _by_question(second)
     shared = sorted(set(old) & set(new), key=_natural)
     changes = [Change(key, new[key]["question"], old[key]["f1"], new[key]["f1"]) for key in shared]
     before = np.array([change.before for change in changes], dtype=float)

@@ -37,6 +37,15 @@ SPLITS: dict[str, dict[str, str]] = {
 DEFAULT_SPLITS = {"kqapro": "val"}
 
 
+#: Splits whose file carries gold answers, and what those answers are.
+FILE_GOLD: dict[str, dict[str, str]] = {
+    "qald10": {"test": "QALD-10's answers of 2022"},
+    "wikiwebquestions": {"dev": "WikiWebQuestions' results of 2023"},
+}
+#: Typed zero as QALD-10's file writes it: a "how many" question whose answer was 0 in 2022.
+_ZERO = ("0", "+0")
+
+
 class DatasetError(ValueError):
     """A dataset file is missing or not in the expected form; the message names the file."""
 
@@ -133,3 +142,16 @@ def _qald(item: dict[str, Any], language: str, dataset: str, split: str) -> Exam
         gold = bool(answer["boolean"]) if "boolean" in answer else answer["results"]["bindings"]
     return Example(id=str(item["id"]), question=strings[language], gold_sparql=item["query"]["sparql"],
                    gold_answer=gold, source=dataset, split=split)
+
+
+def file_gold_caveat(dataset: str, golds: list[list[Binding] | bool | None]) -> str | None:
+    """What to know before scoring against QALD-10's file answers, counted from *golds*; ``None`` otherwise."""
+    if dataset != "qald10":
+        return None
+    zero = sum(isinstance(gold, list) and len(gold) == 1
+               and [term.get("value") for term in gold[0].values()] in ([value] for value in _ZERO) for gold in golds)
+    yes_no = [gold for gold in golds if isinstance(gold, bool)]
+    false = f" and {sum(not answer for answer in yes_no)} of {len(yes_no)} yes/no answers are false" if yes_no else ""
+    return (f"scored against QALD-10's file answers, written in 2022: {zero} questions have the gold answer "
+            f"\"0\"{false}, and Wikidata has changed since; the paper ran the gold queries instead. To do so: "
+            "add --gold live (in a new --out directory).")

@@ -10,6 +10,8 @@ An output directory holds:
   precision/recall/F1, actions on the final path, stop reason, usage, and
   (``postprocessed``) the final query after upstream's post-processing with
   its answer and scores, a separate figure beside the agent's own;
+  ``diagnosis`` says why it scored so (:mod:`harness.diagnostics`), and
+  ``repeat`` which of ``--repeats`` runs of the split it belongs to;
 * ``traces.jsonl``: the full agent record of each finished question;
 * ``failures.jsonl``: every run that failed for want of the model or the
   knowledge base (tried again on the next run of the same command).
@@ -43,6 +45,7 @@ from agent.observations import format_query_result
 from agent.prompts import render
 from agent.trace import AgentResult, Step, Usage
 from harness.datasets import Example
+from harness.diagnostics import diagnose
 from harness.metrics import exact_match, row_major_f1
 from harness.qald_metric import score_question
 from harness.upstream_postprocessing import postprocess
@@ -50,6 +53,8 @@ from harness.upstream_postprocessing import postprocess
 Answerer = Callable[[Example], AgentResult]
 #: A question's identity across datasets: ids repeat from one dataset (or split) to another.
 Key = tuple[str, str, str]
+#: One answer's identity: the question's, and which repeat of the split it belongs to (1 when not repeated).
+RunKey = tuple[str, str, str, int]
 UNFINISHED = ("llm_error", "kb_error")
 #: Gold statuses that are final: a usable answer, an empty one (the question is dropped), a cut one (excluded).
 GOLD_FINAL = ("ok", "empty", "cut")
@@ -66,6 +71,11 @@ def question_key(record: dict[str, Any]) -> Key:
 
 def example_key(example: Example) -> Key:
     return (example.source, example.split, example.id)
+
+
+def run_key(record: dict[str, Any]) -> RunKey:
+    """(dataset, split, id, repeat) of a stored line; lines written before repeats existed are repeat 1."""
+    return (*question_key(record), int(record.get("repeat", 1)))
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -190,6 +200,7 @@ def score(record: dict[str, Any], numbers_by_value: bool = False) -> dict[str, A
         post = record["postprocessed"]
         post["f1"] = row_major_f1(post["answer"], gold, numbers_by_value)
         post["em"] = exact_match(post["answer"], gold, numbers_by_value)
+    record["diagnosis"] = diagnose(record)
     return record
 
 
@@ -212,30 +223,33 @@ def upstream_postprocessed(result: AgentResult, kb: KnowledgeBase) -> dict[str, 
 
 
 def result_record(example: Example, result: AgentResult, part: int = 0, numbers_by_value: bool = False,
-                  postprocessed: dict[str, Any] | None = None) -> dict[str, Any]:
+                  postprocessed: dict[str, Any] | None = None, repeat: int = 1) -> dict[str, Any]:
     """One line of ``results.jsonl``; ``actions`` counts the final path only, as the paper's Table 5 does."""
+    queries = [step for step in result.path if step.action == "execute_sparql" and step.query_status]
     return score({
         "id": example.id, "question": example.question, "source": example.source, "split": example.split,
-        "part": part, "gold_sparql": example.gold_sparql, "gold_answer": example.gold_answer,
+        "repeat": repeat, "part": part, "gold_sparql": example.gold_sparql, "gold_answer": example.gold_answer,
         "predicted_sparql": result.final_sparql, "predicted_answer": result.answer,
         "predicted_variables": result.variables, "steps": len(result.path),
         "actions": dict(Counter(step.action for step in result.path)),
         "rolled_back": sum(step.rolled_back for step in result.steps), "id_checks": result.id_checks,
-        "stop_reason": result.stop_reason, "usage": result.usage.to_dict(),
+        "stop_reason": result.stop_reason, "last_query_status": queries[-1].query_status if queries else None,
+        "protocol": result.protocol, "protocol_switch": result.protocol_switch, "model": result.model,
+        "usage": result.usage.to_dict(),
         **({"postprocessed": dict(postprocessed)} if postprocessed else {}),
     }, numbers_by_value)
 
 
-def _repair(out_dir: Path) -> set[Key]:
-    """Make results and traces agree after a crash; return the keys of finished questions."""
+def _repair(out_dir: Path) -> set[RunKey]:
+    """Make results and traces agree after a crash; return the keys of finished answers."""
     results_path, traces_path = out_dir / "results.jsonl", out_dir / "traces.jsonl"
     for path in (results_path, traces_path):
         _cut_partial_line(path)
-    finished = {question_key(record) for record in read_jsonl(results_path)}
+    finished = {run_key(record) for record in read_jsonl(results_path)}
     traces = read_jsonl(traces_path)
     kept, seen = [], set()
     for trace in traces:
-        key = question_key(trace)
+        key = run_key(trace)
         if key in finished and key not in seen:
             kept.append(trace)
             seen.add(key)
@@ -247,8 +261,9 @@ def _repair(out_dir: Path) -> set[Key]:
 def evaluate(examples: list[Example], answer: Answerer, out_dir: Path, workers: int = 4, progress: bool = True,
              part: int = 0, numbers_by_value: bool = False,
              record: Callable[[Example, AgentResult], dict[str, Any]] | None = None,
-             postprocess_kb: KnowledgeBase | None = None) -> tuple[list[dict[str, Any]], Counter[str]]:
-    """Answer every example not already in ``results.jsonl``.
+             postprocess_kb: KnowledgeBase | None = None, repeats: int = 1
+             ) -> tuple[list[dict[str, Any]], Counter[str]]:
+    """Answer every example, *repeats* times, that ``results.jsonl`` does not hold yet.
 
     *record* makes a finished question's line (default: :func:`result_record`, row-major F1 and EM).
     With *postprocess_kb*, each final query is also scored after upstream's
@@ -259,36 +274,37 @@ def evaluate(examples: list[Example], answer: Answerer, out_dir: Path, workers: 
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     finished = _repair(out_dir)
-    pending = [example for example in examples if example_key(example) not in finished]
+    wanted = [(example, repeat) for repeat in range(1, repeats + 1) for example in examples]
+    pending = [(example, repeat) for example, repeat in wanted if (*example_key(example), repeat) not in finished]
     results, traces = _Appender(out_dir / "results.jsonl"), _Appender(out_dir / "traces.jsonl")
     failures_log = _Appender(out_dir / "failures.jsonl")
     failures: Counter[str] = Counter()
 
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool, \
-            tqdm(total=len(examples), initial=len(examples) - len(pending), desc="questions", unit="q",
+            tqdm(total=len(wanted), initial=len(wanted) - len(pending), desc="questions", unit="q",
                  disable=not progress) as bar:
         def work(example: Example) -> tuple[AgentResult, dict[str, Any] | None]:
             result = answer(example)
             finished_run = postprocess_kb is not None and result.stop_reason not in UNFINISHED
             return result, upstream_postprocessed(result, postprocess_kb) if finished_run else None
 
-        futures = {pool.submit(work, example): example for example in pending}
+        futures = {pool.submit(work, example): (example, repeat) for example, repeat in pending}
         for future in as_completed(futures):
-            example = futures[future]
+            example, repeat = futures[future]
             result, postprocessed = future.result()
             bar.update(1)
             if result.stop_reason in UNFINISHED:
                 failures[result.stop_reason] += 1
-                failures_log.write({"id": example.id, "kind": result.stop_reason, "message": result.stop_message,
-                                    "part": part, "at": now()})
+                failures_log.write({"id": example.id, "repeat": repeat, "kind": result.stop_reason,
+                                    "message": result.stop_message, "part": part, "at": now()})
                 bar.write(f"{example.id}: {result.stop_reason}: {result.stop_message} (will be retried)")
                 continue
-            traces.write({"id": example.id, "source": example.source, "split": example.split,
+            traces.write({"id": example.id, "source": example.source, "split": example.split, "repeat": repeat,
                           "trace": result.to_dict()})
-            results.write(record(example, result) if record
-                          else result_record(example, result, part, numbers_by_value, postprocessed))
-    wanted = {example_key(example) for example in examples}
-    return [record for record in read_jsonl(out_dir / "results.jsonl") if question_key(record) in wanted], failures
+            results.write({**record(example, result), "repeat": repeat} if record
+                          else result_record(example, result, part, numbers_by_value, postprocessed, repeat))
+    keys = {(*example_key(example), repeat) for example, repeat in wanted}
+    return [line for line in read_jsonl(out_dir / "results.jsonl") if run_key(line) in keys], failures
 
 
 def rescore(out_dir: Path, numbers_by_value: bool = False) -> list[dict[str, Any]]:
@@ -334,6 +350,6 @@ def baseline_answerer(llm: ChatModel, kb: KnowledgeBase) -> Answerer:
         step = Step(completion.content, "execute_sparql", sparql, format_query_result(result),
                     query_status=result.status)
         return AgentResult(example.question, sparql, result.answer, result.variables, [step], "stop",
-                           "one query written directly", usage)
+                           "one query written directly", usage, protocol="text", model=completion.model)
 
     return answer

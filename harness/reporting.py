@@ -1,11 +1,16 @@
 """Numbers for a report: EM and F1 with bootstrap intervals, QALD's metric, what was left out, cost, actions.
 
-Intervals are 95% percentile bootstrap intervals of the mean
-(``scipy.stats.bootstrap``, seeded, so the same data give the same interval).
+Intervals are 95% percentile bootstrap intervals of the mean over questions
+(``scipy.stats.bootstrap``, seeded, so the same data give the same interval);
+with repeats, over each question's mean across repeats, and the mean and
+spread of the repeats' own figures are given beside it.  The paper's figures
+are shown only beside a run they can be compared with (:func:`paper_gaps`).
 """
 
 from __future__ import annotations
 
+import json
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,10 +20,12 @@ import numpy as np
 from scipy import stats
 
 import agent.actions
-from harness.evaluation import read_jsonl
+from harness.datasets import FILE_GOLD, file_gold_caveat
+from harness.diagnostics import DIAGNOSES
+from harness.evaluation import question_key, read_jsonl
 from harness.prices import Price
 from harness.qald_metric import QaldScores, QuestionScore, aggregate, score_question
-from harness.run_info import read_run_info
+from harness.run_info import MEASURED, read_run_info
 
 #: The paper's figures (EM, F1) for the SPINACH agent with GPT-4o; the baseline's are not recorded here.
 PAPER = {
@@ -64,6 +71,22 @@ class RunSummary:
     qald: QaldScores | None
     #: What the last part left out: dropped, excluded, skipped, failed (see :func:`left_out`).
     left_out: dict[str, Any] = field(default_factory=dict)
+    #: The mean F1 and EM of each repeat of the split, in order (one figure without repeats).
+    repeat_f1: list[float] = field(default_factory=list)
+    repeat_em: list[float] = field(default_factory=list)
+    #: F1 and EM after upstream's post-processing, a separate figure (``None``: not recorded).
+    postprocessed: tuple[float, float] | None = None
+    #: How many answers got each diagnosis, and which questions (id, repeat) got each.
+    diagnoses: dict[str, int] = field(default_factory=dict)
+    diagnosed: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+    #: The model names the endpoint reported, with how many answers each; the protocols used; how runs ended.
+    models: dict[str, int] = field(default_factory=dict)
+    protocols: dict[str, int] = field(default_factory=dict)
+    stop_reasons: dict[str, int] = field(default_factory=dict)
+    #: Why the paper's figures are not comparable with this run (empty: they are).
+    paper_gaps: list[str] = field(default_factory=list)
+    #: A caveat about the run's gold answers (QALD-10's 2022 file answers), "" when none.
+    gold_caveat: str = ""
 
 
 def load_run(directory: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -106,11 +129,62 @@ def _qald_scores(records: list[dict[str, Any]], numbers_by_value: bool) -> QaldS
     return aggregate(scores)
 
 
+def per_question(records: list[dict[str, Any]], field_name: str) -> list[float]:
+    """Each question's *field_name* (``f1``, ``em``) in percent, its mean across repeats."""
+    grouped: dict[tuple, list[float]] = {}
+    for record in records:
+        grouped.setdefault(question_key(record), []).append(100.0 * float(record[field_name]))
+    return [sum(values) / len(values) for values in grouped.values()]
+
+
+def per_repeat(records: list[dict[str, Any]], field_name: str) -> list[float]:
+    """Each repeat's mean *field_name* in percent, repeats in order."""
+    grouped: dict[int, list[float]] = {}
+    for record in records:
+        grouped.setdefault(int(record.get("repeat", 1)), []).append(100.0 * float(record[field_name]))
+    return [sum(values) / len(values) for _, values in sorted(grouped.items())]
+
+
+def last_settings(info: dict[str, Any]) -> dict[str, Any]:
+    return info.get("parts", [{}])[-1].get("settings", info) if info.get("parts") else info
+
+
+def paper_gaps(info: dict[str, Any], left: dict[str, Any], models: dict[str, int]) -> list[str]:
+    """Why the paper's figures cannot stand beside this run: not the whole split, another gold, a local
+    knowledge base, another language, no model name reported, parts run with different settings."""
+    settings = last_settings(info)
+    dataset, split = settings.get("dataset", "?"), settings.get("split", "?")
+    gaps = []
+    if settings.get("baseline"):
+        gaps.append("a one-call baseline run (the paper's figures here are the agent's)")
+    if (dataset, split) not in PAPER:
+        gaps.append(f"the paper gives no figure for {dataset} {split}")
+    if not left:
+        gaps.append("run.json records no counts, so whether the whole split was scored is unknown")
+    else:
+        if left.get("asked") != left.get("in_split"):
+            gaps.append(f"not the whole split: {left.get('asked')} of {left.get('in_split')} questions asked")
+        unscored = left.get("unfinished", 0) + left.get("gold_failed", 0)
+        if unscored:
+            gaps.append(f"{unscored} questions not scored yet (model, knowledge base or gold query failed)")
+    if settings.get("language", "en") != "en":
+        gaps.append("the paper's questions are in English")
+    if settings.get("gold", "file") == "file" and split in FILE_GOLD.get(dataset, {}):
+        gaps.append(f"gold from the dataset file ({FILE_GOLD[dataset][split]}); the paper ran the gold queries")
+    if settings.get("kb", "wikidata") != "wikidata":
+        gaps.append("answered from a local store, not live Wikidata")
+    if not [name for name in models if name != "(not reported)"]:
+        gaps.append("the endpoint reported no model name")
+    if len({json.dumps({key: part["settings"].get(key) for key in MEASURED}, sort_keys=True)
+            for part in info.get("parts", [])}) > 1:
+        gaps.append("its parts were run with different settings (--force)")
+    return gaps
+
+
 def summarize(directory: Path, prices: dict[str, Price] | None = None) -> RunSummary:
     info, records = load_run(directory)
     count = len(records)
-    ems = [100.0 * record["em"] for record in records]
-    f1s = [100.0 * record["f1"] for record in records]
+    ems, f1s = per_question(records, "em"), per_question(records, "f1")
     cost = {name: sum(record["usage"].get(name, 0) for record in records) / count for name in USAGE}
     dollars = None
     if prices is not None:
@@ -120,15 +194,49 @@ def summarize(directory: Path, prices: dict[str, Price] | None = None) -> RunSum
     actions = {name: sum(record["actions"].get(name, 0) for record in records) / count for name in ACTIONS}
     histogram = Counter(sum(record["actions"].values()) for record in records)
     qald = _qald_scores(records, info.get("numbers") == "value") if info.get("dataset") in QALD_DATASETS else None
-    return RunSummary(directory, info, count, sum(ems) / count, bootstrap_interval(ems), sum(f1s) / count,
-                      bootstrap_interval(f1s), cost, dollars, actions, dict(sorted(histogram.items())), qald,
-                      left_out(info))
+    postprocessed = None
+    if any("postprocessed" in record for record in records):
+        scored = [record.get("postprocessed") or record for record in records]
+        postprocessed = (100 * sum(float(r["f1"]) for r in scored) / count,
+                         100 * sum(float(r["em"]) for r in scored) / count)
+    diagnosed: dict[str, list[tuple[str, int]]] = {name: [] for name in DIAGNOSES}
+    for record in records:
+        if "diagnosis" in record:
+            diagnosed.setdefault(record["diagnosis"], []).append((str(record["id"]), int(record.get("repeat", 1))))
+    models = dict(Counter(record.get("model") or "(not reported)" for record in records))
+    left = left_out(info)
+    settings = last_settings(info)
+    golds = {question_key(record): record["gold_answer"] for record in records}
+    gold_caveat = file_gold_caveat(settings.get("dataset", ""), list(golds.values())) \
+        if settings.get("gold", "file") == "file" else None
+    return RunSummary(directory, info, len({question_key(record) for record in records}), sum(ems) / len(ems),
+                      bootstrap_interval(ems), sum(f1s) / len(f1s), bootstrap_interval(f1s), cost, dollars, actions,
+                      dict(sorted(histogram.items())), qald, left, per_repeat(records, "f1"),
+                      per_repeat(records, "em"), postprocessed,
+                      {name: len(found) for name, found in diagnosed.items()},
+                      {name: sorted(found, key=_natural_id) for name, found in diagnosed.items() if found},
+                      models, dict(Counter(record.get("protocol", "tools") for record in records)),
+                      dict(Counter(record.get("stop_reason", "?") for record in records).most_common()),
+                      paper_gaps(info, left, models), gold_caveat or "")
+
+
+def _natural_id(item: tuple[str, int]) -> tuple:
+    return ([int(part) if part.isdigit() else part for part in re.split(r"(\d+)", item[0])], item[1])
+
+
+def model_label(summary: RunSummary) -> str:
+    """The models that answered, as the endpoint named them; the name asked for too when it differs."""
+    asked = sorted({part["settings"].get("model", "?") for part in summary.info.get("parts", [])}) or ["?"]
+    reported = [name for name in summary.models if name != "(not reported)"]
+    if not reported:
+        return " + ".join(asked) + " (not reported by the endpoint)"
+    return " + ".join(reported) + ("" if set(reported) <= set(asked) else f" (asked for {' + '.join(asked)})")
 
 
 def plot_title(summary: RunSummary) -> str:
     info = summary.info
     system = "one-call baseline" if info.get("baseline") else "SPINACH agent"
-    models = sorted({part["settings"].get("model", "?") for part in info.get("parts", [])}) or ["?"]
+    models = [model_label(summary)]
     return (f"F1 against actions: {system}, {' + '.join(models)}, {info.get('dataset', '?')} "
             f"{info.get('split', '?')} ({summary.questions} questions)")
 

@@ -1,24 +1,63 @@
 """``run.json``: what an output directory was run with, part by part.
 
 Each invocation of ``scripts.evaluate`` on a directory is one *part*, with its
-settings, start time and, once done, a summary (questions, dropped, excluded,
-failed).  Resuming with settings that change what is measured (another model,
-dataset, split, language, knowledge base, prompt, gold source, number
-comparison, KQA Pro setting or example store) would silently mix two
-experiments in one set of results, so it is refused unless forced; a forced
-part keeps its own settings, and each result line names its part.
+settings (dataset and split, the model asked for, the endpoint without its
+credentials, sampling, the knowledge base and its endpoints, the gold's
+source, the code's commit, repeats), start time and, once done, a summary
+(questions, dropped, excluded, failed, the model names the endpoint reported,
+the protocol each question used).  Resuming with settings that change what is
+measured (another model, dataset, split, language, knowledge base, prompt,
+gold source, number comparison, KQA Pro setting or example store) would
+silently mix two experiments in one set of results, so it is refused unless
+forced; a forced part keeps its own settings, and each result line names its
+part.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
+import urllib.parse
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 #: Settings that change what a run measures; a part may differ from earlier parts in these only with --force.
 MEASURED = ("dataset", "split", "language", "model", "kb", "prompt", "baseline", "gold", "numbers", "setting",
             "examples")
+
+
+#: The project's checkout, when the code runs from one (its commit is recorded with each part).
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def endpoint(base_url: str | None) -> str:
+    """Where the model was asked, without credentials (``user:password@``) or a query string."""
+    if not base_url:
+        return "the OpenAI API (default endpoint)"
+    parts = urllib.parse.urlsplit(base_url)
+    host = parts.hostname or ""
+    netloc = f"[{host}]" if ":" in host else host
+    return urllib.parse.urlunsplit((parts.scheme, netloc + (f":{parts.port}" if parts.port else ""), parts.path,
+                                    "", ""))
+
+
+def code_version() -> dict[str, Any]:
+    """The checkout's commit and whether it had uncommitted changes; the package version outside a checkout."""
+    try:
+        commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True,
+                                timeout=10)
+        status = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
+                                capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        commit = status = None
+    if commit is not None and status is not None and commit.returncode == 0 and status.returncode == 0:
+        return {"commit": commit.stdout.strip(), "uncommitted_changes": bool(status.stdout.strip())}
+    try:
+        return {"version": metadata.version("spinach-bot")}
+    except metadata.PackageNotFoundError:
+        return {"version": "unknown"}
 
 
 class RunMismatch(ValueError):

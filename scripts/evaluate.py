@@ -3,6 +3,8 @@
     python -m scripts.evaluate --dataset qald10 --out runs/qald10-gpt4o
     python -m scripts.evaluate --dataset qald10 --gold live --out runs/qald10-live   # gold from the query service
     python -m scripts.evaluate --dataset spinach --split dev --limit 20 --kb stores/wikidata --out runs/dev20
+    python -m scripts.evaluate --dataset qald10 --gold live --base-url http://localhost:8000/v1 --out runs/local
+    python -m scripts.evaluate --dataset qald10 --gold live --repeats 3 --out runs/qald10-x3   # spread of sampling
     python -m scripts.evaluate --rescore runs/qald10-gpt4o     # score stored predictions again, no model, no network
     python -m scripts.evaluate --dataset kqapro --split val --kb stores/kqapro --out runs/kqapro-val
     python -m scripts.evaluate --dataset kqapro --split val --kb stores/kqapro --choices --out runs/kqapro-val-mc
@@ -10,7 +12,8 @@
 Run the same command again after an interruption: finished questions are kept,
 failed ones (model, knowledge base, gold query) are tried again.  Resuming a
 directory with another model, split, language, knowledge base or prompt is
-refused unless --force.  Also installed as ``spinach-eval``.
+refused unless --force.  Without --model, an endpoint of your own is asked
+which model it serves.  Also installed as ``spinach-eval``.
 """
 
 from __future__ import annotations
@@ -18,10 +21,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
-from harness.datasets import SPLITS, DatasetError, default_split, read_dataset
+from harness.datasets import FILE_GOLD, SPLITS, DatasetError, default_split, file_gold_caveat, read_dataset
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -36,8 +41,15 @@ def build_parser() -> argparse.ArgumentParser:
                         help="question language for QALD-10 (default: en); questions without it are skipped "
                              "and counted")
     parser.add_argument("--limit", type=int, metavar="N", help="only the first N questions")
-    parser.add_argument("--model", help="model name (default: SPINACH_MODEL or gpt-4o)")
-    parser.add_argument("--base-url", help="OpenAI-compatible endpoint (default: OPENAI_BASE_URL or OpenAI)")
+    parser.add_argument("--model", help="model name (default: SPINACH_MODEL; else the one model --base-url serves, "
+                                        "or gpt-4o on OpenAI)")
+    parser.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. a local vLLM or llama.cpp server "
+                                           "(default: OPENAI_BASE_URL or OpenAI)")
+    parser.add_argument("--llm-timeout", type=float, metavar="SECONDS",
+                        help="seconds one model reply may take (default: 60; a local model may need more)")
+    parser.add_argument("--repeats", type=int, default=1, metavar="N",
+                        help="answer the split N times (sampling is at temperature 1.0); the report gives the mean "
+                             "and spread across repeats beside the interval over questions (default: 1)")
     parser.add_argument("--kb", metavar="DIR", help="a local Oxigraph store instead of live Wikidata")
     parser.add_argument("--cache", metavar="PATH", default=None,
                         help="SQLite cache of Wikidata responses (default: OUT/wikidata-cache.sqlite)")
@@ -52,8 +64,9 @@ def build_parser() -> argparse.ArgumentParser:
                              "examples most like each question; the evaluated split's own threads and questions are "
                              "excluded, and counted")
     parser.add_argument("--gold", choices=("file", "live"), default="file",
-                        help="gold answers from the dataset file where it has them (default), or from running "
-                             "every gold query on the knowledge base (as the paper did for QALD-10)")
+                        help="gold answers from the dataset file where it has them (default; QALD-10's are from "
+                             "2022), or from running every gold query on the knowledge base now (as the paper did "
+                             "for QALD-10)")
     parser.add_argument("--numbers", choices=("value", "lexical"),
                         help="compare typed numeric literals by value (\"+100\"^^xsd:decimal = 100) or by their "
                              "text (default: value for QALD-10's file answers, lexical otherwise)")
@@ -63,6 +76,25 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--rescore", type=Path, metavar="DIR", help="score the predictions stored in DIR again")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     return parser
+
+
+def knowledge_base(kb_dir: str | None, wikidata: Any) -> dict[str, str]:
+    """What answered the agent's lookups and queries: a local store, or Wikidata's endpoints (no credentials)."""
+    from harness.run_info import endpoint
+
+    if kb_dir:
+        return {"store": str(Path(kb_dir).resolve())}
+    return {"api": endpoint(wikidata.api_url), "sparql": endpoint(wikidata.sparql_url), "dialect": wikidata.dialect}
+
+
+def gold_source(dataset: str, split: str, gold: str, kb_dir: str | None) -> str:
+    """Where the gold answers come from, in words."""
+    where = f"the local store {kb_dir}" if kb_dir else "Wikidata"
+    if dataset == "kqapro":
+        return "KQA Pro's answers in the dataset file (its test split has none)"
+    if gold == "file" and dataset in FILE_GOLD and split in FILE_GOLD[dataset]:
+        return f"the dataset file's answers ({FILE_GOLD[dataset][split]}), else the gold queries run on {where}"
+    return f"the gold queries run on {where} at the time of the run (gold.jsonl holds each retrieval time)"
 
 
 def default_numbers(dataset: str, gold: str) -> str:
@@ -117,31 +149,32 @@ def main(argv: list[str] | None = None) -> int:
     from agent.graph import WIKIDATA
     from harness.examples import thread_of
     from agent.kb import open_kb
+    from agent.kb.live import WikidataConfig
     from agent.llm import ChatModel, LLMConfig, LLMConfigurationError
     from agent.prompts import fingerprint
     from harness.evaluation import baseline_answerer, evaluate, now, with_gold_answers
-    from harness.run_info import begin_part, finish_part
+    from harness.run_info import begin_part, code_version, endpoint, finish_part
 
+    if args.repeats < 1:
+        print("error: --repeats needs a number of at least 1", file=sys.stderr)
+        return 2
     split = args.split or default_split(args.dataset)
     numbers = args.numbers or default_numbers(args.dataset, args.gold)
-    model = args.model or os.environ.get("SPINACH_MODEL") or "gpt-4o"
-    settings = {"dataset": args.dataset, "split": split, "language": args.language, "model": model,
-                "kb": args.kb or "wikidata", "prompt": fingerprint(), "baseline": args.baseline, "gold": args.gold,
-                "numbers": numbers, "examples": args.examples}
     kqapro = args.dataset == "kqapro"
-    if kqapro:
-        settings["setting"] = "choices" if args.choices else "open"
-        if args.baseline or args.gold == "live" or not args.kb:
-            print("error: KQA Pro runs the agent on its converted store: give --kb DIR (built with `python -m "
-                  "agent.kb load --graph kqapro`), without --baseline or --gold live", file=sys.stderr)
-            return 2
+    if kqapro and (args.baseline or args.gold == "live" or not args.kb):
+        print("error: KQA Pro runs the agent on its converted store: give --kb DIR (built with `python -m "
+              "agent.kb load --graph kqapro`), without --baseline or --gold live", file=sys.stderr)
+        return 2
     if args.examples and args.baseline:
         print("error: --examples is for the agent; the one-call baseline shows none", file=sys.stderr)
         return 2
+    agent_config = AgentConfig(answer_guaranteed=True)
     try:
         loaded = read_dataset(args.dataset, split, args.data, args.language)
         examples = loaded.examples[: args.limit]
         retriever, exclusion = open_examples(args.examples, loaded.examples) if args.examples else (None, None)
+        caveat = file_gold_caveat(args.dataset, [example.gold_answer for example in examples]) \
+            if args.gold == "file" else None
         if args.gold == "live":
             examples = [replace(example, gold_answer=None) for example in examples]
         kb = open_kb(args.kb, cache_path=args.cache or args.out / "wikidata-cache.sqlite", offline=args.offline)
@@ -149,13 +182,30 @@ def main(argv: list[str] | None = None) -> int:
         if kqapro != (graph.name == "kqapro"):
             raise ValueError(f"{args.kb or 'Wikidata'} holds the graph {graph.name!r}; {args.dataset} needs "
                              + ("KQA Pro's" if kqapro else "Wikidata"))
+        llm_config = LLMConfig.from_env(os.environ, base_url=args.base_url, model=args.model, timeout=args.llm_timeout)
+        llm = ChatModel.from_config(llm_config)
+        settings = {
+            "dataset": args.dataset, "split": split, "language": args.language, "model": llm.resolve_model(),
+            "kb": args.kb or "wikidata", "prompt": fingerprint(), "baseline": args.baseline, "gold": args.gold,
+            "numbers": numbers, "examples": args.examples, "endpoint": endpoint(llm_config.base_url),
+            "sampling": {"temperature": 0.0 if args.baseline else agent_config.temperature,
+                         "top_p": None if args.baseline else agent_config.top_p,
+                         "max_completion_tokens": None if args.baseline else agent_config.max_completion_tokens,
+                         "max_path_actions": agent_config.max_path_actions,
+                         "max_total_actions": agent_config.max_total_actions, "llm_timeout": llm_config.timeout},
+            "kb_source": knowledge_base(args.kb, WikidataConfig.from_env()),
+            "gold_source": gold_source(args.dataset, split, args.gold, args.kb), "code": code_version(),
+            "repeats": args.repeats, "limit": args.limit}
+        if kqapro:
+            settings["setting"] = "choices" if args.choices else "open"
         part = begin_part(args.out, settings, now(), force=args.force)
-        llm = ChatModel.from_config(LLMConfig.from_env(os.environ, base_url=args.base_url, model=args.model))
     except (DatasetError, LLMConfigurationError, ValueError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     if exclusion is not None:
         print(f"example store {args.examples}: {exclusion.describe()}", file=sys.stderr)
+    if caveat:
+        print(f"warning: {caveat}", file=sys.stderr)
     if loaded.without_language:
         print(f"{len(loaded.without_language)} questions skipped: no {args.language!r} text "
               f"({', '.join(loaded.without_language)})", file=sys.stderr)
@@ -173,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.baseline:
         answer = baseline_answerer(llm, kb)
     else:
-        agent = Agent(llm=llm, kb=kb, config=AgentConfig(answer_guaranteed=True))
+        agent = Agent(llm=llm, kb=kb, config=agent_config)
 
         def answer(example):
             if retriever is None:
@@ -183,13 +233,17 @@ def main(argv: list[str] | None = None) -> int:
 
     records, failures = evaluate(examples, answer, args.out, workers=args.workers, progress=not args.quiet,
                                  part=part, numbers_by_value=numbers == "value",
-                                 postprocess_kb=None if args.baseline else kb)
-    unfinished = len(examples) - len(records)
+                                 postprocess_kb=None if args.baseline else kb, repeats=args.repeats)
+    unfinished = len(examples) * args.repeats - len(records)
     gold_failed = sum(len(ids) for ids in gold.failed.values())
+    this_part = [record for record in records if record.get("part") == part]
     finish_part(args.out, part, {
         "in_split": len(loaded.examples) + len(loaded.without_language), "skipped_language": loaded.without_language,
         "asked": asked, "gold": gold.to_dict(), "scored": len(records), "failures": dict(failures),
-        "examples": exclusion.to_dict() if exclusion is not None else None, "finished_at": now()})
+        "examples": exclusion.to_dict() if exclusion is not None else None,
+        "models_reported": dict(Counter(record.get("model") or "(not reported)" for record in this_part)),
+        "protocols": dict(Counter(record.get("protocol", "tools") for record in this_part)),
+        "finished_at": now()})
     if records:
         print(f"{len(records)} questions: F1 {100 * sum(r['f1'] for r in records) / len(records):.1f}, "
               f"EM {100 * sum(r['em'] for r in records) / len(records):.1f}"

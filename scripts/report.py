@@ -1,6 +1,8 @@
-"""Report on evaluation runs: EM and F1 with 95% intervals beside the paper's, QALD's metric, cost, actions, a plot.
+"""Report on evaluation runs: EM and F1 with 95% intervals, the paper's beside a comparable run, why each question
+scored so, QALD's metric, cost, actions, a plot.
 
     python -m scripts.report runs/qald10 runs/spinach-dev
+    python -m scripts.report --questions runs/qald10          # every question with its diagnosis
     python -m scripts.report --prices my-prices.json runs/qald10
     python -m scripts.report --compare runs/before runs/after
     python -m scripts.report --qald-json runs/qald10/qald.json runs/qald10    # for GERBIL
@@ -12,12 +14,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 from pathlib import Path
 
-from harness.reporting import (ACTIONS, PAPER, PAPER_COST, USAGE, RunSummary, left_out, load_run, plot_run,
-                               summarize)
+from harness.diagnostics import DIAGNOSES
+from harness.reporting import (ACTIONS, PAPER, PAPER_COST, USAGE, RunSummary, last_settings, left_out, load_run,
+                               model_label, plot_run, summarize)
 from harness.run_info import read_run_info
+from harness.upstream_postprocessing import LABEL
 
 
 def _left_out_line(s: RunSummary) -> str:
@@ -32,26 +37,64 @@ def _left_out_line(s: RunSummary) -> str:
             f"{counts['unfinished']} unfinished (model or knowledge base failed); {s.questions} scored")
 
 
-def print_report(summaries: list[RunSummary]) -> None:
-    print(f"{'run':<28} {'system':<40} {'n':>5} {'EM':>6} {'95% CI':>13} {'F1':>6} {'95% CI':>13} "
+def _spread(values: list[float]) -> str:
+    if len(values) < 2:
+        return f"{values[0]:.1f}" if values else "-"
+    return (f"mean {statistics.mean(values):.1f}, SD {statistics.stdev(values):.1f}, "
+            f"{min(values):.1f}-{max(values):.1f} ({', '.join(f'{value:.1f}' for value in values)})")
+
+
+def print_report(summaries: list[RunSummary], questions: bool = False) -> None:
+    print(f"{'run':<28} {'system':<52} {'n':>5} {'EM':>6} {'95% CI':>13} {'F1':>6} {'95% CI':>13} "
           f"{'paper EM/F1':>12}")
     for s in summaries:
-        key = (s.info.get("dataset", "?"), s.info.get("split", "?"))
-        baseline = bool(s.info.get("baseline"))
-        paper = None if baseline else PAPER.get(key)
-        label = f"{key[0]} {key[1]} " + ("baseline" if baseline else "agent") + f" ({s.info.get('model', '?')})"
-        print(f"{s.directory.name:<28} {label:<40} {s.questions:>5} {s.em:6.1f} "
+        settings = last_settings(s.info)
+        key = (settings.get("dataset", "?"), settings.get("split", "?"))
+        paper = PAPER.get(key) if not s.paper_gaps else None
+        label = f"{key[0]} {key[1]} " + ("baseline" if settings.get("baseline") else "agent") + \
+            f" ({model_label(s)})"
+        print(f"{s.directory.name:<28} {label:<52} {s.questions:>5} {s.em:6.1f} "
               f"{s.em_interval[0]:5.1f}-{s.em_interval[1]:5.1f}  {s.f1:6.1f} {s.f1_interval[0]:5.1f}-"
               f"{s.f1_interval[1]:5.1f}  {(f'{paper[0]:.1f}/{paper[1]:.1f}' if paper else '-'):>12}")
-    if any(s.info.get("baseline") for s in summaries):
-        print("(paper figures are the agent's; the paper's one-call baseline figures are not recorded here)")
+    print("(95% bootstrap intervals over questions; the paper's figures are SPINACH with GPT-4o, shown only beside "
+          "a run they can be compared with)")
+    for s in summaries:
+        if s.paper_gaps:
+            print(f"  {s.directory.name}: no paper figure: " + "; ".join(s.paper_gaps))
+    for s in summaries:
+        if s.gold_caveat:
+            print(f"  warning, {s.directory.name}: {s.gold_caveat}")
+    post = [s for s in summaries if s.postprocessed is not None]
+    if post:
+        print(f"\n{LABEL} (upstream's code applied to the agent's final queries, as the paper's figures were "
+              "scored; not the agent's answer)")
+        for s in post:
+            print(f"  {s.directory.name}: F1 {s.postprocessed[0]:.1f}, EM {s.postprocessed[1]:.1f}")
+    repeated = [s for s in summaries if len(s.repeat_f1) > 1]
+    if repeated:
+        print("\nAcross repeats (each repeat answers the whole split again; sampling at temperature "
+              "1.0): the spread of the figure itself, beside the interval over questions above")
+        for s in repeated:
+            print(f"  {s.directory.name}: {len(s.repeat_f1)} repeats; F1 {_spread(s.repeat_f1)}; "
+                  f"EM {_spread(s.repeat_em)}")
     print("\nSettings (the last part's; run.json keeps every part's)")
     for s in summaries:
-        settings = s.info.get("parts", [{}])[-1].get("settings", s.info)
-        print(f"  {s.directory.name}: model {settings.get('model', '?')}, knowledge base {settings.get('kb', '?')}, "
-              f"language {settings.get('language', '?')}, gold from {settings.get('gold', 'file')}, numeric "
-              f"literals compared {'by value' if settings.get('numbers') == 'value' else 'as written'}, prompts "
-              f"{settings.get('prompt', '?')}, {len(s.info.get('parts', []))} part(s)")
+        settings = last_settings(s.info)
+        sampling = settings.get("sampling") or {}
+        code = settings.get("code") or {}
+        print(f"  {s.directory.name}: model asked {settings.get('model', '?')}, reported "
+              f"{', '.join(f'{name} ({count})' for name, count in s.models.items())}; endpoint "
+              f"{settings.get('endpoint', '?')}; sampling "
+              f"{', '.join(f'{name} {value}' for name, value in sampling.items()) or '?'}; protocols "
+              f"{', '.join(f'{name} {count}' for name, count in s.protocols.items())}")
+        source = ", ".join(f"{name} {value}" for name, value in (settings.get("kb_source") or {}).items())
+        print(f"    knowledge base {settings.get('kb', '?')}{f' ({source})' if source else ''}; gold from "
+              f"{settings.get('gold_source') or settings.get('gold', 'file')}; "
+              f"language {settings.get('language', '?')}, "
+              f"numeric literals compared {'by value' if settings.get('numbers') == 'value' else 'as written'}; "
+              f"prompts {settings.get('prompt', '?')}; code {code.get('commit', code.get('version', '?'))}"
+              f"{' with uncommitted changes' if code.get('uncommitted_changes') else ''}; "
+              f"{len(s.info.get('parts', []))} part(s)")
     print("\nQuestions left out")
     for s in summaries:
         print("  " + _left_out_line(s))
@@ -66,6 +109,25 @@ def print_report(summaries: list[RunSummary]) -> None:
                   f"{100 * q.macro_recall:8.1f} {100 * q.macro_f1:9.1f} {100 * q.micro_precision:8.1f} "
                   f"{100 * q.micro_recall:8.1f} {100 * q.micro_f1:9.1f}  "
                   f"{'by value' if s.info.get('numbers') == 'value' else 'as written'}")
+    print("\nWhy each answer scored so (answers per diagnosis; see harness/diagnostics.py)")
+    print(f"{'run':<28} " + " ".join(f"{name:>13}" for name in DIAGNOSES))
+    for s in summaries:
+        print(f"{s.directory.name:<28} " + " ".join(f"{s.diagnoses.get(name, 0):>13}" for name in DIAGNOSES))
+    for s in summaries:
+        print(f"  {s.directory.name} runs ended by: "
+              + ", ".join(f"{reason} {count}" for reason, count in s.stop_reasons.items()))
+        for name in DIAGNOSES[1:]:
+            found = s.diagnosed.get(name, [])
+            if found:
+                shown = ", ".join(key if repeat == 1 else f"{key}#{repeat}" for key, repeat in found[:40])
+                print(f"  {s.directory.name} {name}: {shown}{' ...' if len(found) > 40 else ''}")
+    if questions:
+        for s in summaries:
+            _, records = load_run(s.directory)
+            print(f"\n{s.directory.name}: every answer")
+            for record in records:
+                print(f"  {record['id']:>6} #{record.get('repeat', 1)} {record.get('diagnosis', '?'):<13} "
+                      f"F1 {record['f1']:.2f}  {record.get('stop_reason', '?'):<14} {record['question'][:70]}")
     print(f"\nCost per question (the paper: ${PAPER_COST:.4f} on QALD-10 with GPT-4o)")
     print(f"{'run':<28} {'dollars':>9} " + " ".join(f"{name:>17}" for name in USAGE))
     for s in summaries:
@@ -144,6 +206,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kqapro-predictions", type=Path, metavar="FILE",
                         help="write the one KQA Pro run named as its leaderboard takes it: one answer a line, in the "
                              "split's order")
+    parser.add_argument("--questions", action="store_true",
+                        help="list every answer with its diagnosis, F1 and stop reason")
     args = parser.parse_args(argv)
     if not args.runs and not args.compare:
         parser.error("name at least one run directory, or --compare BEFORE AFTER")
@@ -161,7 +225,8 @@ def main(argv: list[str] | None = None) -> int:
             prices = load_prices(args.prices)
             kqapro = [run for run in args.runs if _is_kqapro(run)]
             if len(kqapro) < len(args.runs):
-                print_report([summarize(directory, prices) for directory in args.runs if directory not in kqapro])
+                print_report([summarize(directory, prices) for directory in args.runs if directory not in kqapro],
+                             args.questions)
             if kqapro:
                 print_kqapro_report([summarize_kqapro(directory, prices) for directory in kqapro])
         if args.compare:

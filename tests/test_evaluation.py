@@ -18,7 +18,7 @@ from harness.evaluation import baseline_answerer, evaluate, with_gold_answers
 from scripts.evaluate import main as evaluate_main
 from scripts.report import main as report_main
 from tests.support.euler import EULER_ADVISORS_QUERY, euler_entities
-from tests.support.llm_server import ErrorReply, TextReply, ToolCallReply
+from tests.support.llm_server import ErrorReply, TextReply, ToolCallReply, vllm_context_error
 from tests.support.wikidata_server import SparqlReply, ask, select, timed_out
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -409,3 +409,79 @@ def test_the_report_of_a_run_names_its_settings(tmp_path, monkeypatch, llm_serve
     assert "qald7 test" in report and "100.0" in report and "62.2/74.6" in report
     assert "dropped 1 (gold empty)" in report
     assert (out / "f1_vs_actions.png").stat().st_size > 1000 and (out / "f1_vs_actions.svg").exists()
+
+
+def qald10_file(tmp_path):
+    """Four QALD-10-format questions with their file answers (one of them the 2022 "0")."""
+    def item(key, text, sparql, answer):
+        return {"id": key, "question": [{"language": "en", "string": text}], "query": {"sparql": sparql},
+                "answers": [answer]}
+
+    advisors = {"head": {"vars": ["advisor"]}, "results": {"bindings": ADVISOR}}
+    zero = {"head": {"vars": ["c"]}, "results": {"bindings": [{"c": {
+        "type": "literal", "datatype": "http://www.w3.org/2001/XMLSchema#integer", "value": "0"}}]}}
+    data = tmp_path / "data"
+    (data / "qald10").mkdir(parents=True)
+    (data / "qald10" / "qald_10.json").write_text(json.dumps({"questions": [
+        item("1", "Who advised Euler?", EULER_ADVISORS_QUERY, advisors),
+        item("2", "What did Euler like to eat?", EULER_ADVISORS_QUERY, advisors),
+        item("3", "Who advised Euler's advisor?", EULER_ADVISORS_QUERY, advisors),
+        item("4", "How many craters are named after Euler's cat?", "SELECT (COUNT(*) AS ?c) {}", zero)]}))
+    return data
+
+
+def researcher_script(body):
+    """A stand-in model: answers question 1, says question 2 cannot be answered, outgrows its context on 3."""
+    question = next(m["content"] for m in body["messages"] if m["role"] == "user")
+    steps = sum(message["role"] == "tool" for message in body["messages"])
+    if "tools" not in body:
+        return TextReply(json.dumps({"sparql": "", "explanation": "", "language": "en"}))
+    if "like to eat" in question:
+        return ToolCallReply("stop", {"explanation": "Wikidata records no favourite food.", "language": "en",
+                                      "cannot_answer": True})
+    if "advised Euler's" in question and steps:
+        return vllm_context_error(8192, 9100)
+    if steps == 0:
+        return ToolCallReply("execute_sparql", {"thought": "ask", "sparql": EULER_ADVISORS_QUERY})
+    return ToolCallReply("stop", {"explanation": "P184.", "language": "en"})
+
+
+def test_a_researchers_run_records_what_it_was_and_why_each_answer_scored_so(
+        tmp_path, monkeypatch, llm_server, wikidata_server, capsys):
+    llm = llm_server(researcher_script)
+    wikidata = wikidata_server(sparql=lambda query: select(["advisor"], [{"advisor": "Q124500"}])
+                               if "wd:Q7604 wdt:P184" in query else select([], []))
+    wikidata.add(*euler_entities())
+    environment(monkeypatch, llm, wikidata)
+    monkeypatch.setenv("OPENAI_BASE_URL", llm.base_url.replace("http://", "http://reader:s3cret@"))
+    out = tmp_path / "run"
+    status = evaluate_main(["--dataset", "qald10", "--data", str(qald10_file(tmp_path)), "--out", str(out),
+                            "--quiet", "--repeats", "2", "--llm-timeout", "30"])
+    assert status == 0
+    err = capsys.readouterr().err
+    assert ("warning: scored against QALD-10's file answers, written in 2022: 1 questions have the gold answer "
+            '"0", and Wikidata has changed since') in err and "--gold live" in err
+    info = json.loads((out / "run.json").read_text())
+    settings, summary = info["parts"][0]["settings"], info["parts"][0]["summary"]
+    assert settings["endpoint"] == llm.base_url and "s3cret" not in (out / "run.json").read_text()
+    assert settings["model"] == "scripted-stand-in" and summary["models_reported"] == {"scripted-stand-in": 8}
+    assert settings["sampling"]["temperature"] == 1.0 and settings["sampling"]["llm_timeout"] == 30.0
+    assert len(settings["code"]["commit"]) == 40 and settings["repeats"] == 2
+    assert settings["kb_source"]["sparql"].endswith("/sparql") and "2022" in settings["gold_source"]
+    assert summary["protocols"] == {"tools": 8} and lines(out / "failures.jsonl") == []
+    results = {(r["id"], r["repeat"]): r for r in lines(out / "results.jsonl")}
+    assert sorted(results) == [(key, repeat) for key in "1234" for repeat in (1, 2)]
+    assert {key: results[(key, 1)]["diagnosis"] for key in "1234"} == {
+        "1": "correct", "2": "cannot answer", "3": "correct", "4": "wrong rows"}
+    assert results[("3", 1)]["stop_reason"] == "context_length"    # scored, with its best effort, not retried
+    assert results[("1", 2)]["protocol"] == "tools" and results[("1", 1)]["model"] == "scripted-stand-in"
+
+    assert report_main([str(out)]) == 0
+    report = capsys.readouterr().out
+    print(report)
+    assert "qald10 test agent (scripted-stand-in)" in report and "63.1/69.5" not in report
+    assert "no paper figure: not the whole split" not in report
+    assert "gold from the dataset file (QALD-10's answers of 2022); the paper ran the gold queries" in report
+    assert "run: 2 repeats; F1 mean 50.0, SD 0.0, 50.0-50.0 (50.0, 50.0)" in report
+    assert "with upstream's post-processing (upstream's code" in report and "run: F1 50.0, EM 50.0" in report
+    assert "run cannot answer: 2, 2#2" in report and "run wrong rows: 4, 4#2" in report

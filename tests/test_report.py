@@ -109,10 +109,13 @@ def test_the_report_shows_the_baseline_without_the_agents_paper_figures_and_what
                     summary=summary)
     assert report_main([str(run)]) == 0
     report = capsys.readouterr().out
-    assert "spinach test baseline (gpt-4o)" in report and "46.4" not in report and "45.3" not in report
+    assert "spinach test baseline (gpt-4o (not reported by the endpoint))" in report
+    assert "46.4" not in report and "45.3" not in report
+    assert "no paper figure: a one-call baseline run" in report
     assert "155 in the split, 155 asked; skipped 0 (no 'en' text), dropped 140 (gold empty)" in report
     assert "15 scored" in report
-    assert "model gpt-4o, knowledge base ?, language en, gold from file, numeric literals compared as written" in report
+    assert "model asked gpt-4o, reported (not reported) (15)" in report
+    assert "language en, numeric literals compared as written" in report
     assert "QALD's official metric" not in report  # not a QALD dataset
     assert "$0.1253" in report
 
@@ -125,7 +128,8 @@ def test_the_plot_has_a_title_labels_counts_and_an_svg(tmp_path, capsys):
     assert (run / "f1_vs_actions.png").stat().st_size > 10_000
     svg = (run / "f1_vs_actions.svg").read_text()
     ElementTree.fromstring(svg)  # well-formed
-    for text in ("SPINACH agent, gpt-4o, qald10 test (3 questions)", "actions on the final path",
+    for text in ("SPINACH agent, gpt-4o (not reported by the endpoint), qald10 test (3 questions)",
+                 "actions on the final path",
                  "row-major F1 (0 to 1)", "n=2", "n=1"):
         assert text in svg  # matplotlib keeps each text, drawn as paths, in a comment beside it
     assert "F1 QALD" in capsys.readouterr().out
@@ -149,3 +153,76 @@ def test_the_comparison_command_prints_the_test_and_the_counts(tmp_path, capsys)
     assert "3 questions in both runs, paired by (dataset, split, id): mean F1 50.0 -> 50.0" in output
     assert "1 better, 1 worse, 1 unchanged; paired randomization test p = 1.0000" in output
     assert "qald10 test 1          F1 0.00 -> 1.00  up" in output
+
+
+WHOLE_SPLIT = {"in_split": 3, "asked": 3, "skipped_language": [], "scored": 3, "failures": {},
+               "gold": {"empty": [], "cut": [], "failed": {}}}
+
+
+def answered(key, f1, model="gpt-4o-2024-08-06", repeat=1, diagnosis=None, **fields):
+    line = {**record(key, f1, {"execute_sparql": 1, "stop": 1}), "model": model, "repeat": repeat,
+            "diagnosis": diagnosis or ("correct" if f1 == 1.0 else "partial rows" if f1 else "wrong rows"), **fields}
+    return line
+
+
+def settled(path, records, summary=WHOLE_SPLIT, **settings):
+    run = write_run(path, records, summary=summary)
+    info = json.loads((run / "run.json").read_text())
+    info["parts"][0]["settings"].update({"kb": "wikidata", "gold": "live", **settings})
+    (run / "run.json").write_text(json.dumps({**info, **info["parts"][0]["settings"]}))
+    return run
+
+
+def test_the_papers_figures_stand_only_beside_a_comparable_run(tmp_path, capsys):
+    comparable = settled(tmp_path / "whole", [answered(str(n), 1.0) for n in range(3)])
+    assert report_main([str(comparable)]) == 0
+    report = capsys.readouterr().out
+    assert "qald10 test agent (gpt-4o-2024-08-06 (asked for gpt-4o))" in report and "63.1/69.5" in report
+    assert "no paper figure" not in report
+
+    subset = {**WHOLE_SPLIT, "in_split": 394, "asked": 80}
+    stand_in = settled(tmp_path / "stand-in", [answered(str(n), 1.0, model="scripted-stand-in") for n in range(3)],
+                       summary=subset, kb="stores/tiny", gold="file")
+    assert report_main([str(stand_in)]) == 0
+    report = capsys.readouterr().out
+    assert "qald10 test agent (scripted-stand-in (asked for gpt-4o))" in report and "63.1/69.5" not in report
+    assert "no paper figure: not the whole split: 80 of 394 questions asked" in report
+    assert "gold from the dataset file (QALD-10's answers of 2022); the paper ran the gold queries" in report
+    assert "answered from a local store, not live Wikidata" in report
+    assert "warning, stand-in: scored against QALD-10's file answers, written in 2022" in report
+    assert "add --gold live" in report
+
+
+def test_repeats_give_the_mean_and_spread_beside_the_interval_over_questions(tmp_path, capsys):
+    lines = [answered(str(n), f1, repeat=repeat) for repeat, f1s in ((1, (1.0, 1.0, 0.0)), (2, (1.0, 0.0, 0.0)),
+                                                                     (3, (1.0, 1.0, 1.0))) for n, f1 in enumerate(f1s)]
+    run = settled(tmp_path / "x3", lines, repeats=3)
+    summary = summarize(run)
+    assert summary.questions == 3 and summary.repeat_f1 == pytest.approx([200 / 3, 100 / 3, 100.0])
+    assert summary.f1 == pytest.approx(200 / 3)   # the mean over questions of each one's mean over repeats
+    assert report_main([str(run)]) == 0
+    assert "x3: 3 repeats; F1 mean 66.7, SD 33.3, 33.3-100.0 (66.7, 33.3, 100.0)" in capsys.readouterr().out
+
+
+def test_each_answer_gets_a_diagnosis_counted_and_listed(tmp_path, capsys):
+    lines = [answered("1", 1.0), answered("2", 0.5), answered("3", 0.0), answered("4", 0.0, diagnosis="no query"),
+             answered("5", 0.0, diagnosis="cannot answer"), answered("6", 0.0, diagnosis="syntax error"),
+             answered("7", 0.0, diagnosis="model failure"),
+             answered("8", 0.5, postprocessed={"f1": 1.0, "em": True, "answer": [], "sparql": "x"})]
+    run = settled(tmp_path / "d", lines, summary={**WHOLE_SPLIT, "in_split": 8, "asked": 8})
+    summary = summarize(run)
+    assert summary.diagnoses["correct"] == 1 and summary.diagnoses["partial rows"] == 2
+    assert summary.diagnosed["cannot answer"] == [("5", 1)] and summary.diagnoses["timeout"] == 0
+    assert summary.postprocessed[0] == pytest.approx(100 * (1 + .5 + 1) / 8)
+    assert report_main([str(run), "--questions"]) == 0
+    report = capsys.readouterr().out
+    assert "d partial rows: 2, 8" in report and "d model failure: 7" in report
+    assert "with upstream's post-processing (upstream's code applied" in report and "d: F1 31.2" in report
+    assert "     5 #1 cannot answer" in report
+
+
+def test_compare_takes_each_questions_mean_over_its_repeats():
+    before = [record("1", 0.0, {})]
+    after = [{**record("1", 1.0, {}), "repeat": 1}, {**record("1", 0.0, {}), "repeat": 2}]
+    result = compare_records(before, after)
+    assert result.paired == 1 and result.mean_after == 0.5 and [c.after for c in result.better] == [0.5]
