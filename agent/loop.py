@@ -371,7 +371,8 @@ class _Run:
             {"role": "user", "content": render("question", question=self.question, context=self.context)},
         ]
         path = self.path
-        window = path[-self.config.recent_steps] if 0 < self.config.recent_steps <= len(path) else 0
+        recent = self.config.recent_steps
+        window = (path[-recent] if recent <= len(path) else 0) if recent else len(self.steps)  # the oldest recent
         for position, index in enumerate(path):
             step = self.steps[index]
             observation, thought = step.observation or "", step.thought
