@@ -52,7 +52,7 @@ class LLMConfig:
 
     base_url: str | None = None
     api_key: str | None = field(default=None, repr=False)
-    #: ``None``: the one model the endpoint serves (asked at start), or ``gpt-4o`` on OpenAI itself.
+    #: ``None``: the one model the endpoint serves (asked at the first call), or ``gpt-4o`` on OpenAI itself.
     model: str | None = DEFAULT_MODEL
     #: Seconds one completion may take (a local model on a small machine may need minutes).
     timeout: float = 60.0

@@ -75,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
 ENVIRONMENT = """environment:
   OPENAI_API_KEY             key of the language model's endpoint (or api_key_file in bot.ini)
   OPENAI_BASE_URL            any OpenAI-compatible endpoint (or base_url in bot.ini)
-  SPINACH_MODEL              the model's name (or model in bot.ini; default gpt-4o)
+  SPINACH_MODEL              the model's name (or model in bot.ini; default: the endpoint's one, else gpt-4o)
   WIKIDATA_API_URL           the Wikibase Action API the agent explores (default: Wikidata's)
   WIKIDATA_SPARQL_URL        the SPARQL endpoint the agent queries (default: Wikidata's)
   SPINACH_CONTACT            the operator's contact, sent in the User-Agent
