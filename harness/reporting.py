@@ -33,6 +33,9 @@ PAPER = {
     ("qald7", "test"): (62.2, 74.6), ("qald9plus", "test"): (58.3, 71.6), ("qald10", "test"): (63.1, 69.5),
     ("wikiwebquestions", "dev"): (61.2, 72.3), ("wikiwebquestions", "test"): (59.9, 70.3),
 }
+#: Questions in each published split (English): a run over a file of another size is not the paper's split.
+SPLIT_SIZES = {("spinach", "dev"): 155, ("spinach", "test"): 165, ("qald7", "test"): 50, ("qald9plus", "test"): 136,
+               ("qald10", "test"): 394, ("wikiwebquestions", "dev"): 454, ("wikiwebquestions", "test"): 1431}
 #: The paper's cost of the agent on QALD-10 with GPT-4o, dollars per question.
 PAPER_COST = 0.1253
 QALD_DATASETS = ("qald7", "qald9plus", "qald10")
@@ -164,6 +167,9 @@ def paper_gaps(info: dict[str, Any], left: dict[str, Any], models: dict[str, int
     else:
         if left.get("asked") != left.get("in_split"):
             gaps.append(f"not the whole split: {left.get('asked')} of {left.get('in_split')} questions asked")
+        elif (dataset, split) in SPLIT_SIZES and left.get("in_split") != SPLIT_SIZES[dataset, split]:
+            gaps.append(f"the dataset file holds {left.get('in_split')} questions, the published split "
+                        f"{SPLIT_SIZES[dataset, split]}")
         unscored = left.get("unfinished", 0) + left.get("gold_failed", 0)
         if unscored:
             gaps.append(f"{unscored} questions not scored yet (model, knowledge base or gold query failed)")

@@ -245,7 +245,9 @@ def main(argv: list[str] | None = None) -> int:
         "protocols": dict(Counter(record.get("protocol", "tools") for record in this_part)),
         "finished_at": now()})
     if records:
-        print(f"{len(records)} questions: F1 {100 * sum(r['f1'] for r in records) / len(records):.1f}, "
+        answers = f"{len(records)} answers ({len(examples)} questions x {args.repeats} repeats)" \
+            if args.repeats > 1 else f"{len(records)} questions"
+        print(f"{answers}: F1 {100 * sum(r['f1'] for r in records) / len(records):.1f}, "
               f"EM {100 * sum(r['em'] for r in records) / len(records):.1f}"
               + (f"; {unfinished} unfinished (run again to retry them)" if unfinished else ""))
     return 0 if not unfinished and not gold_failed else 1

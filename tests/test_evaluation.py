@@ -481,6 +481,7 @@ def test_a_researchers_run_records_what_it_was_and_why_each_answer_scored_so(
     print(report)
     assert "qald10 test agent (scripted-stand-in)" in report and "63.1/69.5" not in report
     assert "no paper figure: not the whole split" not in report
+    assert "the dataset file holds 4 questions, the published split 394" in report
     assert "gold from the dataset file (QALD-10's answers of 2022); the paper ran the gold queries" in report
     assert "run: 2 repeats; F1 mean 50.0, SD 0.0, 50.0-50.0 (50.0, 50.0)" in report
     assert "with upstream's post-processing (upstream's code" in report and "run: F1 50.0, EM 50.0" in report
