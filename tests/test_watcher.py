@@ -108,17 +108,17 @@ def test_the_heading_reaches_the_model_and_the_summary_keeps_the_slash(mediawiki
 
 
 def test_a_question_wikidata_cannot_answer_gets_a_reply_in_words_and_an_honest_summary(
-        mediawiki, forum, services, tmp_path, llm_server):
+        mediawiki, forum, rig, llm_server):
     def model(body):
         if not any(message["role"] == "tool" for message in body["messages"]):
             return ToolCallReply("search_wikidata", {"thought": "Look for it.", "query": "Euler favourite food"})
         return ToolCallReply("stop", {"explanation": "Wikidata has no property for a favourite food.",
                                       "language": "en", "cannot_answer": True})
 
-    run_bot(tmp_path, services, forum, "--once", "--live")
+    run_bot(rig, forum, "--once", "--live")
     mediawiki.edit_as_human(forum, mediawiki.page_text(forum) + new_section("Euler's food", "What did Euler eat?"))
-    run_bot(tmp_path, services, forum, "--once", "--live", llm=llm_server(model))
-    [edit] = bot_edits(mediawiki, forum)
+    run_bot(rig, forum, "--once", "--live", llm=llm_server(model))
+    [edit] = rig.bot_edits(forum)
     assert edit["comment"] == "/* Euler's food */ reply by a bot: this cannot be answered from Wikidata"
     reply = section_text(mediawiki.page_text(forum), "Euler's food").split("What did Euler eat?", 1)[1]
     assert "This cannot be answered from Wikidata" in reply and "no property for a favourite food" in reply
