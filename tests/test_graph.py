@@ -21,21 +21,21 @@ def test_the_shipped_profiles():
     assert KQAPRO.endpoint == "" and KQAPRO.names.label == "pred:name" and KQAPRO.entries.qualified
 
 
-def test_the_wikidata_policy_reads_as_it_always_did():
+def test_the_wikidata_policy_keeps_its_wikidata_lines():
     text = policy(WIKIDATA, WIKIDATA.scholarly_service)
-    assert text.startswith("Answer the question with a Wikidata Query Service SPARQL query, working as an expert")
-    assert "2. Verify each assumption (IDs, property or qualifier, P31/P279 paths) by a query first." in text
-    assert "6. Project entities, not only labels (?x ?xLabel).\n" in text
-    assert "9. wdt: gives best-rank values only; p:/ps:/pq: all ranks and qualifiers.\n" in text
-    assert "10. Scholarly articles are not in the main graph: use SERVICE wdsubgraph:scholarly_articles" in text
+    assert text.startswith("Answer with a Wikidata Query Service SPARQL query, as an expert editor would:")
+    assert "2. Check each assumption (IDs, properties, qualifiers, P31/P279 paths) by a query." in text
+    assert "4. Project entities, not only labels (?x ?xLabel)" in text
+    assert "6. wdt: gives best-rank values only; p:/ps:/pq: all ranks and qualifiers.\n" in text
+    assert "7. Query scholarly articles inside SERVICE wdsubgraph:scholarly_articles { … }." in text
     assert "- Every question has an answer in Wikidata:" in text
 
 
 def test_the_kqapro_policy_takes_its_lines_from_its_profile():
     text = policy(KQAPRO)
-    assert text.startswith("Answer the question with a SPARQL query over the KQA Pro knowledge base")
-    assert '9. Queries name entities, not IDs: ?e <pred:name> "Paris"' in text
-    assert "11. A qualifier hangs on its fact: [ <pred:fact_h> ?e" in text
+    assert text.startswith("Answer with a SPARQL query over the KQA Pro knowledge base")
+    assert '6. Queries name entities, not IDs: ?e <pred:name> "Paris"' in text
+    assert "8. A qualifier hangs on its fact: [ <pred:fact_h> ?e" in text
     assert "- Every question has an answer in KQA Pro:" in text
     for wikidata_only in ("wdt:", "P31", "Scholarly", "?xLabel", "Wikidata"):
         assert wikidata_only not in text
