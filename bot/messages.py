@@ -3,7 +3,10 @@
 A reply is written in the asker's language (the model's judgement, a BCP 47
 code on the result) when this table has it, in English otherwise.  The
 messages are plain text: the renderer encodes them like any other text and
-fills the ``{name}`` fields with text it has encoded already.
+fills the ``{name}`` fields with text it has encoded already.  Every reply
+says that an automated agent wrote it, names its operator and links the
+bot's documentation page (``agent``, ``run_by``, ``about``); only a reply
+with a query asks to check it (``check``).
 """
 
 from __future__ import annotations
@@ -29,12 +32,14 @@ MESSAGES: dict[str, dict[str, str]] = {
         "try_it": "Try it!",
         "query_too_long": "The query is {count} characters long, too long to show in a reply.",
         "steps": "Steps taken ({steps}, {calls} model calls)",
+        "same_query": "(the query above)",
         "left_out": "({count} earlier steps left out to keep the reply short)",
         "rolled_back": "(rolled back)",
-        "footer": "Written by a bot that explores Wikidata with a language model; please check the query "
-                  "before relying on it.",
+        "agent": "Written by an automated agent that explores Wikidata with a language model",
+        "run_by": "run by {operator}",
+        "check": "please check the query before relying on it",
+        "about": "about this bot",
         "earlier": "An earlier request looks similar: {link}",
-        "footer_no_query": "Written by a bot that explores Wikidata with a language model.",
     },
     "de": {
         "answer": "Diese Abfrage beantwortet die Frage ({rows}):",
@@ -58,12 +63,14 @@ MESSAGES: dict[str, dict[str, str]] = {
         "try_it": "Ausprobieren!",
         "query_too_long": "Die Abfrage ist {count} Zeichen lang, zu lang für eine Antwort.",
         "steps": "Vorgehen ({steps} Schritte, {calls} Modellaufrufe)",
+        "same_query": "(die Abfrage oben)",
         "left_out": "({count} frühere Schritte ausgelassen, damit die Antwort kurz bleibt)",
         "rolled_back": "(verworfen)",
-        "footer": "Geschrieben von einem Bot, der Wikidata mit einem Sprachmodell erkundet; bitte prüfe die "
-                  "Abfrage, bevor du dich darauf verlässt.",
+        "agent": "Geschrieben von einem automatischen Agenten, der Wikidata mit einem Sprachmodell erkundet",
+        "run_by": "betrieben von {operator}",
+        "check": "bitte prüfe die Abfrage, bevor du dich darauf verlässt",
+        "about": "über diesen Bot",
         "earlier": "Eine frühere Anfrage sieht ähnlich aus: {link}",
-        "footer_no_query": "Geschrieben von einem Bot, der Wikidata mit einem Sprachmodell erkundet.",
     },
     "fr": {
         "answer": "Voici une requête qui répond à la question ({rows}) :",
@@ -85,12 +92,14 @@ MESSAGES: dict[str, dict[str, str]] = {
         "try_it": "Essayer !",
         "query_too_long": "La requête fait {count} caractères, trop pour une réponse.",
         "steps": "Étapes ({steps}, {calls} appels au modèle)",
+        "same_query": "(la requête ci-dessus)",
         "left_out": "({count} étapes antérieures omises pour garder la réponse courte)",
         "rolled_back": "(annulée)",
-        "footer": "Écrit par un bot qui explore Wikidata avec un modèle de langue ; merci de vérifier la requête "
-                  "avant de vous y fier.",
+        "agent": "Écrit par un agent automatique qui explore Wikidata avec un modèle de langue",
+        "run_by": "géré par {operator}",
+        "check": "merci de vérifier la requête avant de vous y fier",
+        "about": "à propos de ce bot",
         "earlier": "Une demande antérieure semble similaire : {link}",
-        "footer_no_query": "Écrit par un bot qui explore Wikidata avec un modèle de langue.",
     },
     "es": {
         "answer": "Esta consulta responde a la pregunta ({rows}):",
@@ -112,12 +121,14 @@ MESSAGES: dict[str, dict[str, str]] = {
         "try_it": "¡Pruébala!",
         "query_too_long": "La consulta tiene {count} caracteres, demasiados para una respuesta.",
         "steps": "Pasos ({steps}, {calls} llamadas al modelo)",
+        "same_query": "(la consulta de arriba)",
         "left_out": "({count} pasos anteriores omitidos para que la respuesta sea breve)",
         "rolled_back": "(descartado)",
-        "footer": "Escrito por un bot que explora Wikidata con un modelo de lenguaje; comprueba la consulta antes "
-                  "de fiarte de ella.",
+        "agent": "Escrito por un agente automático que explora Wikidata con un modelo de lenguaje",
+        "run_by": "gestionado por {operator}",
+        "check": "comprueba la consulta antes de fiarte de ella",
+        "about": "sobre este bot",
         "earlier": "Una solicitud anterior parece similar: {link}",
-        "footer_no_query": "Escrito por un bot que explora Wikidata con un modelo de lenguaje.",
     },
 }
 

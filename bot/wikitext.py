@@ -1,19 +1,39 @@
-"""Wikitext from untrusted text: encoded, never wrapped.
+"""Wikitext from untrusted text: inert by construction, escaped only where MediaWiki would read markup.
 
-Text from the model, from Wikidata or from the asker reaches a reply only
-through :func:`encode`: every character that wikitext, the preprocessor or
-the pre-save transform can act on is spelt as an HTML entity, control
-characters are removed and line breaks become ``<br>``, so the text can start
-no tag, strip marker, link, template, signature, list, heading or table,
-whatever it holds.  No ``<nowiki>``, ``<pre>`` or ``<syntaxhighlight>`` is
-trusted with it: a wrapper is only as safe as the parser's least-known
-feature (strip markers, ``</pre >`` with a space).
+Text from the model, from Wikidata or from the asker reaches a reply in one
+of two ways, and both are written so that a regular reading the page's
+source reads the text itself, not a wall of entities:
+
+* :func:`encode` (a line of prose, a table cell): the text is never at the
+  start of a line (the reply's ``:`` or a cell's ``|`` comes first), so list,
+  heading and table characters are plain there; what MediaWiki reads as
+  markup in the middle of a line is spelt as an entity: ``<`` before a tag
+  name, ``&`` before an entity name, every ``[``, braces next to a brace, a
+  bar or a hyphen (templates, tables, language conversion), the third ``~``
+  of a signature, the second ``'`` of bold or italics, the second ``_`` of a
+  behaviour switch, the colon after a URL scheme (a free link) and the first
+  letter of a magic link; a bar only inside a table cell.
+* :func:`text_block` (several lines: the steps of the trace, a query the
+  ``{{SPARQL}}`` template cannot hold): the text goes into ``<nowiki>``,
+  which MediaWiki keeps as text and, being an extension tag, as one line of
+  the list it stands in.  Only what could end the block early is escaped:
+  ``<`` before a tag name (a closer with spaces, in capitals or entity-spelt
+  when written, is covered by that one rule) and ``&`` before an entity
+  name.  ``<nowiki>`` shows entities as their characters, so the block reads
+  exactly as the text was written.
+
+Both drop what a page cannot show or MediaWiki rewrites at save time
+(control characters, the ``\\x7f`` of strip markers, bidi overrides,
+noncharacters), store text in NFC as MediaWiki does, and spell a leading
+combining mark as an entity so that it cannot join the markup before it.
+MediaWiki's own parser then judges every edit before and after it is saved
+(:mod:`bot.edit_check`).
 
 The final query is the one exception that keeps its own text: it goes into
 ``{{SPARQL|query=…}}`` (syntax colouring and the query service's "Try it!"
 link) only when :func:`fits_sparql_template` proves that the template shows
-and links it exactly as written; otherwise :func:`query_block` shows it
-entity-encoded and :func:`query_service_link` links it, percent-encoded.
+and links it exactly as written; otherwise :func:`text_block` shows it and
+:func:`query_service_link` links it, percent-encoded.
 """
 
 from __future__ import annotations
@@ -21,20 +41,21 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from agent.sparql_lexer import tokenize
-
 QUERY_SERVICE = "https://query.wikidata.org/#"
 
-#: Characters that can start markup somewhere in wikitext.
-_SIGNIFICANT = frozenset("&<>[]{}|~'=_:*#;!-\"")
-#: MediaWiki's French spacing (``Sanitizer::armorFrenchSpaces``) turns a space before ``? % » ›`` (not followed
-#: by a word character) or after ``« ‹`` into a non-breaking one; the character is spelt then, so the text
-#: read or copied from the page keeps its plain space.
-_AFTER_SPACE = frozenset("?%»›")
-_BEFORE_SPACE = frozenset("«‹")
 _LINE_BREAKS = re.compile(r"\r\n|[\n\r\u0085\u2028\u2029]")
+#: ``<`` where MediaWiki could read a tag, a closing tag or a comment.
+_TAG_START = re.compile(r"<(?=[/!?A-Za-z])")
+#: ``&`` where MediaWiki (or a browser, inside ``<nowiki>``) would read an entity.
+_ENTITY_START = re.compile(r"&(?=#?[A-Za-z0-9]+;)")
+#: The URL schemes of MediaWiki's ``$wgUrlProtocols`` that make a free external link in running text.
+_FREE_LINK = re.compile(
+    r"(?i)\b(?:bitcoin|ftps?|geo|git|gopher|https?|ircs?|magnet|mailto|matrix|mms|news|nntp|redis|sftp|sips?|sms|"
+    r"ssh|svn|tel|telnet|urn|worldwind|xmpp)(?=:)")
 #: Words that start a magic link (``ISBN 123…``) on wikis that still enable them.
-_MAGIC_LINK = re.compile(r"\b(?=ISBN|RFC|PMID)")
+_MAGIC_LINK = re.compile(r"\b(?=(?:ISBN|RFC|PMID)[\s\xa0]+\d)")
+#: Characters that extend the list prefix when they come first on a line.
+_LINE_START = frozenset("*#:;")
 
 #: Sequences the preprocessor or the pre-save transform acts on inside a template argument.
 _TEMPLATE_UNSAFE = re.compile(
@@ -54,43 +75,73 @@ def _dropped(char: str) -> bool:
         or (code & 0xFFFE) == 0xFFFE
 
 
-def encode(text: str) -> str:
-    """*text* as inert wikitext on one line: entities for markup characters, ``<br>`` for line breaks."""
-    text = "".join(char for char in _LINE_BREAKS.sub("\n", str(text)) if not _dropped(char))
-    text = unicodedata.normalize("NFC", text)
-    magic = {match.start() for match in _MAGIC_LINK.finditer(text)}
+def clean(text: str) -> str:
+    """*text* as MediaWiki would store it: NFC, ``\\n`` line breaks, nothing it cannot show."""
+    text = unicodedata.normalize("NFC", _LINE_BREAKS.sub("\n", str(text)))
+    return "".join(char for char in text if not _dropped(char))
+
+
+def _entity(char: str) -> str:
+    return f"&#{ord(char)};"
+
+
+def _leading_mark(text: str) -> str:
+    """A combining mark first in *text* as an entity: raw, it would join the markup written before it."""
+    if text and unicodedata.category(text[0]) in ("Mn", "Mc", "Me"):
+        return _entity(text[0]) + text[1:]
+    return text
+
+
+def _run(text: str, index: int) -> int:
+    """How many copies of ``text[index]`` come right before *index*."""
+    run = 0
+    while run < index and text[index - run - 1] == text[index]:
+        run += 1
+    return run
+
+
+def encode(text: str, *, cell: bool = False) -> str:
+    """*text* as inert wikitext within a line (never at a line's start); line breaks become ``<br>``.
+
+    *cell*: the text is a table cell's, where a bar would end the cell.
+    """
+    text = clean(text)
+    marked = {match.start() for match in _MAGIC_LINK.finditer(text)} \
+        | {match.end() for match in _FREE_LINK.finditer(text)}
     out = []
     for index, char in enumerate(text):
-        before = text[index - 1] if index else "\n"
-        after = text[index + 1] if index + 1 < len(text) else "\n"
+        before = text[index - 1] if index else ""
+        after = text[index + 1] if index + 1 < len(text) else ""
         if char == "\n":
             out.append("<br>")
+        elif char == "<":
+            out.append("&lt;" if _TAG_START.match(text, index) else char)
         elif char == "&":
-            out.append("&amp;")
-        elif (char in _SIGNIFICANT or index in magic or (char in " \t" and before == "\n")
-              or (char in _AFTER_SPACE and before == " " and not (after.isalnum() or after == "_"))
-              or (char in _BEFORE_SPACE and after == " ")):
-            out.append(f"&#{ord(char)};")
+            out.append("&amp;" if _ENTITY_START.match(text, index) else char)
+        elif (char == "[" or index in marked or (index == 0 and char in _LINE_START)
+              or (char in "{}" and (not before or not after or before in "{}|-" or after in "{}|-"))
+              or (char == "|" and (cell or before in "{}" or after in "{}"))
+              or (char == "~" and _run(text, index) % 3 == 2)  # no three in a row: a signature
+              or (char in "'_" and _run(text, index) % 2 == 1)):  # no two in a row: bold, italics, __SWITCH__
+            out.append(_entity(char))
         else:
             out.append(char)
-    return "".join(out)
+    return _leading_mark("".join(out))
 
 
-def inline(text: str, limit: int | None = None) -> str:
+def inline(text: str, limit: int | None = None, *, cell: bool = False) -> str:
     """One line of untrusted text, white space folded, cut at *limit* characters."""
     text = " ".join(str(text).split())
     if limit is not None and len(text) > limit:
         text = text[: limit - 1] + "…"
-    return encode(text)
+    return encode(text, cell=cell)
 
 
-def code_block(text: str, limit: int | None = None) -> str:
-    """Untrusted text over several lines (an observation, a query of the trace) as a monospace block
-    (``<code>``, which the skins shade, shown as a block with its spaces kept)."""
-    text = str(text)
-    if limit is not None and len(text) > limit:
-        text = text[:limit] + " …"
-    return f'<code style="display:block;white-space:pre-wrap">{encode(text)}</code>'
+def text_block(text: str) -> str:
+    """Untrusted text over several lines, shown as written: ``<nowiki>`` in a ``<div class="mw-code">``, which the
+    skins show as a code block that keeps line breaks."""
+    body = _TAG_START.sub("&lt;", _ENTITY_START.sub("&amp;", clean(text)))
+    return f'<div class="mw-code"><nowiki>{_leading_mark(body)}</nowiki></div>'
 
 
 def fits_sparql_template(query: str) -> bool:
@@ -112,7 +163,7 @@ def fits_sparql_template(query: str) -> bool:
 def sparql_template(query: str) -> str:
     """``{{SPARQL|query=…}}`` for a query :func:`fits_sparql_template` accepts."""
     if not fits_sparql_template(query):
-        raise ValueError("this query holds wikitext the {{SPARQL}} template would act on; use query_block")
+        raise ValueError("this query holds wikitext the {{SPARQL}} template would act on; use text_block")
     # The line break keeps a closing brace of the query apart from the template's (the argument is trimmed).
     return "{{SPARQL|query=" + query.replace("|", "{{!}}") + "\n}}"
 
@@ -123,18 +174,3 @@ def query_service_link(query: str) -> str:
     data = query.encode("utf-8", "surrogatepass")
     return QUERY_SERVICE + "".join(chr(byte) if chr(byte).isascii() and chr(byte).isalnum() else f"%{byte:02X}"
                                    for byte in data)
-
-
-_COLOURS = {"word": "#1a1aa6", "var": "#0b7f70", "string": "#a31515", "comment": "#6a737d", "iri": "#6f42c1",
-            "pname": "#6f42c1", "langtag": "#a31515", "number": "#098658"}
-
-
-def query_block(query: str) -> str:
-    """A query shown entity-encoded, coloured by its tokens (for queries the template cannot hold)."""
-    pieces = []
-    for token in tokenize(query):
-        text = encode(token.text)
-        colour = _COLOURS.get(token.kind)
-        pieces.append(f'<span style="color:{colour}">{text}</span>' if colour and text else text)
-    return ('<div class="spinach-query" style="font-family:monospace;white-space:pre-wrap;padding:0.5em;'
-            'border:1px solid #c8ccd1;background:#f8f9fa">' + "".join(pieces) + "</div>")

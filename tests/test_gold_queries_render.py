@@ -67,7 +67,7 @@ def test_every_gold_query_is_posted_as_written_and_inert(gold_queries, mediawiki
         query = gold[number].strip(" \t\r\n")
         [href] = HREF.findall(chunk)  # the one link: "Try it!"
         linked = urllib.parse.unquote(html.unescape(href).removeprefix(QUERY_SERVICE))
-        shown = re.search(r"<pre[^>]*>(.*?)</pre>|<div class=\"spinach-query\"[^>]*>(.*?)</div>", chunk, re.DOTALL)
+        shown = re.search(r"<pre[^>]*>(.*?)</pre>|<div class=\"mw-code\"[^>]*>(.*?)</div>", chunk, re.DOTALL)
         assert shown is not None, chunk
         shown_text = visible_text(shown.group(1) if shown.group(1) is not None else shown.group(2))
         assert linked == query, (number, linked, query)

@@ -20,18 +20,22 @@ from hypothesis import strategies as st
 
 from agent.trace import AgentResult, Step, Usage
 from bot.messages import MESSAGES
-from bot.render import MIN_CHARS, final_query_wikitext, render_reply
-from bot.wikitext import QUERY_SERVICE, encode, fits_sparql_template
+from bot.render import MIN_CHARS, Credit, edit_summary, final_query_wikitext, preview_table, render_reply
+from bot.wikitext import QUERY_SERVICE, encode, fits_sparql_template, text_block
 from tests.test_gold_queries_render import CHUNK, HREF, parse
 
 STRIP_MARKER = "\x7f'\"`UNIQ--nowiki-00000000-QINU`\"'\x7f"
 HOSTILE = ("}} {{ [[Category:Spam]] ~~~~ ~~~~~ <script>alert(1)</script> __NOTOC__ \n== heading ==\n"
-           "</syntaxhighlight > </div > </pre > <nowiki> </nowiki> {| ---- * # : ; ISBN 978-3-16-148410-0 "
+           "</syntaxhighlight > </div > </pre > <nowiki> </nowiki> </nowiki > </NoWiki\t> &lt;/nowiki&gt; "
+           "{| ---- * # : ; "
+           "ISBN 978-3-16-148410-0 "
            "https://spam.example/ '''bold''' <ref>x</ref> {{subst:foo}} [https://spam.example link] <!-- "
            + STRIP_MARKER + " [[User:Alice]] \n#MeToo\n*NSYNC\n:indent\n;term\n -{zh}- \ud800 \u202e")
 QUERY = 'SELECT ?x ?xLabel WHERE { ?x wdt:P31 wd:Q5 ; rdfs:label "' + HOSTILE.replace("\n", " ") + \
     '"@en . FILTER(?x != <ref>) } # ~~~~ [[Category:Spam]]'
-ALLOWED_TAGS = {"div", "b", "i", "code", "br", "small", "span", "table", "tr", "th", "td"}
+ALLOWED_TAGS = {"div", "br", "small", "table", "tr", "th", "td", "nowiki"}
+#: The closers that would end a <nowiki> block early, as MediaWiki's preprocessor finds them.
+NOWIKI_CLOSER = re.compile(r"</nowiki\s*>", re.IGNORECASE)
 
 
 def rows(label: str, count: int = 7) -> list[dict]:
@@ -66,60 +70,139 @@ def active_markup(wikitext: str) -> dict:
     }
 
 
+def outside_blocks(wikitext: str) -> str:
+    """The reply without the contents of its <nowiki> blocks (which MediaWiki keeps as text)."""
+    return re.sub(r"<nowiki>.*?</nowiki>", "<nowiki></nowiki>", wikitext, flags=re.DOTALL)
+
+
 @pytest.mark.parametrize("answer", [True, False])
 def test_hostile_text_everywhere_renders_inert(answer):
     reply = render_reply(result(answer=answer, explanation=HOSTILE))
     markup = active_markup(reply)
     assert markup["templates"] <= {"SPARQL", "!", "Q"}
-    assert markup["links"] == [] and markup["headings"] == [] and markup["comments"] == []
+    assert markup["links"] == ["[[User:SpinachBot|about this bot]]"]  # the credit's, nothing else
+    assert markup["headings"] == [] and markup["comments"] == []
     assert all(url.startswith(QUERY_SERVICE) for url in markup["external"])
     assert markup["tags"] <= ALLOWED_TAGS
-    # no wrapper is trusted, no strip marker or control character gets through, one signature at the end
-    assert not re.search(r"<(nowiki|pre|syntaxhighlight)", reply, re.IGNORECASE)
+    # each <nowiki> block is closed by the bot alone; no strip marker or control character gets through
+    blocks = re.findall(r"<nowiki>(.*?)</nowiki>", reply, re.DOTALL)
+    assert blocks and len(blocks) == reply.lower().count("<nowiki")
+    assert not any(NOWIKI_CLOSER.search(block) for block in blocks)
     assert "\x7f" not in reply and "\ud800" not in reply and "\u202e" not in reply
-    assert reply.count("~~~") == 1 and reply.endswith(" ~~~~\n</div>")
-    assert "__NOTOC__" not in markup["text"] and "ISBN 978" not in reply and "://spam" not in reply
+    outside = outside_blocks(reply)
+    assert outside.count("~~~") == 1 and reply.endswith(" ~~~~")
+    assert "__NOTOC__" not in outside and "ISBN 978" not in outside and "://spam" not in outside
+    # every line is the thread's indentation or a table's, or lies inside a block or the query template
+    outside = re.sub(r"\{\{SPARQL\|query=.*?\n\}\}", "{{SPARQL}}", outside, flags=re.DOTALL)
+    assert all(line.startswith((":", "|", "!")) for line in outside.splitlines()), outside
 
 
-def test_encode_spells_every_markup_character_and_drops_controls():
-    markup = "&<>[]{}|~'=_:*#;!-\""
-    encoded = encode(markup + "\x00\x01\x7f\u0085a\r\nb\u2028c")
-    assert re.sub(r"&#\d+;|&amp;", "", encoded) == "<br>a<br>b<br>c"  # U+0085 is a line break too
-    assert encode(" lead") == "&#32;lead" and encode("ISBN 12") == "&#73;SBN 12"
-    assert encode("a ? b ?x « c") == "a &#63; b ?x &#171; c"  # no French-spacing non-breaking space
-    assert encode("e\u0301") == "\u00e9"  # stored as MediaWiki would store it (NFC)
+def test_encode_escapes_only_what_mediawiki_reads_as_markup_there():
+    assert encode("1984-01-01T00:00:00Z") == "1984-01-01T00:00:00Z"
+    assert encode("Greystoke: The Legend of Tarzan (35 results):") == "Greystoke: The Legend of Tarzan (35 results):"
+    assert encode("a = b; c * d # e! f - g") == "a = b; c * d # e! f - g"
+    assert encode("x {{t}} [[l]] [https://x.org y] ~~~~ ''b'' __NOTOC__ <b> &amp; a|b") == (
+        "x &#123;&#123;t&#125;&#125; &#91;&#91;l]] &#91;https&#58;//x.org y] ~~&#126;~ '&#39;b'&#39; "
+        "_&#95;NOTOC_&#95; &lt;b> &amp;amp; a|b")
+    assert encode("a|b", cell=True) == "a&#124;b" and encode("-{zh}-") == "-&#123;zh&#125;-"
+    assert encode(":indent") == "&#58;indent" and encode("ISBN 12") == "&#73;SBN 12"
+    assert encode("a < b & c") == "a < b & c" and encode("a\nb") == "a<br>b"
+    assert encode("\x00\x7f\u202ea\r\nb") == "a<br>b" and encode("e\u0301") == "\u00e9"  # NFC, as MediaWiki
+    assert encode("\u0338x") == "&#824;x"  # a combining mark cannot join the markup before it
+
+
+def test_a_text_block_shows_the_text_as_written_and_only_the_bot_closes_it():
+    text = "SELECT * { ?x ?p \"</nowiki >\" } # &lt; <!-- ~~~~ [[Category:X]]\n  indented\n:list\n== h =="
+    block = text_block(text)
+    assert block.startswith('<div class="mw-code"><nowiki>') and block.endswith("</nowiki></div>")
+    inner = block[len('<div class="mw-code"><nowiki>'):-len("</nowiki></div>")]
+    assert NOWIKI_CLOSER.search(inner) is None and "<!" not in inner
+    assert html.unescape(inner) == text  # <nowiki> shows entities as their characters: exactly the text
 
 
 def test_a_reply_shows_the_query_rows_words_and_trace_and_a_signature():
     reply = render_reply(result(thought="Look up the answer", label="Douglas Adams",
                                 final="SELECT ?x WHERE { ?x wdt:P31 wd:Q5 }",
-                                explanation="The query lists humans (P31 = Q5).\nItems without a class are left out."))
+                                explanation="The query lists humans (P31 = Q5).\nItems without a class are left out."),
+                         credit=Credit("User:SpinachBot/About", "Alice"))
     lines = reply.splitlines()
-    assert lines[0] == '<div class="spinach-reply" style="margin-left:1.6em">'
-    assert lines[1] == "Here is a query that answers this (7 results)&#58;"
-    assert "{{SPARQL|query=SELECT ?x WHERE { ?x wdt:P31 wd:Q5 }\n}}" in reply
+    assert lines[0] == ":Here is a query that answers this (7 results):"
+    assert ":{{SPARQL|query=SELECT ?x WHERE { ?x wdt:P31 wd:Q5 }\n}}" in reply
     assert reply.count("{{Q|Q42}}") == 5 and "… 2 more rows" in reply
-    assert "The query lists humans (P31 &#61; Q5).<br>Items without a class are left out." in reply
-    assert 'class="mw-collapsible mw-collapsed"' in reply and "Look up the answer" in reply
-    assert lines[-2].endswith(" ~~~~") and lines[-1] == "</div>"
-    assert not any(line.startswith((":", "*", "#", ";", " ")) for line in lines)
+    assert "Douglas Adams" not in reply.split("|}")[0]  # {{Q}} shows the label: no second column of it
+    assert ":The query lists humans (P31 = Q5).\n:Items without a class are left out." in reply
+    assert 'class="mw-collapsible mw-collapsed"' in reply and "1. Look up the answer" in reply
+    assert lines[-1].startswith(":<small>Written by an automated agent") and lines[-1].endswith(" ~~~~")
+    assert "run by [[User talk:Alice|Alice]]" in lines[-1] and "[[User:SpinachBot/About|about this bot]]" in lines[-1]
+    assert "please check the query" in lines[-1]
 
 
-def test_depth_indents_the_whole_reply_with_one_margin():
+def test_a_diagnosis_of_the_askers_draft_leads_the_reply():
+    fixed = result(thought="t", label="l", final="SELECT ?x WHERE { ?x wdt:P31 wd:Q5 }",
+                   explanation="Your query used P31 on the wrong side.\nThe fix swaps subject and object.")
+    lines = render_reply(fixed, draft=True).splitlines()
+    assert lines[:3] == [":Your query used P31 on the wrong side.", ":The fix swaps subject and object.",
+                         ":Here is a query that answers this (7 results):"]
+    assert render_reply(fixed).splitlines()[0].startswith(":Here is a query")
+
+
+def test_depth_indents_every_line_with_colons():
     reply = render_reply(result(label="l", final="SELECT ?x {}"), depth=3)
-    assert reply.startswith('<div class="spinach-reply" style="margin-left:4.8em">')
-    assert reply.count("margin-left") == 1
+    outside = outside_blocks(reply)
+    starts = [line for line in outside.splitlines() if not line.startswith(("|", "!", "}}"))]
+    assert all(line.startswith(":::") and not line.startswith("::::") for line in starts)
+    assert ':::{| class="wikitable"' in reply
     with pytest.raises(ValueError, match="depth"):
         render_reply(result(), depth=0)
 
 
-def test_without_an_answer_the_reply_says_what_was_tried_not_the_limit():
+def test_without_an_answer_the_reply_says_what_was_tried_and_asks_no_check():
     reply = render_reply(result(thought="t", label="l", answer=False))
-    assert reply.splitlines()[1] == "I could not find a query that answers this."
+    assert reply.splitlines()[0] == ":I could not find a query that answers this."
     assert "I searched Wikidata for “" in reply and "and ran 2 queries, but none returned results." in reply
     assert "{{SPARQL" not in reply and "query.wikidata.org" not in reply and "limit" not in reply
+    assert "please check" not in reply and "automated agent" in reply
     explained = render_reply(result(answer=False, explanation="No item links these two; try P50 instead."))
-    assert "No item links these two&#59; try P50 instead." in explained and "I searched" not in explained
+    assert "No item links these two; try P50 instead." in explained and "I searched" not in explained
+
+
+def test_the_edit_summary_says_what_the_reply_is():
+    assert edit_summary("Euler */ x", "question", True) == (
+        "/* Euler * / x */ reply with a SPARQL query written by an automated agent (please check it)")
+    assert edit_summary("Euler", "question", False) == "/* Euler */ automated reply: no query found"
+    assert "follow-up" in edit_summary("Euler", "follow-up", True)
+    assert "follow-up" in edit_summary("Euler", "follow-up", False)
+    for kind in ("question", "follow-up", "too-long"):
+        assert "reply with a SPARQL query" not in edit_summary("E", kind, False)
+
+
+def term(value: str, datatype: str = "", kind: str = "literal") -> dict:
+    return {"type": kind, "value": value, **({"datatype": datatype} if datatype else {})}
+
+
+def test_the_preview_shows_an_item_once_dates_coordinates_and_short_headers():
+    xsd = "http://www.w3.org/2001/XMLSchema#"
+    wkt = "http://www.opengis.net/ont/geosparql#wktLiteral"
+    rows = [{"film": term("http://www.wikidata.org/entity/Q639387", kind="uri"),
+             "filmLabel": term("The Cotton Club"),
+             "publication_date_of_the_first_release": term("1984-12-14T00:00:00Z", xsd + "dateTime"),
+             "place": term("Point(86.925277777 27.988055555)", wkt),
+             "moon": term("<http://www.wikidata.org/entity/Q405> Point(-23.4 -0.67)", wkt),
+             "when": term("2001-03-12T13:45:00Z", xsd + "dateTime"), "count": term("+100", xsd + "decimal")}]
+    found = AgentResult("q", "SELECT ?film {}", rows, list(rows[0]), [], "stop")
+    table = preview_table(found, 5, MESSAGES["en"]).splitlines()
+    assert table[1] == "! film !! publication date of the… !! place !! moon !! when !! count"
+    assert table[3] == ("| {{Q|Q639387}} || 1984-12-14 || 27.9881°N 86.9253°E || 0.67°S 23.4°W (Q405) "
+                        "|| 2001-03-12 13:45 || 100")
+    label_only = AgentResult("q", "SELECT ?filmLabel {}", [{"filmLabel": term("The Cotton Club")}], ["filmLabel"],
+                             [], "stop")
+    assert preview_table(label_only, 5, MESSAGES["en"]).splitlines()[1:4] == ["! film", "|-", "| The Cotton Club"]
+
+
+def test_the_reply_names_its_operator_only_with_a_name_that_is_a_user_name():
+    with pytest.raises(ValueError, match="cannot be a page or user name"):
+        Credit("User:Bot", "Alice]] [[Category:X")
+    assert "run by" not in render_reply(result(label="l", final="SELECT ?x {}"), credit=Credit("User:Bot"))
 
 
 def test_a_query_that_returned_nothing_is_not_presented_as_an_answer():
@@ -143,11 +226,12 @@ def cannot_answer(language: str = "en",
 def test_a_question_wikidata_cannot_answer_gets_its_reasons_and_what_was_searched():
     reply = render_reply(cannot_answer())
     lines = reply.splitlines()
-    assert lines[1] == "This cannot be answered from Wikidata, as far as I could find."
+    assert lines[0] == ":This cannot be answered from Wikidata, as far as I could find."
     assert ("Wikidata records no favourite food for Euler. I searched Wikidata for “Euler favourite food” and "
             "ran 1 query.") in html.unescape(reply)
     assert "{{SPARQL" not in reply and "please check" not in reply and "query.wikidata.org" not in reply
-    assert "<small>Written by a bot that explores Wikidata with a language model.</small> ~~~~" in reply
+    assert lines[-1] == (":<small>Written by an automated agent that explores Wikidata with a language model "
+                         "([[User:SpinachBot|about this bot]]).</small> ~~~~")
     german = render_reply(cannot_answer("de", "Dazu hat Wikidata keine Aussage."))
     assert "Diese Frage lässt sich mit Wikidata nicht beantworten" in german and "Ich habe Wikidata nach" in german
 
@@ -155,7 +239,7 @@ def test_a_question_wikidata_cannot_answer_gets_its_reasons_and_what_was_searche
 def test_a_reply_without_a_query_never_asks_to_check_one():
     for kind in (result(thought="t", label="l", answer=False), cannot_answer()):
         reply = render_reply(kind)
-        assert "please check the query" not in reply and "Written by a bot" in reply
+        assert "please check the query" not in reply and "Written by an automated agent" in reply
 
 
 def test_a_best_effort_query_says_so_and_a_boolean_is_answered_in_words():
@@ -163,21 +247,21 @@ def test_a_best_effort_query_says_so_and_a_boolean_is_answered_in_words():
     assert "I did not settle on a query myself" in best and "(7 results)" in best
     ask = result(label="l", final="ASK { wd:Q42 wdt:P31 wd:Q5 }")
     ask.answer = True
-    assert "its answer is yes&#58;" in render_reply(ask)
+    assert "its answer is yes:" in render_reply(ask)
     ask.answer = False
-    assert "its answer is no&#58;" in render_reply(ask)
+    assert "its answer is no:" in render_reply(ask)
 
 
 @pytest.mark.parametrize(("language", "lead"), [
-    ("de", "Diese Abfrage beantwortet die Frage (7 Ergebnisse)&#58;"),
-    ("fr-CA", "Voici une requête qui répond à la question (7 résultats) &#58;"),
-    ("es", "Esta consulta responde a la pregunta (7 resultados)&#58;"),
-    ("pt", "Here is a query that answers this (7 results)&#58;"),
-    ("", "Here is a query that answers this (7 results)&#58;"),
+    ("de", "Diese Abfrage beantwortet die Frage (7 Ergebnisse):"),
+    ("fr-CA", "Voici une requête qui répond à la question (7 résultats) :"),
+    ("es", "Esta consulta responde a la pregunta (7 resultados):"),
+    ("pt", "Here is a query that answers this (7 results):"),
+    ("", "Here is a query that answers this (7 results):"),
 ])
 def test_the_fixed_wording_follows_the_askers_language(language, lead):
     reply = render_reply(result(label="l", final="SELECT ?x {}", language=language))
-    assert reply.splitlines()[1] == lead
+    assert reply.splitlines()[0] == ":" + lead
 
 
 def test_every_language_has_every_message_with_the_same_fields():
@@ -194,8 +278,8 @@ def test_the_reply_is_capped_trace_first_then_rows():
     reply = render_reply(long, max_chars=12000)
     assert len(reply) <= 12000
     assert "{{SPARQL|query=" in reply and "earlier steps left out" in reply and "… 2 more rows" in reply
-    short = render_reply(long, max_chars=2000)
-    assert len(short) <= 2000 and "mw-collapsible" not in short and "{{SPARQL|query=" in short
+    short = render_reply(long, max_chars=MIN_CHARS)
+    assert len(short) <= MIN_CHARS and "38 earlier steps left out" in short and "{{SPARQL|query=" in short
     with pytest.raises(ValueError, match="at least"):
         render_reply(long, max_chars=MIN_CHARS - 1)
 
@@ -204,7 +288,7 @@ def test_an_over_long_final_query_or_a_lone_surrogate_still_renders():
     huge = "SELECT ?x WHERE { " + "?x wdt:P31 wd:Q5 . " * 2000 + "}"
     reply = render_reply(result(thought="broken \ud800 thought", label="l", final=huge), max_chars=20000)
     assert len(reply) <= 20000 and f"The query is {len(huge)} characters long" in reply
-    assert reply.endswith("~~~~\n</div>") and "\ud800" not in reply
+    assert reply.endswith(" ~~~~") and "\ud800" not in reply
 
 
 # The "Try it!" link is the model's query, whatever it holds (issue 8, break 4), and markup in a valid
@@ -286,7 +370,7 @@ def test_any_query_is_linked_exactly_and_brings_no_markup(query):
     wikitext = final_query_wikitext(query)
     assert linked_query(wikitext) == query.strip(" \t\r\n")
     code = mwparserfromhell.parse(wikitext)
-    assert code.filter_wikilinks() == [] and code.filter_comments() == [] and "~~~" not in wikitext
+    assert code.filter_wikilinks() == [] and code.filter_comments() == [] and "~~~" not in outside_blocks(wikitext)
     if wikitext.startswith("{{SPARQL|query="):
         [template] = code.filter_templates(recursive=False)
         assert str(template) == wikitext
@@ -296,8 +380,9 @@ def test_any_query_is_linked_exactly_and_brings_no_markup(query):
         assert [tag for tag in code.filter_tags() if not tag.wiki_markup] == []
     else:
         assert code.filter_templates() == []
-        assert {str(tag.tag) for tag in code.filter_tags()} <= {"div", "span", "br"}
+        assert {str(tag.tag) for tag in code.filter_tags()} <= {"div", "nowiki"}
         assert len(code.filter_external_links()) == 1
+        assert NOWIKI_CLOSER.search(wikitext.split("<nowiki>", 1)[1].rsplit("</nowiki>", 1)[0]) is None
 
 
 # Live: the wiki's own parser and storage.
@@ -350,11 +435,11 @@ def test_a_hostile_reply_saved_on_the_real_wiki_stays_inert_and_collapsed(mediaw
     reply = render_reply(hostile)
     page = "== Question ==\nWhat? [[User:Alice|Alice]] 10:00, 1 January 2026 (UTC)\n" + reply
     stored, parsed = save_and_read(mediawiki, "Render hostile", page)
-    assert stored.startswith(page[:-len("~~~~\n</div>")]) and "~~~" not in stored and "\x7f" not in stored
-    assert stored.endswith("(UTC)\n</div>")
+    assert stored.startswith(page[:-len("~~~~")]) and "\x7f" not in stored
+    assert "~~~" not in outside_blocks(stored) and stored.endswith("(UTC)")
     assert [section["line"] for section in parsed["sections"]] == ["Question"]
     assert parsed["categories"] == [] and parsed["properties"] in ([], {})
-    assert {link["title"] for link in parsed["links"]} <= {"User:Alice", "User talk:Alice"}
+    assert {link["title"] for link in parsed["links"]} <= {"User:Alice", "User talk:Alice", "User:SpinachBot"}
     assert {t["title"] for t in parsed["templates"]} <= {"Template:SPARQL", "Template:Q"}
     assert all(url.startswith(QUERY_SERVICE) for url in parsed["externallinks"])
     rendered = parsed["text"]
@@ -365,7 +450,7 @@ def test_a_hostile_reply_saved_on_the_real_wiki_stays_inert_and_collapsed(mediaw
     for number in range(6):
         assert f"step {number}: }}}} {{{{ [[Category:Spam]]" in inside
     assert "#MeToo *NSYNC :indent ;term" in inside
-    assert squash("".join(reader.after)).startswith("Written by a bot")
+    assert squash("".join(reader.after)).startswith("Written by an automated agent")
 
 
 def test_a_cannot_answer_reply_reads_as_such_on_the_real_wiki(mediawiki):
@@ -395,7 +480,7 @@ def test_a_long_replayed_trace_stays_inside_its_collapsed_block(mediawiki, share
     inside, after = squash("".join(reader.inside)), squash("".join(reader.after))
     for step in outcome.steps:
         assert squash(step.thought)[:60] in inside
-    assert after.startswith("Written by a bot") and len(after) < 300
+    assert after.startswith("Written by an automated agent") and len(after) < 300
     assert [section["line"] for section in parsed["sections"]] == ["Q"]
 
 
@@ -410,13 +495,15 @@ def test_an_earlier_request_is_linked_to_its_section_of_the_archive_on_the_real_
         "parse"]["sections"] if section["index"] == "2"]
     section = parse_sections(mediawiki.page_text(archive))[1]
     reply = render_reply(result(explanation="Done."), earlier=(f"{archive}#{section.heading}", "2019-11-04"))
-    assert reply.count("[[") == 1 and "~~~~" not in reply.replace(" ~~~~\n</div>", "")
+    [line] = [line for line in reply.splitlines() if "earlier request" in line]
+    assert line.startswith(":An earlier request") and line.count("[[") == 1 and "~~" not in line
     _, parsed = save_and_read(mediawiki, "Render earlier request", "== Q ==\n" + reply)
     [link] = [match for match in re.finditer(r'<a href="([^"]*)"[^>]*>([^<]*)</a>', parsed["text"])
               if "Archive" in match.group(1)]
     target = urllib.parse.unquote(html.unescape(link.group(1)))
     assert target.split("#", 1) == [f"/index.php/{archive.replace(' ', '_')}", anchor]
-    assert html.unescape(link.group(2)) == 'Items with "quotes", 100% & [brackets] ~ bold co_2 : 1'
+    # a space before ':' renders as a no-break space (MediaWiki's French spacing), as in the heading itself
+    assert html.unescape(link.group(2)).replace("\xa0", " ") == 'Items with "quotes", 100% & [brackets] ~ bold co_2 : 1'
     assert "An earlier request looks similar: " in html.unescape(re.sub(r"<[^>]+>", "", parsed["text"]))
     links = {page["title"]: page.get("exists", False) for page in parsed["links"]}
-    assert links.pop(archive) and set(links) <= {"User:Alice", "User talk:Alice"}  # the signature's links
+    assert links.pop(archive) and set(links) <= {"User:Alice", "User talk:Alice", "User:SpinachBot"}  # signatures
