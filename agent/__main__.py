@@ -19,6 +19,7 @@ from pathlib import Path
 from agent import Agent, AgentConfig
 from agent.graph import WIKIDATA
 from agent.kb import open_kb
+from agent.cli import program_name
 from agent.kb.live import WikidataConfig
 from agent.llm import ChatModel, LLMConfig, LLMConfigurationError
 from agent.observations import format_table
@@ -27,10 +28,11 @@ from agent.trace import AgentResult, Step
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m agent",
+        prog=program_name("agent"),
         description="Answer a question about Wikidata with a SPARQL query, exploring Wikidata step by step.",
         epilog="Environment: OPENAI_API_KEY, OPENAI_BASE_URL, SPINACH_MODEL (the language model); "
-               "WIKIDATA_API_URL, WIKIDATA_SPARQL_URL (other Wikibase or SPARQL endpoints); "
+               "WIKIDATA_API_URL, WIKIDATA_SPARQL_URL (other Wikibase or SPARQL endpoints), "
+               "WIKIDATA_SPARQL_DIALECT (what that endpoint speaks: wdqs, qlever or sparql11); "
                "SPINACH_CONTACT (your contact, sent in the User-Agent as Wikimedia asks).",
     )
     parser.add_argument("question", help="the question, in quotes")

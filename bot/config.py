@@ -20,6 +20,15 @@ reply_max_chars         20000                            hard cap on a reply's s
 reply_without_answer    true                             post an honest "no query found" reply
 max_followups           3                                follow-ups answered per section at most
 skip_human_answered     true                             leave a section where someone posted a query
+operator                (none)                           your user name, named in every reply
+documentation           User:{username}                  the page every reply links as "about this bot"
+review                  false                            draft replies on the review page first
+review_page             User:{username}/Review           where drafts wait for an approval
+reviewers               (none)                           who may approve or reject, comma-separated
+short_links             https://w.wiki                   where https://w.wiki/… links in requests resolve
+answer_form             true                             answer a one-line yes/no, year or count question
+                                                         in that form (agent.answer_form)
+scholarly_service       wdsubgraph:scholarly_articles    the SERVICE holding scholarly articles ("" none)
 kb_dir                  (live Wikidata)                  answer from a local Oxigraph store
 cache_path              (none)                           SQLite cache of Wikidata responses
 examples_path           (none)                           example store (spinach-examples) for the prompt
@@ -32,7 +41,13 @@ llm_timeout             60                               seconds one model reply
 ======================  ===============================  ==========================================
 
 The language model settings here win over the environment variables named in
-brackets; secrets are never logged.  Which wiki the bot edits is pywikibot's
+brackets; secrets are never logged.  ``bot.ini.example`` beside ``README.md``
+lists every key with its default, ready to copy.
+
+With ``review = true`` no reply goes to the forum unseen: each is posted as a
+draft section of ``review_page`` and waits there for a user named in
+``reviewers`` to add ``{{approved}}`` (posted) or ``{{rejected}}`` (dropped)
+to that section (see :mod:`bot.review`).  Which wiki the bot edits is pywikibot's
 business: see ``user-config.py`` (``SPINACH_BOT_API_URL`` points it at any
 MediaWiki).
 """
@@ -58,6 +73,14 @@ class BotConfig:
     reply_without_answer: bool = True
     max_followups: int = 3
     skip_human_answered: bool = True
+    operator: str | None = None
+    documentation: str = "User:{username}"
+    review: bool = False
+    review_page: str = "User:{username}/Review"
+    reviewers: str | None = None
+    short_links: str = "https://w.wiki"
+    answer_form: bool = True
+    scholarly_service: str | None = "wdsubgraph:scholarly_articles"
     kb_dir: str | None = None
     cache_path: str | None = None
     examples_path: str | None = None
@@ -89,4 +112,11 @@ class BotConfig:
             else:
                 value = raw or None
             setattr(config, name, value)
+        if config.review and not config.reviewer_names:
+            raise ValueError(f"{path}: review = true needs reviewers (the users who may approve a draft)")
         return config
+
+    @property
+    def reviewer_names(self) -> list[str]:
+        """The users allowed to approve or reject a draft."""
+        return [name.strip() for name in (self.reviewers or "").split(",") if name.strip()]

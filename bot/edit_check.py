@@ -125,16 +125,18 @@ def pre_save_transform(site: pywikibot.site.APISite, title: str, text: str) -> s
     return site.simple_request(**params).submit()["parse"]["text"]
 
 
-def measure_allowance(site: pywikibot.site.APISite, title: str) -> Allowance:
-    """Parse a sample reply on this wiki: the templates and links its markup brings are the allowed ones."""
-    sample = Rendering.from_parse(parse(site, title, text=pre_save_transform(site, title, REPLY_SAMPLE)))
+def measure_allowance(site: pywikibot.site.APISite, title: str, markup: str = "") -> Allowance:
+    """Parse a sample reply on this wiki: the templates and links its markup brings (with *markup*, the bot's
+    own fixed links: its operator, its documentation page) are the allowed ones."""
+    sample = Rendering.from_parse(parse(site, title, text=pre_save_transform(site, title, REPLY_SAMPLE + markup)))
     return Allowance(templates=sample.templates, links=sample.links, forum=title)
 
 
-def differences(old: Rendering, new: Rendering, allowance: Allowance, reply_collapsibles: int) -> list[str]:
-    """Every way *new* differs from *old* beyond what a reply may add, in words."""
+def differences(old: Rendering, new: Rendering, allowance: Allowance, reply_collapsibles: int,
+                added_sections: tuple[tuple[str, str], ...] = ()) -> list[str]:
+    """Every way *new* differs from *old* beyond what a reply may add (and *added_sections* at the end), in words."""
     found = []
-    if new.sections != old.sections:
+    if new.sections != old.sections + added_sections:
         added = [line for _, line in new.sections if (_, line) not in old.sections]
         found.append(f"the sections change (new or moved: {added[:5]})")
     for name, before, after, allowed in (
@@ -246,13 +248,16 @@ def transformed_reply(reply: str, signature: str, timestamp: str) -> str:
     return reply.replace("~~~~", f"{signature} {timestamp}")
 
 
-def checked_text(site: pywikibot.site.APISite, title: str, old: str, base: int, point: int, reply: str,
-                 allowance: Allowance) -> CheckedEdit:
+def checked_text(site: pywikibot.site.APISite, title: str, old: str, base: int | None, point: int, reply: str,
+                 allowance: Allowance, added_sections: tuple[tuple[str, str], ...] = ()) -> CheckedEdit:
     """The exact text to save: old text plus reply, transformed and verified by the wiki; or :class:`EditRefused`.
 
     *point* is where the reply goes in *old*; the new text is
     ``old[:point] + "\\n" + reply + old[point:]``.  The signature and its
     time are expanded in the same request as the page, so they match.
+    *base* is the revision *old* was read from (``None``: the page does not
+    exist yet); *added_sections* the sections the reply may add at the
+    page's end (a draft on the review page).
     """
     reply = reply.rstrip("\n")
     if "~~~~" not in reply:
@@ -264,13 +269,18 @@ def checked_text(site: pywikibot.site.APISite, title: str, old: str, base: int, 
     if transformed != expected.rstrip():
         raise EditRefused(_first_difference("MediaWiki's pre-save transform changes more than the signature",
                                             expected.rstrip(), transformed))
-    before = Rendering.from_parse(parse(site, title, oldid=base))
+    before = Rendering.from_parse(parse(site, title, oldid=base) if base else parse(site, title, text=old))
     after = Rendering.from_parse(parse(site, title, text=transformed))
-    found = differences(before, after, allowance, len(COLLAPSIBLE.findall(reply)))
+    found = differences(before, after, allowance, len(COLLAPSIBLE.findall(reply)), added_sections)
     found += trace_problems(site, title, signed)
     if found:
         raise EditRefused("MediaWiki's parser shows the edit would do more than add the reply: " + "; ".join(found))
     return CheckedEdit(text=transformed, reply=signed)
+
+
+def sections_of(site: pywikibot.site.APISite, title: str, text: str) -> tuple[tuple[str, str], ...]:
+    """The sections MediaWiki finds in *text* alone."""
+    return Rendering.from_parse(parse(site, title, text=text, props="sections")).sections
 
 
 def _first_difference(what: str, expected: str, actual: str) -> str:

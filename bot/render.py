@@ -349,9 +349,18 @@ def render_reply(result: AgentResult, *, depth: int = 1, max_chars: int = 20000,
         cut //= 2
 
 
-def edit_summary(heading: str, kind: str, answered: bool) -> str:
+#: What a reply holds, in its edit summary, by :func:`reply_kind`; a follow-up's says it is one.
+_HOLDS = {"query": ("reply with a SPARQL query written by an automated agent (please check it)",
+                    "follow-up: a revised SPARQL query written by an automated agent (please check it)"),
+          "no_query": ("automated reply: no query found", "follow-up: automated reply, no query found"),
+          "cannot_answer": ("automated reply: this cannot be answered from Wikidata",
+                            "follow-up: automated reply, this cannot be answered from Wikidata")}
+
+
+def edit_summary(heading: str, kind: str, holds: str) -> str:
     """The summary of a reply's edit: it links the section, says an automated agent wrote the reply and what
-    it holds (a query to check, or none), and names a follow-up as one.
+    it holds (*holds*, by :func:`reply_kind`: a query to check, none, or the model's judgement that Wikidata
+    cannot answer), and names a follow-up as one.
 
     *kind* is ``question``, ``follow-up`` or ``too-long``; only ``*/`` (which ends the section link) and
     line breaks are taken out of the heading.
@@ -359,10 +368,6 @@ def edit_summary(heading: str, kind: str, answered: bool) -> str:
     clean = " ".join(heading.replace("*/", "* /").split())[:120]
     if kind == "too-long":
         what = "automated reply: the question is too long to read"
-    elif kind == "follow-up":
-        what = ("follow-up: a revised SPARQL query written by an automated agent (please check it)" if answered
-                else "follow-up: automated reply, no query found")
     else:
-        what = ("reply with a SPARQL query written by an automated agent (please check it)" if answered
-                else "automated reply: no query found")
+        what = _HOLDS[holds][kind == "follow-up"]
     return f"/* {clean} */ {what}"

@@ -43,16 +43,19 @@ import urllib.parse
 from datetime import datetime
 from pathlib import Path
 
+from agent.cli import program_name
 from bot.config import BotConfig
 from bot.lock import LockBusy, ProcessLock
 from bot.redact import install as install_logging
 from bot.redact import redact, remember
 
 log = logging.getLogger("bot")
+#: Where the model is asked when neither OPENAI_BASE_URL nor base_url says otherwise.
+DEFAULT_ENDPOINT = "https://api.openai.com/v1"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m bot.run", description=__doc__.splitlines()[0],
+    parser = argparse.ArgumentParser(prog=program_name("bot.run"), description=__doc__.splitlines()[0],
                                      epilog=ENVIRONMENT, formatter_class=argparse.RawDescriptionHelpFormatter)
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--once", action="store_true", help="one pass over the page, then exit")
@@ -78,6 +81,7 @@ ENVIRONMENT = """environment:
   SPINACH_MODEL              the model's name (or model in bot.ini; default: the endpoint's one, else gpt-4o)
   WIKIDATA_API_URL           the Wikibase Action API the agent explores (default: Wikidata's)
   WIKIDATA_SPARQL_URL        the SPARQL endpoint the agent queries (default: Wikidata's)
+  WIKIDATA_SPARQL_DIALECT    what that endpoint speaks: wdqs (default), qlever or sparql11
   SPINACH_CONTACT            the operator's contact, sent in the User-Agent
   SPINACH_BOT_USER           the bot account on the wiki
   SPINACH_BOT_PASSWORD_FILE  file holding ('BotName', BotPassword('suffix', 'secret'))
@@ -105,11 +109,9 @@ def load_config(args: argparse.Namespace) -> BotConfig:
     return config
 
 
-def make_answerer(config: BotConfig):
-    """The agent, as the bot uses it: no promise to the model that an answer exists."""
-    from agent import Agent, AgentConfig
-    from agent.kb import open_kb
-    from agent.llm import ChatModel, LLMConfig
+def model_settings(config: BotConfig):
+    """The language model's settings (bot.ini over the environment); ``ValueError`` when none is configured."""
+    from agent.llm import LLMConfig
 
     api_key = Path(config.api_key_file).read_text().strip() if config.api_key_file else None
     llm_config = LLMConfig.from_env(os.environ, api_key=api_key, base_url=config.base_url, model=config.model,
@@ -117,16 +119,47 @@ def make_answerer(config: BotConfig):
     if not llm_config.api_key and not llm_config.base_url:
         raise ValueError("no language model is configured: set OPENAI_API_KEY (or api_key_file in bot.ini) for "
                          "OpenAI, or OPENAI_BASE_URL (or base_url in bot.ini) for another OpenAI-compatible "
-                         "endpoint; see python -m bot.run --help")
+                         "endpoint; see --help")
     remember(llm_config.api_key)
     remember(urllib.parse.urlsplit(llm_config.base_url or "").password)
+    return llm_config
+
+
+def endpoint_of(llm_config) -> str:
+    """The model endpoint's address, without credentials, as the log may name it."""
+    parts = urllib.parse.urlsplit(llm_config.base_url or DEFAULT_ENDPOINT)
+    return urllib.parse.urlunsplit(parts._replace(netloc=parts.hostname + (f":{parts.port}" if parts.port else ""),
+                                                  query="", fragment=""))
+
+
+def make_answerer(config: BotConfig, llm_config):
+    """The agent, as the bot uses it: no promise to the model that an answer exists.
+
+    A dry run opens a local store read-only, so it can run beside the live bot that holds it.  A model
+    error is reported with the endpoint that gave it (never its key).
+    """
+    from agent import Agent, AgentConfig
+    from agent.kb import open_kb
+    from agent.kb.local import LocalKB
+    from agent.llm import ChatModel
+
     llm = ChatModel.from_config(llm_config)
-    kb = open_kb(config.kb_dir, cache_path=config.cache_path)
+    kb = (LocalKB(Path(config.kb_dir), read_only=True) if config.kb_dir and not config.live
+          else open_kb(config.kb_dir, cache_path=config.cache_path))
     graph = getattr(kb, "graph", None)
     if graph is not None and graph.name != "wikidata":
         raise ValueError(f"kb_dir {config.kb_dir} holds the graph {graph.name!r}: the bot answers about Wikidata")
-    agent = Agent(llm=llm, kb=kb, config=AgentConfig(answer_guaranteed=False))
-    return lambda request: agent.run(request.question, context=request.to_context())
+    agent = Agent(llm=llm, kb=kb, config=AgentConfig(answer_guaranteed=False, answer_form=config.answer_form,
+                                                     scholarly_service=config.scholarly_service or ""))
+    endpoint = endpoint_of(llm_config)
+
+    def answer(request):
+        result = agent.run(request.question, context=request.to_context())
+        if result.stop_reason == "llm_error":
+            result.stop_message = f"the model endpoint {endpoint} failed: {result.stop_message}"
+        return result
+
+    return answer
 
 
 def open_examples(config: BotConfig):
@@ -145,6 +178,9 @@ def main(argv: list[str] | None = None) -> int:
     from pywikibot.exceptions import NoUsernameError
 
     from bot.forum import close_matches, parse_sections
+    from bot.render import Credit
+    from bot.review import Review
+    from bot.short_links import ShortLinks
     from bot.state import State
     from bot.watcher import Watcher
     from bot.wiki import ForumPage
@@ -152,23 +188,36 @@ def main(argv: list[str] | None = None) -> int:
     install_logging()
     try:
         config = load_config(args)
-        answer = make_answerer(config)
-        examples = open_examples(config)
+        llm_config = model_settings(config)
     except (ValueError, OSError) as error:
         print(f"error: {redact(str(error))}", file=sys.stderr)
         return 2
-    # handle_args reads sys.argv when given nothing: only what was left for it can be unknown to it.
-    unknown = [option for option in pywikibot.handle_args(pywikibot_options) if option in pywikibot_options]
+    # handle_args reads sys.argv when given nothing: only what was left for it can be unknown to it.  It may
+    # already ask the wiki (pywikibot builds the site of -family/-lang): an unreachable wiki is one line.
+    try:
+        unknown = [option for option in pywikibot.handle_args(pywikibot_options) if option in pywikibot_options]
+    except (pywikibot.exceptions.Error, OSError) as error:
+        print(f"error: cannot reach the wiki: {redact(str(error))}", file=sys.stderr)
+        return 2
     if unknown:
         print(f"error: unknown options: {' '.join(unknown)} (see --help)", file=sys.stderr)
         return 2
     if config.live and pywikibot.config.simulate:
         log.warning("-simulate: this is a dry run, nothing will be saved")
         config.live = False
+    # The lock before the knowledge base: a second live process is told which process holds both.
     try:
         lock = ProcessLock.acquire(Path(config.state_path), wait_seconds=args.wait_for_lock) if config.live else None
     except LockBusy as busy:
         print(f"error: {busy}", file=sys.stderr)
+        return 2
+    try:
+        answer = make_answerer(config, llm_config)
+        examples = open_examples(config)
+    except (ValueError, OSError) as error:
+        print(f"error: {redact(str(error))}", file=sys.stderr)
+        if lock:
+            lock.release()
         return 2
     try:
         site = pywikibot.Site()
@@ -185,11 +234,27 @@ def main(argv: list[str] | None = None) -> int:
     except (pywikibot.exceptions.Error, ConnectionError, OSError) as error:
         print(f"error: cannot reach the wiki: {redact(str(error))}", file=sys.stderr)
         return 2
-    forum = ForumPage(site, config.page, config.stop_page, live=config.live)
+    username = site.username() or ""
+    try:
+        credit = Credit(config.documentation.format(username=username), config.operator)
+    except ValueError as error:
+        print(f"error: {error} (operator and documentation in bot.ini)", file=sys.stderr)
+        return 2
+    if config.live and not config.operator:
+        log.warning("no operator in bot.ini: replies name no one who runs the bot")
+    forum = ForumPage(site, config.page, config.stop_page, live=config.live, reply_markup=credit.markup())
     state = State(config.state_path)
-    watcher = Watcher(forum, state, answer, config, examples=examples)
-    log.info("%s %s as %s (%s)", "watching" if not (args.once or args.section) else "reading", config.page,
-             site.username() or "nobody", "live" if forum.writes else "dry run: nothing will be saved")
+    review = None
+    if config.review:
+        page = ForumPage(site, config.review_page.format(username=username), config.stop_page, live=config.live,
+                         reply_markup=credit.markup() + f"[[{config.page}]]")
+        review = Review(forum, page, state, config.reviewer_names)
+    watcher = Watcher(forum, state, answer, config, examples=examples, credit=credit, review=review,
+                      short_links=ShortLinks(config.short_links, os.environ.get("SPINACH_CONTACT", "")))
+    log.info("%s %s as %s (%s; model %s at %s%s)", "watching" if not (args.once or args.section) else "reading",
+             config.page, username or "nobody", "live" if forum.writes else "dry run: nothing will be saved",
+             llm_config.model, endpoint_of(llm_config),
+             f"; replies drafted on {review.page.title} for review" if review else "")
     try:
         if args.section:
             text, _ = forum.read()

@@ -36,10 +36,13 @@ from bot.forum import (
     previous_query,
 )
 from bot.history import Attribution, Revision, latest_revisions, revisions_after
-from bot.render import render_reply, reply_kind
+from bot.outcomes import changes, snapshot
+from bot.render import Credit, edit_summary, render_reply, reply_kind
+from bot.review import Review
+from bot.short_links import ShortLinks
 from bot.state import State
 from bot.redact import redact
-from bot.wiki import EmergencyStop, ForumPage, bots_allow
+from bot.wiki import EditRefused, EmergencyStop, ForumPage, bots_allow
 
 log = logging.getLogger(__name__)
 Answerer = Callable[[Request], AgentResult]
@@ -48,19 +51,6 @@ EXAMPLES_SHOWN = 5
 #: The reply to a question too long to read; fixed text, nothing from the page.
 TOO_LONG_NOTE = (f":Sorry, this question is longer than {MAX_REQUEST_CHARS:,} characters, more than I can read. "
                  "Could you shorten it to the question itself and the query it is about? ~~~~")
-
-
-#: What an edit summary says a reply holds, by :func:`bot.render.reply_kind` (and the note to a too-long question).
-SUMMARIES = {"query": "reply with a SPARQL query written by a bot (please check it)",
-             "no_query": "reply by a bot: no query found",
-             "cannot_answer": "reply by a bot: this cannot be answered from Wikidata",
-             "too-long": "reply by a bot: the question is too long to read"}
-
-
-def edit_summary(heading: str, kind: str = "query") -> str:
-    """A summary linking the section: the heading as shown, only ``*/`` (which ends the link) and breaks removed."""
-    clean = " ".join(heading.replace("*/", "* /").split())[:120]
-    return f"/* {clean} */ {SUMMARIES[kind]}"
 
 
 @dataclass(frozen=True)
@@ -93,6 +83,12 @@ class Watcher:
     previewed: set[str] = field(default_factory=set)
     #: Solved examples for the agent's first prompt and the reply's "earlier request" line (``examples_path``).
     examples: Retriever | None = None
+    #: Who runs the bot and where it is documented, named in every reply.
+    credit: Credit | None = None
+    #: With ``review = true``: replies go to the review page first (:mod:`bot.review`).
+    review: Review | None = None
+    #: Resolves ``https://w.wiki/…`` links in a request to the queries they point to.
+    short_links: ShortLinks | None = None
 
     @property
     def bot(self) -> str:
@@ -101,12 +97,30 @@ class Watcher:
     def run_pass(self, answer_backlog: bool = False) -> Counter:
         """Look at the page once; answer what is due; log one line saying what the pass did."""
         before = Counter(self.counter)
+        records = snapshot(self.state.sections(self.forum.title))
         try:
-            return self._look(answer_backlog)
+            self._look(answer_backlog)
+            if self.review is not None:
+                self._review()
+            return self.counter
         finally:
             done = self.counter - before
-            log.info("pass over %s: %s", self.forum.title,
-                     ", ".join(f"{name} {count}" for name, count in sorted(done.items())) or "nothing done")
+            said = changes(records, self.state.sections(self.forum.title))
+            log.info("pass over %s: %s%s", self.forum.title,
+                     ", ".join(f"{name} {count}" for name, count in sorted(done.items())) or "nothing done",
+                     "; " + "; ".join(said) if said else "")
+
+    def _review(self) -> None:
+        """Post what reviewers approved on the review page, drop what they rejected (one error boundary)."""
+        try:
+            self.counter.update({f"drafts {name}": count for name, count in
+                                 self.review.run(self.state.attribution(self.forum.title)).items()})
+        except EmergencyStop as stop:
+            log.warning("emergency stop: %s; editing nothing", stop)
+            self.counter["stopped"] += 1
+        except Exception as error:  # the review page or the wiki: tried again next pass
+            log.error("cannot handle the drafts on %s: %s", self.review.page.title, redact(str(error)))
+            self.counter["review errors"] += 1
 
     def _look(self, answer_backlog: bool) -> Counter:
         page = self.forum.title
@@ -308,6 +322,8 @@ class Watcher:
             log.warning("emergency stop: %s; editing nothing", stop)
             self.counter["stopped"] += 1
             return False
+        except EditRefused as refused:  # MediaWiki's verdict on this reply: the same reply would be refused again
+            self._refuse(task, str(refused))
         except (OSError, pywikibot.exceptions.Error) as error:  # the wiki or the network, for a while
             log.exception("%r: the wiki could not be read or written", task.section.heading)
             self._fail(task, f"{type(error).__name__}: {error}", transient=True)
@@ -318,12 +334,18 @@ class Watcher:
 
     def _reply(self, task: Task, attribution: Attribution | None) -> None:
         page, section = self.forum.title, task.section
+        holds, draft = "no_query", False  # what the reply holds (bot.render.reply_kind)
         if task.kind == "too-long":
             log.info("%r is too long to read: replying with a note", section.heading)
-            reply, kind = TOO_LONG_NOTE, "too-long"
+            reply = TOO_LONG_NOTE
         else:
             request = (extract_request(section) if task.kind == "question"
                        else extract_followup(section, task.followup, self._previous_query(task)))
+            if self.short_links is not None:
+                asked = (section.opening if task.followup is None
+                         else section.text[task.followup.start - section.start:task.followup.end - section.start])
+                request = self.short_links.resolve(request, asked)
+            draft = bool(request.queries)
             log.info("answering %r (%s)", section.heading, task.kind)
             earlier = self._recall(request, task.kind == "question")
             result = self.answer(request)
@@ -331,14 +353,23 @@ class Watcher:
             if result.stop_reason in ("llm_error", "kb_error"):
                 self._fail(task, f"{result.stop_reason}: {result.stop_message}", transient=True)
                 return
-            kind = reply_kind(result)
-            if kind != "query" and not self.config.reply_without_answer:
+            holds = reply_kind(result)
+            if holds != "query" and not self.config.reply_without_answer:
                 self.state.record_skipped(page, task.key,
                                           f"no query found ({result.stop_reason}); staying silent")
                 self.counter["no answer"] += 1
                 return
-            reply = render_reply(result, depth=task.depth, max_chars=self.config.reply_max_chars, earlier=earlier)
-        outcome = self.forum.post_reply(task.key, reply, edit_summary(section.heading, kind), attribution)
+            reply = render_reply(result, depth=task.depth, max_chars=self.config.reply_max_chars, credit=self.credit,
+                                 draft=draft, earlier=earlier)
+        summary = edit_summary(section.heading, task.kind, holds)
+        if self.review is not None:
+            status = self.review.submit(task.key, section, task.kind, reply, summary)
+            self.counter[status] += 1
+            if status == "previewed":
+                self.show(f"--- draft of the reply to {section.heading!r} (dry run: nothing was saved) ---\n{reply}")
+                self.previewed.add(task.key)
+            return
+        outcome = self.forum.post_reply(task.key, reply, summary, attribution)
         if outcome.status == "posted":
             self.state.record_answered(page, task.key, outcome.revision)
             self.counter["written"] += 1
@@ -391,6 +422,20 @@ class Watcher:
             if best is None or order > best[0]:
                 best = (order, record.trace["final_sparql"])
         return best[1] if best else previous_query(task.section, self.bot)
+
+    def _refuse(self, task: Task, reason: str) -> None:
+        """MediaWiki's check refused the reply: logged with its reason, recorded, not retried (the same reply
+        would meet the same verdict); ``--section`` tries again once the cause is fixed."""
+        reason = redact(reason)
+        if not self.forum.writes:
+            log.warning("%r: a live run would be refused by the edit check: %s", task.section.heading, reason)
+            self.show(f"--- reply to {task.section.heading!r} (dry run): refused by the edit check: {reason} ---")
+            self.previewed.add(task.key)
+            self.counter["refused"] += 1
+            return
+        log.warning("%r: refused by the edit check (not retried): %s", task.section.heading, reason)
+        self.state.set_status(self.forum.title, task.key, "refused", reason[:2000])
+        self.counter["refused"] += 1
 
     def _fail(self, task: Task, error: str, transient: bool = False) -> None:
         error = redact(error)  # an endpoint's error body may echo its key

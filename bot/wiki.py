@@ -43,7 +43,7 @@ from pywikibot.exceptions import EditConflictError, Error, NoPageError
 from pywikibot.login import LoginStatus
 from pywikibot.site import Namespace
 
-from bot.edit_check import Allowance, EditRefused, checked_text, measure_allowance
+from bot.edit_check import Allowance, EditRefused, checked_text, measure_allowance, sections_of
 from bot.forum import (
     Section, find_section, insert_reply, locate_after_change, mark_answered, page_lead, parse_sections,
 )
@@ -111,6 +111,8 @@ class ForumPage:
     title: str
     stop_page: str
     live: bool = False
+    #: The bot's own fixed links in every reply (its operator, its documentation page): allowed by the edit check.
+    reply_markup: str = ""
     _allowance: Allowance | None = field(default=None, repr=False)
 
     @property
@@ -201,15 +203,13 @@ class ForumPage:
                 return PostOutcome("opted-out")
             new = insert_reply(old, section, reply)
             point = verify_only_added(old, new, section, reply)
-            diff = "".join(difflib.unified_diff(old.splitlines(True), new.splitlines(True),
-                                                self.title, self.title + " (with the reply)"))
+            diff = page_diff(self.title, old, new)
+            # A dry run asks MediaWiki too (read-only): it shows what a live run would refuse.
+            checked = checked_text(self.site, self.title, old, base, point, reply, self.allowance())
             if not self.writes:
                 return PostOutcome("previewed", diff=diff)
             if self.stopped():
                 raise EmergencyStop(f"{self.stop_title} is not empty")
-            if self._allowance is None:
-                self._allowance = measure_allowance(self.site, self.title)
-            checked = checked_text(self.site, self.title, old, base, point, reply, self._allowance)
             page.text = checked.text
             try:
                 # pywikibot's own {{bots}} check reads the whole page: force only where it refuses and ours,
@@ -224,6 +224,53 @@ class ForumPage:
                 raise Error(f"the wiki reported no new revision of {self.title}; the reply was not saved")
             if self._confirm(revision, base, checked.text, section, checked.reply, attribution):
                 return PostOutcome("posted", revision=revision, diff=diff)
+        raise EditConflictError(self.page())
+
+    def allowance(self) -> Allowance:
+        """What a reply's own markup may add to this page, measured on the wiki once."""
+        if self._allowance is None:
+            self._allowance = measure_allowance(self.site, self.title, self.reply_markup)
+        return self._allowance
+
+    def add_section(self, section: str, summary: str) -> PostOutcome:
+        """Add *section* (one heading, its signed text) at the end of the page, checked like a reply.
+
+        MediaWiki must find exactly one section in *section* alone, and the page must gain that one at its
+        end and nothing else; the page is created if it does not exist.
+        """
+        added = sections_of(self.site, self.title, section)
+        if len(added) != 1:
+            raise EditRefused(f"the new section would make {len(added)} sections, not one: {list(added)[:5]}")
+        for attempt in range(MAX_CONFLICT_RETRIES + 1):
+            page = self.page()
+            exists = page.exists()
+            old = page.get(force=True) if exists else ""
+            base = page.latest_revision_id if exists else None
+            if self.refusal(old):
+                return PostOutcome("opted-out")
+            text = ("\n" if old.strip() else "") + section
+            diff = page_diff(self.title, old, old + "\n" + text)
+            checked = checked_text(self.site, self.title, old, base, len(old), text, self.allowance(), added)
+            if not self.writes:
+                return PostOutcome("previewed", diff=diff)
+            if self.stopped():
+                raise EmergencyStop(f"{self.stop_title} is not empty")
+            page.text = checked.text
+            try:
+                base_revision = {"baserevid": base} if base else {"createonly": True}
+                page.save(summary=summary, minor=False, bot=True, quiet=True, force=not page.botMayEdit(),
+                          apply_cosmetic_changes=False, basetimestamp=None, **base_revision)
+            except EditConflictError:
+                log.info("edit conflict on %s (try %d), reading the page again", self.title, attempt + 1)
+                continue
+            revision = page.latest_revision_id
+            saved = self._revision(revision)
+            if saved["slots"]["main"]["content"] != checked.text:
+                self._undo(revision, "undo the bot's edit: the wiki stored something other than what was sent")
+                if saved["parentid"] != (base or 0):
+                    continue  # someone saved in between: their edit is restored, try again
+                raise EditRefused(f"revision {revision} differs from what was sent; the bot's edit was undone")
+            return PostOutcome("posted", revision=revision, diff=diff)
         raise EditConflictError(self.page())
 
     def _revision(self, revision: int) -> dict:
@@ -260,6 +307,12 @@ class ForumPage:
     def _undo(self, revision: int, summary: str) -> None:
         self.site.simple_request(action="edit", title=self.title, undo=revision, summary=summary, bot=True,
                                  nocreate=True, token=self.site.tokens["csrf"]).submit()
+
+
+def page_diff(title: str, old: str, new: str) -> str:
+    """A unified diff of two texts of *title*, one line each, whether or not the text ends with a newline."""
+    lines = difflib.unified_diff(old.split("\n"), new.split("\n"), title, title + " (with the reply)", lineterm="")
+    return "".join(line + "\n" for line in lines)
 
 
 def verify_only_added(old: str, new: str, section: Section, reply: str) -> int:

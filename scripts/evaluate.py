@@ -26,13 +26,15 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from agent.cli import program_name
 from harness.datasets import FILE_GOLD, SPLITS, DatasetError, default_split, file_gold_caveat, read_dataset
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m scripts.evaluate", description=__doc__.splitlines()[0],
+    parser = argparse.ArgumentParser(prog=program_name("scripts.evaluate"), description=__doc__.splitlines()[0],
                                      epilog="Environment: OPENAI_API_KEY, OPENAI_BASE_URL, SPINACH_MODEL, "
-                                            "WIKIDATA_API_URL, WIKIDATA_SPARQL_URL, SPINACH_CONTACT.")
+                                            "WIKIDATA_API_URL, WIKIDATA_SPARQL_URL, WIKIDATA_SPARQL_DIALECT "
+                                            "(wdqs, qlever or sparql11), SPINACH_CONTACT.")
     parser.add_argument("--dataset", choices=sorted(SPLITS), help="which benchmark")
     parser.add_argument("--split", help="dev, val, test or train (default: test, or the only split; val for kqapro)")
     parser.add_argument("--data", default="data", metavar="DIR",
@@ -50,6 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--repeats", type=int, default=1, metavar="N",
                         help="answer the split N times (sampling is at temperature 1.0); the report gives the mean "
                              "and spread across repeats beside the interval over questions (default: 1)")
+    parser.add_argument("--api-key-file", metavar="PATH",
+                        help="read the API key from this file instead of OPENAI_API_KEY")
     parser.add_argument("--kb", metavar="DIR", help="a local Oxigraph store instead of live Wikidata")
     parser.add_argument("--cache", metavar="PATH", default=None,
                         help="SQLite cache of Wikidata responses (default: OUT/wikidata-cache.sqlite)")
@@ -182,7 +186,9 @@ def main(argv: list[str] | None = None) -> int:
         if kqapro != (graph.name == "kqapro"):
             raise ValueError(f"{args.kb or 'Wikidata'} holds the graph {graph.name!r}; {args.dataset} needs "
                              + ("KQA Pro's" if kqapro else "Wikidata"))
-        llm_config = LLMConfig.from_env(os.environ, base_url=args.base_url, model=args.model, timeout=args.llm_timeout)
+        api_key = Path(args.api_key_file).read_text().strip() if args.api_key_file else None
+        llm_config = LLMConfig.from_env(os.environ, api_key=api_key, base_url=args.base_url, model=args.model,
+                                        timeout=args.llm_timeout)
         llm = ChatModel.from_config(llm_config)
         settings = {
             "dataset": args.dataset, "split": split, "language": args.language, "model": llm.resolve_model(),

@@ -14,6 +14,7 @@ import json
 import logging
 import sys
 
+from agent.cli import program_name
 from agent.graph import ProfileError, load_graph, profile_names
 from agent.kb.base import KnowledgeBase
 from agent.kb.dialect import DIALECTS
@@ -44,7 +45,7 @@ other graphs (load --graph NAME or PROFILE.toml; a store keeps its graph, so que
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m agent.kb", description=__doc__.splitlines()[0],
+    parser = argparse.ArgumentParser(prog=program_name("agent.kb"), description=__doc__.splitlines()[0],
                                      epilog=FORMATS, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
     load = commands.add_parser("load", help="add files to the store (each file all or nothing)", epilog=FORMATS,

@@ -1,0 +1,93 @@
+"""The drafts of the review step, in the bot's SQLite state file (a table of their own).
+
+A draft's status: ``drafted`` (on the review page, waiting for a reviewer),
+``approved`` (a reviewer approved it; being checked and posted), ``posted``
+(on the forum, ``forum_revision`` says where), ``rejected`` (a reviewer
+rejected it) or ``dropped`` (stale, or its section on the review page is
+gone; ``reason`` says why).  ``reason`` also keeps the last mark that was
+ignored (an approval by a user who is not a reviewer).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from dataclasses import dataclass
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS drafts (
+    number INTEGER PRIMARY KEY AUTOINCREMENT,
+    page TEXT NOT NULL,             -- the forum page
+    key TEXT NOT NULL,              -- the task's key in the sections table
+    heading TEXT NOT NULL,
+    kind TEXT NOT NULL,             -- question | follow-up | too-long
+    status TEXT NOT NULL,           -- drafted | approved | posted | rejected | dropped
+    reply TEXT NOT NULL,            -- the reply as drafted, its signature left out
+    summary TEXT NOT NULL,          -- the forum edit's summary
+    digest TEXT NOT NULL,           -- the forum section's text when drafted
+    review_revision INTEGER,        -- the review page's revision that added the draft
+    forum_revision INTEGER,         -- the forum's revision that holds the posted reply
+    reason TEXT,
+    created REAL NOT NULL,
+    updated REAL NOT NULL
+);
+"""
+_COLUMNS = "number, page, key, heading, kind, status, reply, summary, digest, review_revision, forum_revision, reason"
+
+
+@dataclass
+class Draft:
+    number: int
+    page: str
+    key: str
+    heading: str
+    kind: str
+    status: str
+    reply: str
+    summary: str
+    digest: str
+    review_revision: int | None
+    forum_revision: int | None
+    reason: str | None
+
+
+class Drafts:
+    """The drafts table of a state file, on the state's own connection."""
+
+    def __init__(self, connection: sqlite3.Connection) -> None:
+        self.connection = connection
+        self.connection.executescript(SCHEMA)
+
+    def next_number(self) -> int:
+        row = self.connection.execute("SELECT seq FROM sqlite_sequence WHERE name = 'drafts'").fetchone()
+        return (row[0] if row else 0) + 1
+
+    def add(self, number: int, page: str, key: str, heading: str, kind: str, reply: str, summary: str,
+            digest: str, review_revision: int | None) -> None:
+        now = time.time()
+        with self.connection:
+            self.connection.execute(
+                "INSERT INTO drafts (number, page, key, heading, kind, status, reply, summary, digest, "
+                "review_revision, created, updated) VALUES (?, ?, ?, ?, ?, 'drafted', ?, ?, ?, ?, ?, ?)",
+                (number, page, key, heading, kind, reply, summary, digest, review_revision, now, now))
+
+    def waiting(self, page: str) -> list[Draft]:
+        """The drafts of *page* still waiting for a reviewer, oldest first."""
+        rows = self.connection.execute(f"SELECT {_COLUMNS} FROM drafts WHERE page = ? AND status = 'drafted' "
+                                       "ORDER BY number", (page,)).fetchall()
+        return [Draft(*row) for row in rows]
+
+    def get(self, number: int) -> Draft | None:
+        row = self.connection.execute(f"SELECT {_COLUMNS} FROM drafts WHERE number = ?", (number,)).fetchone()
+        return Draft(*row) if row else None
+
+    def set(self, number: int, status: str | None = None, reason: str | None = None,
+            forum_revision: int | None = None) -> None:
+        values: dict[str, object] = {"updated": time.time(), "reason": reason}
+        if status is not None:
+            values["status"] = status
+        if forum_revision is not None:
+            values["forum_revision"] = forum_revision
+        assignments = ", ".join(f"{name} = ?" for name in values)
+        with self.connection:
+            self.connection.execute(f"UPDATE drafts SET {assignments} WHERE number = ?", (*values.values(), number))

@@ -1,0 +1,36 @@
+"""What one pass did to each section, in words, for the pass's log line.
+
+The watcher's counters say how many; the operator also wants which and why.
+Rather than every skip rule logging its own line, a pass compares the state's
+records before and after it: each section whose status (or failure count)
+changed is named with its new status and the reason the state records.
+"""
+
+from __future__ import annotations
+
+from bot.state import SectionRecord
+
+#: How each new status reads in the log.
+VERBS = {"answered": "answered", "skipped": "skipped", "waiting": "waiting", "refused": "refused",
+         "failed": "failed, given up", "drafted": "drafted for review", "rejected": "rejected by a reviewer",
+         "gone": "gone from the page"}
+
+
+def snapshot(records: list[SectionRecord]) -> dict[str, tuple[str, int, str | None]]:
+    return {record.key: (record.status, record.attempts, record.last_error) for record in records}
+
+
+def changes(before: dict[str, tuple[str, int, str | None]], after: list[SectionRecord]) -> list[str]:
+    """Each section whose record a pass changed: ``answered "Heading"``, ``skipped "Heading" (why)``, …"""
+    said = []
+    for record in after:
+        old = before.get(record.key)
+        if old == (record.status, record.attempts, record.last_error):
+            continue
+        name = f'"{record.heading}"' + (" (follow-up)" if " / r" in record.key else "")
+        if record.status == "pending" and old is not None and record.attempts > old[1]:
+            said.append(f"failed {name}, retried later ({(record.last_error or '')[:200]})")
+        elif record.status in VERBS and (old is None or old[0] != record.status):
+            why = f" ({record.last_error[:200]})" if record.last_error and record.status != "answered" else ""
+            said.append(f"{VERBS[record.status]} {name}{why}")
+    return said
