@@ -244,8 +244,10 @@ def trace_problems(site: pywikibot.site.APISite, title: str, reply: str) -> list
 
 
 def transformed_reply(reply: str, signature: str, timestamp: str) -> str:
-    """The reply as the pre-save transform must leave it: only its ``~~~~`` expanded."""
-    return reply.replace("~~~~", f"{signature} {timestamp}")
+    """The reply as the pre-save transform must leave it: only its own ``~~~~``, the last one, expanded (one
+    inside a ``<nowiki>`` block is text, and stays)."""
+    head, _, tail = reply.rpartition("~~~~")
+    return f"{head}{signature} {timestamp}{tail}"
 
 
 def checked_text(site: pywikibot.site.APISite, title: str, old: str, base: int | None, point: int, reply: str,

@@ -10,11 +10,14 @@ process dies, however it dies, so a crash never leaves a stale lock.
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
+
+log = logging.getLogger(__name__)
 
 
 class LockBusy(RuntimeError):
@@ -28,18 +31,24 @@ class ProcessLock:
 
     @classmethod
     def acquire(cls, state_path: Path, wait_seconds: float = 0.0) -> ProcessLock:
-        """Take the lock next to *state_path*, waiting up to *wait_seconds*; :class:`LockBusy` otherwise."""
+        """Take the lock next to *state_path*, waiting up to *wait_seconds* (saying so once); :class:`LockBusy`
+        otherwise."""
         path = state_path.with_name(state_path.name + ".lock")
         handle = path.open("a+")
         deadline = time.monotonic() + wait_seconds
+        waiting = False
         while True:
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
+                handle.seek(0)
+                holder = handle.read().strip() or "unknown"
+                if not waiting and wait_seconds > 0:
+                    log.info("another live bot process (pid %s) is using %s: waiting up to %g s for it",
+                             holder, state_path, wait_seconds)
+                    waiting = True
                 if time.monotonic() >= deadline:
-                    handle.seek(0)
-                    holder = handle.read().strip() or "unknown"
                     handle.close()
                     raise LockBusy(f"another live bot process (pid {holder}) is using {state_path}; wait for it "
                                    f"to finish or stop it (--wait-for-lock SECONDS waits)") from None

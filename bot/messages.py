@@ -39,6 +39,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "run_by": "run by {operator}",
         "check": "please check the query before relying on it",
         "about": "about this bot",
+        "user_page": "its user page",
         "earlier": "An earlier request looks similar: {link}",
     },
     "de": {
@@ -70,6 +71,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "run_by": "betrieben von {operator}",
         "check": "bitte prüfe die Abfrage, bevor du dich darauf verlässt",
         "about": "über diesen Bot",
+        "user_page": "seine Benutzerseite",
         "earlier": "Eine frühere Anfrage sieht ähnlich aus: {link}",
     },
     "fr": {
@@ -99,6 +101,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "run_by": "géré par {operator}",
         "check": "merci de vérifier la requête avant de vous y fier",
         "about": "à propos de ce bot",
+        "user_page": "sa page utilisateur",
         "earlier": "Une demande antérieure semble similaire : {link}",
     },
     "es": {
@@ -128,6 +131,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "run_by": "gestionado por {operator}",
         "check": "comprueba la consulta antes de fiarte de ella",
         "about": "sobre este bot",
+        "user_page": "su página de usuario",
         "earlier": "Una solicitud anterior parece similar: {link}",
     },
 }

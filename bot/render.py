@@ -62,6 +62,8 @@ class Credit:
 
     documentation: str
     operator: str | None = None
+    #: The bot's user name: when the documentation is its user page, the signature links it already.
+    bot: str = ""
 
     def __post_init__(self) -> None:
         for name, value in (("documentation", self.documentation), ("operator", self.operator or "")):
@@ -73,12 +75,20 @@ class Credit:
         """A link to the operator's talk page (a talk page link pings nobody)."""
         return f"[[User talk:{self.operator}|{self.operator}]]" if self.operator else ""
 
-    def documentation_link(self, label: str) -> str:
+    @property
+    def in_signature(self) -> bool:
+        """Whether the documentation is the bot's user page, which every signature links."""
+        return bool(self.bot) and " ".join(self.documentation.replace("_", " ").split()) == f"User:{self.bot}"
+
+    def documentation_link(self, label: str, user_page: str) -> str:
+        """*label* linked to the documentation; its user page named (not linked twice) when that is it."""
+        if self.in_signature:
+            return f"{encode(label)}: {encode(user_page)}"
         return f"[[{self.documentation}|{encode(label)}]]"
 
     def markup(self) -> str:
         """The links the credit adds to a page, for the edit check's allowance."""
-        return self.operator_link() + self.documentation_link("about")
+        return self.operator_link() + self.documentation_link("about", "")
 
 
 def final_query_wikitext(sparql: str, *, try_it: str = "Try it!") -> str:
@@ -254,7 +264,7 @@ def _footer(credit: Credit, answered: bool, words: dict[str, str]) -> str:
         text += ", " + encode(before) + credit.operator_link() + encode(after)
     if answered:
         text += "; " + encode(words["check"])
-    return text + " (" + credit.documentation_link(words["about"]) + ")."
+    return text + " (" + credit.documentation_link(words["about"], words["user_page"]) + ")."
 
 
 def _paragraphs(text: str) -> list[str]:
@@ -309,7 +319,7 @@ def render_reply(result: AgentResult, *, depth: int = 1, max_chars: int = 20000,
         raise ValueError(f"a reply's depth is 1 or more, not {depth}")
     if max_chars < MIN_CHARS:
         raise ValueError(f"a reply needs at least {MIN_CHARS} characters, not {max_chars}")
-    credit = credit or Credit("User:SpinachBot")
+    credit = credit or Credit("User:SpinachBot", bot="SpinachBot")
     words = messages_for(result.language)
     query_text = (result.final_sparql or "").strip(" \t\r\n")
     answered = shows_query(result)

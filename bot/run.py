@@ -236,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     username = site.username() or ""
     try:
-        credit = Credit(config.documentation.format(username=username), config.operator)
+        credit = Credit(config.documentation.format(username=username), config.operator, bot=username)
     except ValueError as error:
         print(f"error: {error} (operator and documentation in bot.ini)", file=sys.stderr)
         return 2

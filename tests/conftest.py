@@ -9,6 +9,7 @@ pytest_plugins = [
     "tests.support.wikidata_server",
     "tests.support.mediawiki",
     "tests.support.figures",
+    "tests.support.browser",
 ]
 
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared"

@@ -80,7 +80,7 @@ def test_hostile_text_everywhere_renders_inert(answer):
     reply = render_reply(result(answer=answer, explanation=HOSTILE))
     markup = active_markup(reply)
     assert markup["templates"] <= {"SPARQL", "!", "Q"}
-    assert markup["links"] == ["[[User:SpinachBot|about this bot]]"]  # the credit's, nothing else
+    assert markup["links"] == []  # the documentation is the bot's user page, which the signature links
     assert markup["headings"] == [] and markup["comments"] == []
     assert all(url.startswith(QUERY_SERVICE) for url in markup["external"])
     assert markup["tags"] <= ALLOWED_TAGS
@@ -439,7 +439,7 @@ def test_a_hostile_reply_saved_on_the_real_wiki_stays_inert_and_collapsed(mediaw
     assert "~~~" not in outside_blocks(stored) and stored.endswith("(UTC)")
     assert [section["line"] for section in parsed["sections"]] == ["Question"]
     assert parsed["categories"] == [] and parsed["properties"] in ([], {})
-    assert {link["title"] for link in parsed["links"]} <= {"User:Alice", "User talk:Alice", "User:SpinachBot"}
+    assert {link["title"] for link in parsed["links"]} <= {"User:Alice", "User talk:Alice"}
     assert {t["title"] for t in parsed["templates"]} <= {"Template:SPARQL", "Template:Q"}
     assert all(url.startswith(QUERY_SERVICE) for url in parsed["externallinks"])
     rendered = parsed["text"]

@@ -1,0 +1,170 @@
+"""The review step on a real MediaWiki: drafts on the review page, posted to the forum only once a reviewer
+approves them, as an operator runs the bot (``python -m bot.run``, in this process).
+
+Who marked a draft is read from the review page's history: every human edit here is Alice's, so a mark she
+signs as Bob is still hers.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from tests.support.bot_rig import BotRig
+from tests.support.euler import EULER_ADVISORS_QUERY, euler_entities
+from tests.support.mediawiki import BOT_USER
+from tests.support.wikidata_server import select
+from tests.test_watcher import new_section, scripted, section_text, signature
+
+pytestmark = pytest.mark.mediawiki
+
+
+@pytest.fixture
+def forum(mediawiki, request):
+    return mediawiki.fresh_forum(request.node.name)
+
+
+@pytest.fixture
+def rig(mediawiki, llm_server, wikidata_server, tmp_path) -> BotRig:
+    wikidata = wikidata_server(sparql=lambda query: select(["advisor"], [{"advisor": "Q124500"}]))
+    wikidata.add(*euler_entities())
+    return BotRig(mediawiki, tmp_path, llm_server(scripted({})), wikidata)
+
+
+class Reviewing:
+    """The bot with ``review = true`` on one forum page, its review page of its own, and the drafts' state."""
+
+    def __init__(self, rig: BotRig, forum: str, name: str, reviewers: str = "Alice") -> None:
+        self.rig, self.forum = rig, forum
+        self.page = f"User:{BOT_USER}/Review/{name[:50]}"
+        self.configure(reviewers)
+
+    def configure(self, reviewers: str) -> None:
+        (self.rig.directory / "bot.ini").write_text(
+            f"[bot]\nreview = true\nreview_page = {self.page}\nreviewers = {reviewers}\noperator = Alice\n"
+            "max_sections_per_pass = 5\n")
+
+    def run(self) -> str:
+        done = self.rig.run(self.forum, "--once", "--live", "--config", str(self.rig.directory / "bot.ini"))
+        assert done.code == 0, done.stderr[-3000:]
+        return done.stderr
+
+    def text(self) -> str:
+        return self.rig.mediawiki.page_text(self.page)
+
+    def draft(self, number: int) -> str:
+        return self.text().split(f"== Draft {number} ==\n", 1)[1].split("\n== ", 1)[0]
+
+    def edit_draft(self, number: int, change, summary: str = "review") -> None:
+        """Alice edits the section of draft *number* with *change* (a function of its text)."""
+        text = self.text()
+        head, rest = text.split(f"== Draft {number} ==\n", 1)
+        section, _, tail = rest.partition("\n== ")
+        self.rig.mediawiki.edit_as_human(self.page, head + f"== Draft {number} ==\n" + change(section)
+                                         + (("\n== " + tail) if tail else ""), summary)
+
+    def mark(self, number: int, mark: str, user: str = "Alice") -> None:
+        self.edit_draft(number, lambda section: section.rstrip() + f"\n:{mark} {signature(user, 50)}", mark)
+
+    def drafts(self) -> dict[str, tuple[str, str | None]]:
+        """Each draft's status and reason, by the heading of its forum section."""
+        with sqlite3.connect(self.rig.state_path()) as connection:
+            rows = connection.execute("SELECT heading, status, reason FROM drafts ORDER BY number").fetchall()
+        return {heading: (status, reason) for heading, status, reason in rows}
+
+    def sections(self) -> dict[str, str]:
+        return {record.heading: record.status for record in self.rig.records().values()}
+
+
+def ask(mediawiki, forum: str, *headings: str) -> None:
+    page = mediawiki.page_text(forum)
+    for minute, heading in enumerate(headings):
+        page += new_section(heading, "Who advised Euler?", minute=minute)
+    mediawiki.edit_as_human(forum, page, "new questions")
+
+
+def test_a_draft_is_posted_when_a_reviewer_approves_it_and_dropped_when_one_rejects_it(
+        mediawiki, forum, rig, request):
+    review = Reviewing(rig, forum, request.node.name)
+    review.run()  # the first look: backlog
+    ask(mediawiki, forum, "Euler", "Euler again")
+    log = review.run()
+    assert rig.bot_edits(forum) == [] and "drafted for review" in log
+    assert review.drafts() == {"Euler": ("drafted", None), "Euler again": ("drafted", None)}
+    assert review.sections()["Euler"] == review.sections()["Euler again"] == "drafted"
+    first = review.draft(1)
+    assert f"[[{forum}#Euler|Euler]]" in first and "[[User:SpinachBot|SpinachBot]]" in first  # linked, signed
+    assert ":Here is a query that answers this" in first and "~~~~" not in first
+
+    review.mark(1, "{{approved}}")
+    review.mark(2, "{{Rejected}}")
+    log = review.run()
+    [edit] = rig.bot_edits(forum)
+    assert edit["comment"].startswith("/* Euler */ reply with a SPARQL query written by an automated agent")
+    posted = section_text(mediawiki.page_text(forum), "Euler")
+    assert ":Here is a query that answers this" in posted and posted.count("[[User:SpinachBot|SpinachBot]]") == 1
+    assert "run by [[User talk:Alice|Alice]]" in posted
+    assert "[[User:SpinachBot" not in section_text(mediawiki.page_text(forum), "Euler again")
+    assert review.drafts()["Euler"][0] == "posted" and review.drafts()["Euler again"][0] == "rejected"
+    assert review.sections()["Euler"] == "answered" and review.sections()["Euler again"] == "rejected"
+    assert 'answered "Euler"' in log and 'rejected by a reviewer "Euler again"' in log
+
+    review.run()  # nothing is drafted or posted again
+    assert len(rig.bot_edits(forum)) == 1 and "== Draft 3 ==" not in review.text()
+
+
+def test_the_edited_draft_is_posted_and_still_checked_by_mediawiki(mediawiki, forum, rig, request):
+    review = Reviewing(rig, forum, request.node.name)
+    review.run()
+    ask(mediawiki, forum, "Euler", "Euler again")
+    review.run()
+    review.edit_draft(1, lambda text: text.replace(":Here is a query that answers this",
+                                                   ":Checked by the operator. Here is a query that answers this"))
+    review.mark(1, "{{approved}}")
+    review.edit_draft(2, lambda text: text.replace(":Here is a query", ":[[Category:Spam]] Here is a query"))
+    review.mark(2, "{{approved}}")
+    log = review.run()
+    [edit] = rig.bot_edits(forum)
+    text = mediawiki.page_text(forum)
+    assert ":Checked by the operator. Here is a query that answers this" in section_text(text, "Euler")
+    assert "Category:Spam" not in text and "[[User:SpinachBot" not in section_text(text, "Euler again")
+    status, reason = review.drafts()["Euler again"]
+    assert status == "dropped" and "refused by the edit check" in reason and "categories would appear" in reason
+    assert review.sections()["Euler again"] == "refused" and "refused" in log
+
+
+def test_an_approval_by_someone_not_on_the_list_is_ignored(mediawiki, forum, rig, request):
+    review = Reviewing(rig, forum, request.node.name, reviewers="Bob")
+    review.run()
+    ask(mediawiki, forum, "Euler")
+    review.run()
+    review.mark(1, "{{approved}}", user="Bob")  # signed as Bob, saved by Alice
+    log = review.run()
+    assert rig.bot_edits(forum) == []
+    status, reason = review.drafts()["Euler"]
+    assert status == "drafted" and "{{approved}} by Alice" in reason and "ignored" in log
+    review.configure("Alice, Bob")  # now Alice may approve: her mark counts
+    review.run()
+    assert len(rig.bot_edits(forum)) == 1 and review.drafts()["Euler"][0] == "posted"
+
+
+def test_a_stale_draft_is_checked_again_and_dropped_with_its_reason(mediawiki, forum, rig, request):
+    review = Reviewing(rig, forum, request.node.name)
+    review.run()
+    ask(mediawiki, forum, "Euler", "Euler again")
+    review.run()
+    page = mediawiki.page_text(forum)
+    answer = f":Try {{{{SPARQL|query={EULER_ADVISORS_QUERY}}}}} {signature('Bob', 40)}\n"
+    head, tail = page.split("\n\n== Euler again ==")
+    mediawiki.edit_as_human(forum, head + "\n" + answer + "\n== Euler again ==" + tail + "\n:Also their years? "
+                            + signature(minute=45), "a human answer, and a question changed")
+    review.mark(1, "{{approved}}")
+    review.mark(2, "{{approved}}")
+    review.run()
+    assert rig.bot_edits(forum) == []
+    drafts = review.drafts()
+    assert drafts["Euler"] == ("dropped", "stale: someone posted a query there meanwhile")
+    assert drafts["Euler again"] == ("dropped", "stale: the thread changed since the draft")
+    review.run()  # the changed question is drafted anew, with its thread as it is now
+    assert "== Draft 3 ==" in review.text() and review.drafts()["Euler again"] == ("drafted", None)
