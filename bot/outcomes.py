@@ -28,7 +28,7 @@ def changes(before: dict[str, tuple[str, int, str | None]], after: list[SectionR
         if old == (record.status, record.attempts, record.last_error):
             continue
         name = f'"{record.heading}"' + (" (follow-up)" if " / r" in record.key else "")
-        if record.status == "pending" and old is not None and record.attempts > old[1]:
+        if record.status == "pending" and record.attempts > (old[1] if old else 0):
             said.append(f"failed {name}, retried later ({(record.last_error or '')[:200]})")
         elif record.status in VERBS and (old is None or old[0] != record.status):
             why = f" ({record.last_error[:200]})" if record.last_error and record.status != "answered" else ""

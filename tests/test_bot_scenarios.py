@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 import urllib.parse
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,7 @@ from bot.render import final_query_wikitext
 from tests.support.euler import EULER_ADVISORS_QUERY, euler_entities
 from tests.support.bot_rig import SECRET_KEY, BotRig, Endpoint, LogReader, wait_for
 from tests.support.llm_server import ErrorReply, ToolCallReply
+from tests.support.loopback import LoopbackServer
 from tests.support.mediawiki import BOT_USER, PYWIKIBOT_DIR
 from tests.support.wikidata_server import select
 
@@ -116,6 +118,9 @@ def test_dry_run_prints_the_reply_and_diff_and_edits_nothing(mediawiki, forum, r
     done = rig.run(forum, "--once", "--dry-run")
     assert done.code == 0, done.stderr
     assert "dry run: nothing was saved" in done.stdout and re.search(r"^\+.*~~~~", done.stdout, re.M)
+    # the section is the page's last: the asker's line and the reply's first stay two lines of the diff
+    assert re.search(r"^[ -]Who advised Euler\? .*\(UTC\)$", done.stdout, re.M), done.stdout[-2000:]
+    assert re.search(r"^\+:Here is a query that answers this", done.stdout, re.M) and "(UTC)+" not in done.stdout
     assert rig.bot_edits(forum) == []
     section = rig.run(forum, "--section", "Euler")  # --section alone is a dry run too
     assert "dry run: nothing was saved" in section.stdout and rig.bot_edits(forum) == []
@@ -181,6 +186,8 @@ def test_a_failing_model_is_recorded_and_the_pass_goes_on(mediawiki, forum, rig,
     done = rig.run(forum, "--once", "--live", llm=broken)
     assert done.code == 0, done.stderr
     assert "llm_error" in done.stderr and rig.bot_edits(forum) == []
+    assert f"the model endpoint {broken.base_url} failed" in done.stderr  # which endpoint, never its key
+    assert re.search(r'pass over .*: failed 1, read 1; failed "Euler", retried later \(llm_error', done.stderr)
 
 
 def test_hostile_text_stays_inert_on_the_real_wiki(mediawiki, forum, rig, llm_server):
@@ -314,3 +321,85 @@ def test_messages_send_the_operator_the_right_way(mediawiki, forum, rig, llm_ser
     assert f"as {BOT_USER}" in dry.stderr and "dry run: nothing was saved" in dry.stdout
     assert {request["model"] for request in model.requests} == {"a-model-from-bot-ini"}
     assert not (pywikibot_dir / "families").exists() and not (rig.directory / "families").exists()
+
+
+def test_a_refusal_by_mediawiki_is_logged_with_its_reason_shown_by_a_dry_run_and_not_retried(mediawiki, forum, rig):
+    rig.run(forum, "--once", "--live")
+    mediawiki.edit_as_human(forum, mediawiki.page_text(forum) + new_section("Euler", "Who advised Euler?"))
+    # A wiki whose {{Q}} links out: every reply with a preview table would add an external link.
+    mediawiki.edit_as_human("Template:Q", "[https://example.org/{{{1}}} {{{1}}}]", "a {{Q}} that links out")
+    try:
+        dry = rig.run(forum, "--once", "--dry-run")
+        assert dry.code == 0 and "refused by the edit check" in dry.stdout, dry.stdout[-2000:]
+        assert "external links would appear" in dry.stdout
+        live = rig.run(forum, "--once", "--live")
+        assert live.code == 0 and rig.bot_edits(forum) == []
+        assert "refused by the edit check (not retried): MediaWiki's parser shows" in live.stderr
+        assert "Traceback" not in live.stderr and "unexpected error" not in live.stderr
+        assert re.search(r'pass over .*: read 1, refused 1; refused "Euler" \(MediaWiki', live.stderr)
+        [record] = [record for record in rig.records().values() if record.heading == "Euler"]
+        assert record.status == "refused" and "external links would appear" in record.last_error
+        asked = len(rig.llm.requests)
+        again = rig.run(forum, "--once", "--live")
+        assert again.code == 0 and len(rig.llm.requests) == asked and rig.bot_edits(forum) == []
+    finally:
+        mediawiki.edit_as_human("Template:Q", "{{{1}}}", "entity template")
+
+
+def test_with_a_store_a_second_live_process_is_told_of_the_first_and_can_wait_for_it(mediawiki, forum, rig):
+    from agent.kb.local import LocalKB
+    from bot.lock import ProcessLock
+
+    store = rig.directory / "store"
+    rig.run(forum, "--once", "--live", "--kb", str(store))  # the first look; creates the store
+    held, kb = ProcessLock.acquire(rig.state_path()), LocalKB(store)  # as a live bot holds both
+    try:
+        refused = rig.run_process(forum, "--once", "--live", "--kb", str(store))
+        assert refused.code == 2 and f"another live bot process (pid {os.getpid()})" in refused.stderr
+        assert "open in another process" not in refused.stderr
+        waiting = rig.start(forum, "--once", "--live", "--kb", str(store), "--wait-for-lock", "120")
+        log = LogReader(waiting)
+        wait_for(lambda: log.count("waiting up to 120 s"), 120, "the second process to wait", log.death)
+    finally:
+        kb.close()
+        held.release()
+    waiting.wait(timeout=120)
+    stderr = log.close()
+    assert waiting.returncode == 0, stderr[-3000:]
+    assert "pass over" in stderr
+
+
+class Shortener(BaseHTTPRequestHandler):
+    """w.wiki as it answers: a redirect to the long URL, or 404 for a code it does not know."""
+
+    targets = {"/AbC1": "https://query.wikidata.org/#" + urllib.parse.quote(EULER_ADVISORS_QUERY, safe=""),
+               "/Xyz9": "https://www.wikidata.org/wiki/Q42"}
+
+    def do_GET(self):  # noqa: N802 (http.server's name)
+        target = self.targets.get(self.path)
+        self.send_response(301 if target else 404)
+        if target:
+            self.send_header("Location", target)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+def test_a_short_link_in_a_request_reaches_the_model_as_the_askers_query(mediawiki, forum, rig):
+    shortener = LoopbackServer(Shortener)
+    try:
+        (rig.directory / "bot.ini").write_text(f"[bot]\nshort_links = {shortener.base}\n")
+        rig.run(forum, "--once", "--live", "--config", str(rig.directory / "bot.ini"))
+        mediawiki.edit_as_human(forum, mediawiki.page_text(forum) + new_section(
+            "Euler", "Why does https://w.wiki/AbC1 not list them all? See also https://w.wiki/Xyz9 and "
+                     "https://w.wiki/Nope"))
+        done = rig.run(forum, "--once", "--live", "--config", str(rig.directory / "bot.ini"))
+    finally:
+        shortener.close()
+    assert done.code == 0 and len(rig.bot_edits(forum)) == 1, done.stderr[-3000:]
+    asked = "\n".join(str(message.get("content")) for message in rig.llm.requests[0]["messages"])
+    assert "The person asking gave this query:" in asked and EULER_ADVISORS_QUERY in asked
+    assert "Your explanation opens your reply" in asked
+    assert "does not redirect (HTTP 404)" in done.stderr and "points to www.wikidata.org" in done.stderr
