@@ -86,7 +86,9 @@ QUERY_SERVICE = "https://query.wikidata.org/"
 BOT_SIGNATURE = re.compile(
     rf"\[\[User:{BOT_USER}\|{BOT_USER}\]\] \(\[\[User talk:{BOT_USER}\|talk\]\]\) "
     r"\d\d:\d\d, \d{1,2} [A-Z][a-z]+ \d{4} \(UTC\)")
-FIXED_STYLE = re.compile(r"style=\"[^\"]*position\s*:\s*(?:fixed|absolute|sticky)", re.IGNORECASE)
+#: An element (not text that shows one: a reply's text blocks show ``<div style="…">`` as written, escaped) whose
+#: style takes it out of the page's flow.
+FIXED_STYLE = re.compile(r"<[A-Za-z][^<>]*\bstyle=\"[^\"]*position\s*:\s*(?:fixed|absolute|sticky)", re.IGNORECASE)
 HEADING_TAG = re.compile(r"<h[1-6][\s>]", re.IGNORECASE)
 PARSE_PROPS = "text|sections|categories|templates|links|externallinks|images|properties|iwlinks|langlinks"
 
