@@ -72,9 +72,10 @@ class Drafts:
                 (number, page, key, heading, kind, reply, summary, digest, review_revision, now, now))
 
     def waiting(self, page: str) -> list[Draft]:
-        """The drafts of *page* still waiting for a reviewer, oldest first."""
-        rows = self.connection.execute(f"SELECT {_COLUMNS} FROM drafts WHERE page = ? AND status = 'drafted' "
-                                       "ORDER BY number", (page,)).fetchall()
+        """The drafts of *page* not yet posted or dropped, oldest first (an approved one whose posting was cut
+        short, by the stop page or a crash, is looked at again)."""
+        rows = self.connection.execute(f"SELECT {_COLUMNS} FROM drafts WHERE page = ? AND status IN "
+                                       "('drafted', 'approved') ORDER BY number", (page,)).fetchall()
         return [Draft(*row) for row in rows]
 
     def get(self, number: int) -> Draft | None:

@@ -161,6 +161,7 @@ def test_a_follow_up_is_answered_once_in_the_thread_even_when_the_bot_is_killed(
     reply = thread.split(follow_up.strip(), 1)[1]
     first_reply = thread.split("Who advised Euler?", 1)[1].split("\n", 1)[1].split(follow_up.strip(), 1)[0]
     assert "?advisor ?year WHERE" in reply  # the revised query, in the thread
+    assert "follow-up: a revised SPARQL query" in rig.bot_edits(forum)[0]["comment"]
     assert indentation(reply) > indentation(first_reply) > 0
     assert thread.count("[[User:SpinachBot|SpinachBot]]") == 2
 
