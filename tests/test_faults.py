@@ -461,4 +461,5 @@ def test_a_saved_revision_other_than_what_was_sent_is_undone_at_once(rig):
     bot = [revision for revision in rig.mediawiki.revisions(page) if revision["user"] == BOT_USER]
     assert len(bot) == 2 and bot[0]["comment"].startswith("undo the bot's reply"), bot
     assert "differs from what was sent; the bot's edit was undone" in stderr
-    assert [status for status, _ in rig.statuses(page).values()] == ["pending"]
+    # the same reply would be stored otherwise again: refused, with the reason, and not retried
+    assert [status for status, _ in rig.statuses(page).values()] == ["refused"]

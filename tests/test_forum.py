@@ -10,7 +10,7 @@ from bot.forum import (
     parse_sections, pending_followup, ping_in, signatures_in,
 )
 from bot.history import UNKNOWN, Attribution
-from bot.watcher import edit_summary
+from bot.render import edit_summary
 
 FORUM = (Path(__file__).parent / "fixtures" / "forum" / "request_a_query.wiki").read_text()
 BOT = "SpinachBot"
@@ -215,8 +215,8 @@ def test_attribution_carries_lines_and_round_trips():
 
 
 def test_the_edit_summary_links_the_section_and_keeps_slashes():
-    assert edit_summary("Football season 1984/85").startswith("/* Football season 1984/85 */ ")
-    assert edit_summary("A */ trick").startswith("/* A * / trick */")
+    assert edit_summary("Football season 1984/85", "question", True).startswith("/* Football season 1984/85 */ ")
+    assert edit_summary("A */ trick", "question", True).startswith("/* A * / trick */")
 
 
 def test_the_edit_summary_claims_a_query_only_when_the_reply_posts_one():
