@@ -26,8 +26,6 @@ review                  false                            draft replies on the re
 review_page             User:{username}/Review           where drafts wait for an approval
 reviewers               (none)                           who may approve or reject, comma-separated
 short_links             https://w.wiki                   where https://w.wiki/… links in requests resolve
-answer_form             true                             answer a one-line yes/no, year or count question
-                                                         in that form (agent.answer_form)
 scholarly_service       wdsubgraph:scholarly_articles    the SERVICE holding scholarly articles ("" none)
 kb_dir                  (live Wikidata)                  answer from a local Oxigraph store
 cache_path              (none)                           SQLite cache of Wikidata responses
@@ -79,7 +77,6 @@ class BotConfig:
     review_page: str = "User:{username}/Review"
     reviewers: str | None = None
     short_links: str = "https://w.wiki"
-    answer_form: bool = True
     scholarly_service: str | None = "wdsubgraph:scholarly_articles"
     kb_dir: str | None = None
     cache_path: str | None = None

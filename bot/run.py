@@ -149,7 +149,7 @@ def make_answerer(config: BotConfig, llm_config):
     graph = getattr(kb, "graph", None)
     if graph is not None and graph.name != "wikidata":
         raise ValueError(f"kb_dir {config.kb_dir} holds the graph {graph.name!r}: the bot answers about Wikidata")
-    agent = Agent(llm=llm, kb=kb, config=AgentConfig(answer_guaranteed=False, answer_form=config.answer_form,
+    agent = Agent(llm=llm, kb=kb, config=AgentConfig(answer_guaranteed=False,
                                                      scholarly_service=config.scholarly_service or ""))
     endpoint = endpoint_of(llm_config)
 
