@@ -61,8 +61,8 @@ def test_the_model_sees_similar_requests_and_a_repost_links_the_earlier_thread(m
     assert "{wd:Q6722 wdt:P184 ?a.}" in shown and "own thread" not in shown and "?own" not in shown
     page = mediawiki.page_text(forum)
     assert "An earlier request looks similar" not in section_text(page, "Euler's advisors")
-    assert (f"An earlier request looks similar&#58; [[{forum}/Archive/2024/05#Doctoral advisors of Gauss|Doctoral "
-            "advisors of Gauss]] (2024&#45;05&#45;02)") in section_text(page, "Gauss")
+    assert (f":An earlier request looks similar: [[{forum}/Archive/2024/05#Doctoral advisors of Gauss|Doctoral "
+            "advisors of Gauss]] (2024-05-02)") in section_text(page, "Gauss")
 
 
 def test_a_missing_store_is_a_clear_error_before_anything_is_read(rig, forum):

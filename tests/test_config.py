@@ -2,10 +2,11 @@
 
 import pytest
 
+from agent.kb.local import LocalKB
 from bot import config as config_module
 from bot.config import BotConfig
 from bot.forum import Request
-from bot.run import make_answerer
+from bot.run import make_answerer, model_settings
 from tests.support.llm_server import SlowReply, ToolCallReply
 
 
@@ -18,9 +19,10 @@ def test_the_model_timeout_comes_from_bot_ini_and_reaches_the_model(tmp_path, ll
     slow = llm_server(lambda body: SlowReply(5, ToolCallReply("stop", {"explanation": "", "language": "en"})))
     (tmp_path / "bot.ini").write_text(f"[bot]\nbase_url = {slow.base_url}\nmodel = m\nllm_timeout = 0.5\n"
                                       f"kb_dir = {tmp_path / 'store'}\n")
+    LocalKB(tmp_path / "store").close()  # a dry run opens the store read-only: it must exist
     config = BotConfig.from_file(tmp_path / "bot.ini")
     assert config.llm_timeout == 0.5 and BotConfig().llm_timeout == 60.0
-    result = make_answerer(config)(Request(heading="Q", question="Who?"))
+    result = make_answerer(config, model_settings(config))(Request(heading="Q", question="Who?"))
     assert result.stop_reason == "llm_error" and "Timeout" in result.stop_message
 
 

@@ -215,15 +215,19 @@ def test_attribution_carries_lines_and_round_trips():
 
 
 def test_the_edit_summary_links_the_section_and_keeps_slashes():
-    assert edit_summary("Football season 1984/85", "question", True).startswith("/* Football season 1984/85 */ ")
-    assert edit_summary("A */ trick", "question", True).startswith("/* A * / trick */")
+    assert edit_summary("Football season 1984/85", "question", "query").startswith("/* Football season 1984/85 */ ")
+    assert edit_summary("A */ trick", "question", "query").startswith("/* A * / trick */")
 
 
 def test_the_edit_summary_claims_a_query_only_when_the_reply_posts_one():
-    assert edit_summary("Q", "query").endswith("reply with a SPARQL query written by a bot (please check it)")
-    for kind in ("no_query", "cannot_answer", "too-long"):
-        assert "query written" not in edit_summary("Q", kind) and edit_summary("Q", kind).startswith("/* Q */ reply")
-    assert edit_summary("Q", "cannot_answer").endswith("this cannot be answered from Wikidata")
+    assert edit_summary("Q", "question", "query").endswith(
+        "reply with a SPARQL query written by an automated agent (please check it)")
+    assert edit_summary("Q", "follow-up", "query").startswith("/* Q */ follow-up: a revised SPARQL query")
+    for kind, holds in (("question", "no_query"), ("question", "cannot_answer"), ("follow-up", "no_query"),
+                        ("follow-up", "cannot_answer"), ("too-long", "no_query")):
+        summary = edit_summary("Q", kind, holds)
+        assert "query written" not in summary and summary.startswith("/* Q */ ") and "automated reply" in summary
+    assert edit_summary("Q", "question", "cannot_answer").endswith("this cannot be answered from Wikidata")
 
 
 def test_a_reply_goes_after_the_sections_last_line_and_nothing_else_changes():
