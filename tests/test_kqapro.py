@@ -115,4 +115,4 @@ def test_the_agent_answers_over_the_kqapro_profile_through_the_openai_client(llm
     request = server.requests[0]
     assert [tool["function"]["name"] for tool in request["tools"]] == [
         "search_wikidata", "get_wikidata_entry", "get_property_examples", "execute_sparql", "stop"]
-    assert request["messages"][0]["content"].startswith("Answer the question with a SPARQL query over the KQA Pro")
+    assert request["messages"][0]["content"].startswith("Answer with a SPARQL query over the KQA Pro")

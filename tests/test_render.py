@@ -167,13 +167,16 @@ def test_without_an_answer_the_reply_says_what_was_tried_and_asks_no_check():
 
 
 def test_the_edit_summary_says_what_the_reply_is():
-    assert edit_summary("Euler */ x", "question", True) == (
+    assert edit_summary("Euler */ x", "question", "query") == (
         "/* Euler * / x */ reply with a SPARQL query written by an automated agent (please check it)")
-    assert edit_summary("Euler", "question", False) == "/* Euler */ automated reply: no query found"
-    assert "follow-up" in edit_summary("Euler", "follow-up", True)
-    assert "follow-up" in edit_summary("Euler", "follow-up", False)
+    assert edit_summary("Euler", "question", "no_query") == "/* Euler */ automated reply: no query found"
+    assert edit_summary("Euler", "question", "cannot_answer") == (
+        "/* Euler */ automated reply: this cannot be answered from Wikidata")
+    for holds in ("query", "no_query", "cannot_answer"):
+        assert "follow-up" in edit_summary("Euler", "follow-up", holds)
     for kind in ("question", "follow-up", "too-long"):
-        assert "reply with a SPARQL query" not in edit_summary("E", kind, False)
+        for holds in ("no_query", "cannot_answer"):
+            assert "SPARQL query" not in edit_summary("E", kind, holds)
 
 
 def term(value: str, datatype: str = "", kind: str = "literal") -> dict:
@@ -231,7 +234,7 @@ def test_a_question_wikidata_cannot_answer_gets_its_reasons_and_what_was_searche
             "ran 1 query.") in html.unescape(reply)
     assert "{{SPARQL" not in reply and "please check" not in reply and "query.wikidata.org" not in reply
     assert lines[-1] == (":<small>Written by an automated agent that explores Wikidata with a language model "
-                         "([[User:SpinachBot|about this bot]]).</small> ~~~~")
+                         "(about this bot: its user page).</small> ~~~~")
     german = render_reply(cannot_answer("de", "Dazu hat Wikidata keine Aussage."))
     assert "Diese Frage lässt sich mit Wikidata nicht beantworten" in german and "Ich habe Wikidata nach" in german
 

@@ -70,5 +70,5 @@ def test_the_agent_explores_the_third_graph_with_the_same_five_actions(llm_serve
     assert sorted(row["book"]["value"] for row in result.answer) == [
         f"http://example.org/library/book{n}" for n in (1, 2, 3)]
     policy = server.requests[0]["messages"][0]["content"]
-    assert policy.startswith("Answer the question with a SPARQL query over the library catalogue")
-    assert "9. Items are lib: IRIs (lib:book1)" in policy and "Wikidata" not in policy
+    assert policy.startswith("Answer with a SPARQL query over the library catalogue")
+    assert "6. Items are lib: IRIs (lib:book1)" in policy and "Wikidata" not in policy

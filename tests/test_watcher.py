@@ -119,7 +119,7 @@ def test_a_question_wikidata_cannot_answer_gets_a_reply_in_words_and_an_honest_s
     mediawiki.edit_as_human(forum, mediawiki.page_text(forum) + new_section("Euler's food", "What did Euler eat?"))
     run_bot(rig, forum, "--once", "--live", llm=llm_server(model))
     [edit] = rig.bot_edits(forum)
-    assert edit["comment"] == "/* Euler's food */ reply by a bot: this cannot be answered from Wikidata"
+    assert edit["comment"] == "/* Euler's food */ automated reply: this cannot be answered from Wikidata"
     reply = section_text(mediawiki.page_text(forum), "Euler's food").split("What did Euler eat?", 1)[1]
     assert "This cannot be answered from Wikidata" in reply and "no property for a favourite food" in reply
     assert "Euler favourite food" in reply and "{{SPARQL" not in reply and "please check" not in reply
