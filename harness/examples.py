@@ -65,13 +65,17 @@ class Exclusion:
         return frozenset(self.same_thread | self.same_question)
 
     def describe(self) -> str:
-        return (f"{len(self.ids)} examples excluded: {len(self.same_thread)} from the evaluated split's own forum "
-                f"threads (same heading and archive month), {len(self.same_question - self.same_thread)} more "
-                "asking one of its questions")
+        return describe_exclusion(self.to_dict())
 
     def to_dict(self) -> dict[str, int]:
         return {"excluded": len(self.ids), "same_thread": len(self.same_thread),
                 "same_question": len(self.same_question - self.same_thread)}
+
+
+def describe_exclusion(counts: dict[str, int]) -> str:
+    """An exclusion's counts (:meth:`Exclusion.to_dict`, as ``run.json`` keeps them) in words."""
+    return (f"{counts['excluded']} examples excluded: {counts['same_thread']} from the evaluated split's own forum "
+            f"threads (same heading and archive month), {counts['same_question']} more asking one of its questions")
 
 
 def exclusion_for(store: ExampleStore, evaluated: list[Example]) -> Exclusion:

@@ -112,7 +112,8 @@ def model_of(info: dict[str, Any], record: dict[str, Any]) -> str:
 
 
 def left_out(info: dict[str, Any]) -> dict[str, Any]:
-    """The last part's counts of questions in the split, skipped, dropped, excluded and not yet answered."""
+    """The last part's counts of questions in the split, skipped, dropped, excluded and not yet answered, and of
+    the examples an example store kept out of the prompts (``None`` without a store)."""
     parts = info.get("parts", [])
     summary = next((part["summary"] for part in reversed(parts) if "summary" in part), None)
     if summary is None:
@@ -122,7 +123,8 @@ def left_out(info: dict[str, Any]) -> dict[str, Any]:
             "skipped_language": len(summary.get("skipped_language", [])),
             "dropped_empty": len(gold.get("empty", [])), "excluded_cut": len(gold.get("cut", [])),
             "gold_failed": sum(len(ids) for ids in gold.get("failed", {}).values()),
-            "unfinished": sum(summary.get("failures", {}).values())}
+            "unfinished": sum(summary.get("failures", {}).values()),
+            "examples": summary.get("examples")}
 
 
 def _qald_scores(records: list[dict[str, Any]], numbers_by_value: bool) -> QaldScores:

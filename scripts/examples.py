@@ -21,6 +21,7 @@ import json
 import sys
 from pathlib import Path
 
+from agent.cli import program_name
 from agent.examples.naming import name_properties
 from agent.examples.retrieval import Retriever, prompt_examples
 from agent.examples.store import ExampleStore
@@ -34,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--store", metavar="FILE", help=f"the example store (default: examples_path of bot.ini, "
                                                         f"else {DEFAULT_STORE})")
     common.add_argument("--config", metavar="FILE", help="the bot's settings (default: bot.ini if present)")
-    parser = argparse.ArgumentParser(prog="spinach-examples", description=__doc__.splitlines()[0],
+    parser = argparse.ArgumentParser(prog=program_name("scripts.examples"), description=__doc__.splitlines()[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog="\n".join(__doc__.splitlines()[2:8]))
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")

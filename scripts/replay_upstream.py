@@ -23,6 +23,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+from agent.cli import program_name
 from agent.loop import AgentConfig
 from harness.replay import ReplayOutcome, replay
 from harness.upstream_postprocessing import LABEL
@@ -50,7 +51,7 @@ def _load(path: Path) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=program_name("scripts.replay_upstream"), description=__doc__.splitlines()[0])
     parser.add_argument("traces", type=Path, help="the upstream run log (JSON list)")
     parser.add_argument("--outputs", type=Path, required=True,
                         help="upstream's scored outputs for the same runs (JSON list, same order)")

@@ -18,7 +18,9 @@ import statistics
 import sys
 from pathlib import Path
 
+from agent.cli import program_name
 from harness.diagnostics import DIAGNOSES
+from harness.examples import describe_exclusion
 from harness.reporting import (ACTIONS, PAPER, PAPER_COST, USAGE, RunSummary, last_settings, left_out, load_run,
                                model_label, plot_run, summarize)
 from harness.run_info import read_run_info
@@ -98,6 +100,9 @@ def print_report(summaries: list[RunSummary], questions: bool = False) -> None:
     print("\nQuestions left out")
     for s in summaries:
         print("  " + _left_out_line(s))
+        if s.left_out.get("examples"):
+            print(f"    examples from {last_settings(s.info).get('examples')}: "
+                  f"{describe_exclusion(s.left_out['examples'])}")
     qald = [s for s in summaries if s.qald is not None]
     if qald:
         print("\nQALD's official metric (GERBIL's Macro F1 QALD), beside the row-major F1 above; percent")
@@ -195,7 +200,7 @@ def _is_kqapro(run: Path) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m scripts.report", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=program_name("scripts.report"), description=__doc__.splitlines()[0])
     parser.add_argument("runs", nargs="*", type=Path, help="output directories of scripts.evaluate")
     parser.add_argument("--compare", nargs=2, type=Path, metavar=("BEFORE", "AFTER"),
                         help="question by question, with a paired significance test")

@@ -9,6 +9,7 @@ import json
 from agent.examples import ExampleStore, SolvedExample
 from scripts.evaluate import main as evaluate_main
 from scripts.examples import main as examples_main
+from scripts.report import main as report_main
 from tests.support.euler import EULER_ADVISORS_QUERY, euler_entities
 from tests.support.llm_server import ToolCallReply
 from tests.support.wikidata_server import select
@@ -99,6 +100,9 @@ def test_an_evaluation_never_shows_its_own_threads_or_questions_and_says_how_man
     info = json.loads((out / "run.json").read_text())
     assert info["examples"] == str(store_path)
     assert info["parts"][0]["summary"]["examples"] == {"excluded": 2, "same_thread": 1, "same_question": 1}
+    assert report_main([str(out)]) == 0
+    assert (f"examples from {store_path}: 2 examples excluded: 1 from the evaluated split's own forum threads "
+            "(same heading and archive month), 1 more asking one of its questions") in capsys.readouterr().out
     # Resuming with another store (or none) would mix two experiments.
     assert evaluate_main(["--dataset", "spinach", "--split", "test", "--data", str(data), "--out", str(out),
                           "--quiet"]) == 2

@@ -42,6 +42,15 @@ def test_every_console_script_names_itself_and_the_sparql_dialect(script):
         assert "--api-key-file" in shown
 
 
+@pytest.mark.parametrize("script", ("spinach-report", "spinach-replay", "spinach-examples"))
+def test_the_research_console_scripts_name_themselves(script):
+    path = Path(sys.executable).parent / script
+    if not path.exists():
+        pytest.skip(f"{script} is not installed beside {sys.executable} (pip install -e .)")
+    shown = subprocess.run([str(path), "--help"], capture_output=True, text=True, timeout=120).stdout
+    assert shown.startswith(f"usage: {script} ")
+
+
 def test_run_as_a_module_the_usage_says_how():
     shown = subprocess.run([sys.executable, "-m", "bot.run", "--help"], capture_output=True, text=True,
                            timeout=120).stdout
