@@ -181,7 +181,7 @@ class ChatModel:
             raise LLMUnavailable("the endpoint answered with no choices")
         message = response.choices[0].message
         calls = [
-            ToolCall(call.function.name, call.function.arguments or "")
+            ToolCall(well_formed(call.function.name or ""), well_formed(call.function.arguments or ""))
             for call in (message.tool_calls or [])
             if getattr(call, "function", None) is not None
         ]

@@ -337,7 +337,7 @@ class _Run:
                     raise ValueError("not an object")
                 arguments = {name: well_formed(value) if isinstance(value, str) else value
                              for name, value in arguments.items()}
-            except ValueError as error:
+            except (ValueError, RecursionError) as error:  # RecursionError: nested deeper than json can read
                 return _Decision(content, call.name, call.arguments,
                                  f"The arguments of {call.name} are not a JSON object ({error}).", malformed=True)
             thought = str(arguments.pop("thought", "") or "").strip()

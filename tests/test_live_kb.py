@@ -177,6 +177,14 @@ def test_a_response_over_the_size_limit_keeps_its_complete_rows(wikidata_server)
     assert "size limit" in result.message
 
 
+def test_a_response_over_the_size_limit_with_brackets_in_its_variable_names_keeps_its_rows(wikidata_server):
+    rows = [{"x]": f"Q{i}", "y": f"Q{i}"} for i in range(1, 2000)]
+    server = wikidata_server(sparql=lambda query: select(["x]", "y"], rows))
+    result = live(server, max_response_bytes=20_000).execute("SELECT ?x WHERE { ?x ?p ?o }")
+    assert result.truncated and result.status == "ok" and result.variables == ["x]", "y"]
+    assert 0 < len(result.bindings) < len(rows)
+
+
 def test_the_cache_answers_repeats_and_offline_mode_never_touches_the_network(wikidata, tmp_path):
     config = WikidataConfig(api_url=wikidata.api_url, sparql_url=wikidata.sparql_url)
     kb = open_kb(cache_path=tmp_path / "cache.sqlite", config=config)

@@ -189,6 +189,7 @@ def test_path_budget_counts_only_steps_that_were_not_rolled_back(llm_server, kb)
     (TextReply("I think the answer is Bernoulli."), "No tool was called"),
     (ToolCallReply("delete_everything", {"thought": "x"}), "Unknown action"),
     (ToolCallReply("execute_sparql", "{not json"), "not a JSON object"),
+    (ToolCallReply("execute_sparql", '{"sparql": ' + "[" * 50_000 + "]" * 50_000 + "}"), "not a JSON object"),
     (ToolCallReply("execute_sparql", {"thought": "run it", "sparql": "   "}), "was empty"),
     (ToolCallReply("get_wikidata_entry", {"thought": "read", "qid": "Leonhard Euler"}), "not an item ID"),
 ])
@@ -556,6 +557,14 @@ def test_the_models_free_text_is_kept_as_the_thought(llm_server, kb):
                                        content="Euler's advisor is in P184; run it."), call("stop")])
     result = make_agent(server, kb).run("Who advised Euler?")
     assert result.steps[0].thought == "Euler's advisor is in P184; run it."
+
+
+def test_a_tool_name_holding_a_lone_surrogate_is_a_step_error_and_the_next_request_is_sent(llm_server, kb):
+    server = llm_server([ToolCallReply("execute_sparql\ud800", {"thought": "x", "sparql": EULER_ADVISORS_QUERY}),
+                         call("execute_sparql", EULER_ADVISORS_QUERY), call("stop")])
+    result = make_agent(server, kb).run("Who advised Euler?")
+    assert "Unknown action" in result.steps[0].observation and result.steps[0].action == "execute_sparql\ufffd"
+    assert result.stop_reason == "stop" and len(server.requests) == 3
 
 
 def test_a_lone_surrogate_from_the_model_never_breaks_the_run(llm_server, kb):

@@ -232,9 +232,13 @@ def parse_sparql_json(text: str, truncated: bool = False) -> QueryResult:
 def _complete_rows(text: str) -> tuple[list[str], list[dict[str, Any]]]:
     decoder = json.JSONDecoder()
     variables: list[str] = []
-    head = re.search(r'"vars"\s*:\s*(\[[^\]]*\])', text)
-    if head:
-        variables = json.loads(head.group(1))
+    head = re.search(r'"vars"\s*:\s*(?=\[)', text)
+    if head:  # read as JSON, not up to the first "]": a variable's name may hold one
+        try:
+            found = decoder.raw_decode(text, head.end())[0]
+        except ValueError:
+            found = []
+        variables = [name for name in found if isinstance(name, str)] if isinstance(found, list) else []
     start = re.search(r'"bindings"\s*:\s*\[', text)
     bindings: list[dict[str, Any]] = []
     if not start:
