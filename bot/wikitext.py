@@ -52,8 +52,9 @@ _ENTITY_START = re.compile(r"&(?=#?[A-Za-z0-9]+;)")
 _FREE_LINK = re.compile(
     r"(?i)\b(?:bitcoin|ftps?|geo|git|gopher|https?|ircs?|magnet|mailto|matrix|mms|news|nntp|redis|sftp|sips?|sms|"
     r"ssh|svn|tel|telnet|urn|worldwind|xmpp)(?=:)")
-#: Words that start a magic link (``ISBN 123…``) on wikis that still enable them.
-_MAGIC_LINK = re.compile(r"\b(?=(?:ISBN|RFC|PMID)[\s\xa0]+\d)")
+#: Words that start a magic link (``ISBN 123…``) on wikis that still enable them: MediaWiki's ``\b`` is ASCII's,
+#: and a character spelt as an entity before the word (``_`` is ``&#95;``) ends in ``;``, a boundary.
+_MAGIC_LINK = re.compile(r"(?<![A-Za-z0-9])(?=(?:ISBN|RFC|PMID)[\s\xa0]+\d)")
 #: Characters that extend the list prefix when they come first on a line.
 _LINE_START = frozenset("*#:;")
 

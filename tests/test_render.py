@@ -120,6 +120,11 @@ def test_a_text_block_shows_the_text_as_written_and_only_the_bot_closes_it():
     assert html.unescape(inner) == text  # <nowiki> shows entities as their characters: exactly the text
 
 
+def test_a_magic_link_word_is_spelt_after_any_character_but_an_ascii_letter_or_digit():
+    assert all("&#73;SBN 12" in encode(f"{before}ISBN 12") for before in ("", "_", "__", "é", "~", "-"))
+    assert "&#82;FC" in encode("x_RFC 12") and "&#80;MID" in encode("_PMID 12") and "aISBN" in encode("aISBN 1")
+
+
 def test_a_reply_shows_the_query_rows_words_and_trace_and_a_signature():
     reply = render_reply(result(thought="Look up the answer", label="Douglas Adams",
                                 final="SELECT ?x WHERE { ?x wdt:P31 wd:Q5 }",
