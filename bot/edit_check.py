@@ -16,7 +16,14 @@ that will store the edit is asked, through pywikibot's API request:
   what they transclude), the "Try it!" link to the query service, entity
   links, a link to the forum page itself or one of its archive pages (the
   "earlier request" line) and the bot's signature links;
-* the reply's collapsible block must come out of the parser closed.
+* the reply's collapsible block must come out of the parser closed;
+* the reply must render where a reader of the asker's section sees it: a
+  word added after the reply's signature (only in the text that is parsed,
+  never saved) must show up once in the page's HTML, with no ancestor hidden
+  by its style (``display:none``, ``visibility:hidden``, zero size or
+  opacity, positioned away), its class (a collapsed block) or missing
+  altogether (``<includeonly>``), and the last heading before it must be the
+  asker's, itself shown.
 
 Any difference raises :class:`EditRefused` naming it; nothing is saved.
 """
@@ -25,6 +32,7 @@ from __future__ import annotations
 
 import html
 import re
+import secrets
 from collections import Counter
 from dataclasses import dataclass
 from html.parser import HTMLParser
@@ -168,6 +176,109 @@ def differences(old: Rendering, new: Rendering, allowance: Allowance, reply_coll
 
 
 SENTINEL = "SpinachReplyEndSentinel"
+#: Styles that keep an element (and all it holds) from a reader's eyes.
+_HIDING_STYLE = re.compile(
+    r"(?:^|;)\s*(?:display\s*:\s*none|visibility\s*:\s*(?:hidden|collapse)|position\s*:\s*(?:absolute|fixed)"
+    r"|(?:font-size|opacity|(?:max-)?height|(?:max-)?width|line-height)\s*:\s*[0.]+(?:px|em|rem|ex|ch|pt|%|vw|vh)?"
+    r"\s*(?:!\s*important\s*)?(?=;|$)|clip(?:-path)?\s*:|transform\s*:|text-indent\s*:\s*-)", re.IGNORECASE)
+#: Classes that keep an element from a reader's eyes (a collapsed block's content, MediaWiki's hiding classes).
+HIDING_CLASSES = frozenset({"mw-collapsed", "hidden", "mw-hidden-catlinks", "sr-only", "visualhide",
+                            "screen-reader-text"})
+
+
+def char_offset(text: str, offset: int) -> int | None:
+    """The character offset of *text* MediaWiki's ``byteoffset`` *offset* stands for, where a heading starts:
+    a code point (MediaWiki 1.39), else a UTF-8 byte (later versions); ``None`` when neither is."""
+    encoded = text.encode("utf-8", "surrogatepass")
+    for candidate in (offset, len(encoded[:offset].decode("utf-8", "ignore"))):
+        if 0 <= candidate < len(text) and text[candidate] == "=" and (candidate == 0 or text[candidate - 1] == "\n"):
+            return candidate
+    return None
+
+
+def _hidden_by(tag: str, attrs: list[tuple[str, str | None]]) -> str | None:
+    """Why an element keeps what it holds from a reader's eyes, or ``None``."""
+    values = {name.lower(): value or "" for name, value in attrs}
+    style = re.sub(r"/\*.*?\*/", "", values.get("style", ""), flags=re.DOTALL)
+    if _HIDING_STYLE.search(style):
+        return f'<{tag} style="{style.strip()[:80]}">'
+    hiding = sorted(HIDING_CLASSES & set(values.get("class", "").split()))
+    if hiding:
+        return f'<{tag} class="{" ".join(hiding)}">'
+    if "hidden" in values:
+        return f"<{tag} hidden>"
+    return None
+
+
+class _Where(HTMLParser):
+    """Where a word lands in parsed HTML: the elements around it that hide it, and the heading above it."""
+
+    VOID = {"br", "hr", "img", "input", "meta", "link", "wbr", "col", "source", "area", "base", "embed", "track"}
+
+    def __init__(self, word: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.word = word
+        self.stack: list[tuple[str, str | None]] = []
+        #: The latest heading (h1 or h2) begun: its anchor and what hides it.
+        self.heading: tuple[str, str | None] | None = None
+        self.in_heading: str | None = None
+        self.found: list[tuple[tuple[str, str | None] | None, str | None]] = []
+
+    def _hiding(self) -> str | None:
+        return next((reason for _, reason in self.stack if reason), None)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in self.VOID:
+            return
+        self.stack.append((tag, _hidden_by(tag, attrs)))
+        values = dict(attrs)
+        if tag in ("h1", "h2"):  # MediaWiki 1.39 puts the anchor on a span inside, later versions on the heading
+            self.in_heading = tag
+            self.heading = (values.get("id") or "", self._hiding())
+        if self.in_heading and self.heading is not None and values.get("id") and "mw-headline" in (
+                values.get("class") or "").split():
+            self.heading = (values["id"] or "", self.heading[1])
+
+    def handle_endtag(self, tag: str) -> None:
+        for index in range(len(self.stack) - 1, -1, -1):
+            if self.stack[index][0] == tag:
+                del self.stack[index:]
+                break
+        if tag == self.in_heading:
+            self.in_heading = None
+
+    def handle_data(self, data: str) -> None:
+        for _ in range(data.count(self.word)):
+            self.found.append((self.heading, self._hiding()))
+
+
+def visibility_problems(rendered: str, word: str, anchor: str | None) -> list[str]:
+    """How the reply, marked by *word* in the *rendered* page, fails to show in the section whose heading's
+    anchor is *anchor*: hidden, missing, or under another heading."""
+    where = _Where(word)
+    where.feed(rendered)
+    where.close()
+    if len(where.found) != 1:
+        return [f"the reply would not render in the page (its signature shows {len(where.found)} times, not once)"]
+    heading, hiding = where.found[0]
+    problems = []
+    if hiding:
+        problems.append(f"the reply would be hidden from readers (inside {hiding})")
+    if anchor is not None and (heading is None or heading[0] != anchor):
+        problems.append(f"the reply would show under another heading ({heading[0] if heading else 'none'!r}, "
+                        f"not {anchor!r})")
+    elif heading is not None and heading[1]:
+        problems.append(f"the heading of the reply's section is hidden from readers (inside {heading[1]})")
+    return problems
+
+
+def section_anchor(parsed: dict, text: str, start: int) -> str | None:
+    """The anchor of the page's own section whose heading starts at character *start* of *text*."""
+    for item in parsed.get("sections", []):
+        offset = item.get("byteoffset")
+        if str(item.get("index", "")).isdigit() and offset is not None and char_offset(text, int(offset)) == start:
+            return str(item.get("anchor", ""))
+    return None
 
 
 class _Outside(HTMLParser):
@@ -251,7 +362,8 @@ def transformed_reply(reply: str, signature: str, timestamp: str) -> str:
 
 
 def checked_text(site: pywikibot.site.APISite, title: str, old: str, base: int | None, point: int, reply: str,
-                 allowance: Allowance, added_sections: tuple[tuple[str, str], ...] = ()) -> CheckedEdit:
+                 allowance: Allowance, added_sections: tuple[tuple[str, str], ...] = (),
+                 section_start: int | None = None) -> CheckedEdit:
     """The exact text to save: old text plus reply, transformed and verified by the wiki; or :class:`EditRefused`.
 
     *point* is where the reply goes in *old*; the new text is
@@ -260,6 +372,8 @@ def checked_text(site: pywikibot.site.APISite, title: str, old: str, base: int |
     *base* is the revision *old* was read from (``None``: the page does not
     exist yet); *added_sections* the sections the reply may add at the
     page's end (a draft on the review page).
+    *section_start* is where the asker's section's heading starts: the
+    reply must show under that heading.
     """
     reply = reply.rstrip("\n")
     if "~~~~" not in reply:
@@ -272,9 +386,16 @@ def checked_text(site: pywikibot.site.APISite, title: str, old: str, base: int |
         raise EditRefused(_first_difference("MediaWiki's pre-save transform changes more than the signature",
                                             expected.rstrip(), transformed))
     before = Rendering.from_parse(parse(site, title, oldid=base) if base else parse(site, title, text=old))
-    after = Rendering.from_parse(parse(site, title, text=transformed))
+    word = "SpinachShown" + secrets.token_hex(6)  # parsed, never saved: marks where the reply renders
+    marked = old[:point] + "\n" + transformed_reply(reply, signature, timestamp + word) + old[point:]
+    parsed = parse(site, title, text=marked.rstrip())
+    after = Rendering.from_parse(parsed)
     found = differences(before, after, allowance, len(COLLAPSIBLE.findall(reply)), added_sections)
     found += trace_problems(site, title, signed)
+    anchor = section_anchor(parsed, marked, section_start) if section_start is not None else None
+    if section_start is not None and anchor is None:
+        found.append("MediaWiki does not read the reply's section as a section of the page")
+    found += visibility_problems(parsed.get("text", ""), word, anchor)
     if found:
         raise EditRefused("MediaWiki's parser shows the edit would do more than add the reply: " + "; ".join(found))
     return CheckedEdit(text=transformed, reply=signed)

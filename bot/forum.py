@@ -1,9 +1,14 @@
 """Read "Wikidata:Request a query": sections, who wrote what, and what the asker gave.
 
-The page is read the way MediaWiki reads it, not the way it looks: a heading
-is any line of ``==`` at any nesting (inside a ``<div>`` too), and nothing
-inside a comment, ``<nowiki>``, ``<pre>``, ``<syntaxhighlight>`` or another
-tag whose content is not wikitext is a heading, a signature or a mention.
+The page is read the way MediaWiki reads it, not the way it looks.  Where
+its sections start is MediaWiki's word (:class:`Reading`, from
+:mod:`bot.sections`); without it, :func:`find_headings` applies MediaWiki's
+own rules: a heading is a line that starts with ``=`` and ends with ``=``
+followed by nothing but spaces, tabs and comments (so not ``=> I mean``, not
+``== X ==<nowiki/>``, not a trailing no-break space), at any nesting of
+``<div>`` or table but not inside a template call, and nothing inside a
+comment, ``<includeonly>`` or a tag whose content is not wikitext
+(``<nowiki>``, ``<pre>``, ...) is a heading, a signature or a mention.
 
 Who wrote what comes from the page history when the bot has it
 (:mod:`bot.history`): a section is identified by the revision that added its
@@ -14,37 +19,48 @@ or hidden by someone else decides nothing there.  For lines that were
 already on the page at the bot's first look, the text is all there is: the
 heading plus the first signature's minute, and the bot's signature.
 
-Every scan is linear in the page size; a question longer than
-:data:`MAX_REQUEST_CHARS` is not parsed further.  :func:`insert_reply`
-changes nothing but the insertion point.
+A reply goes where a reader of the asker's section sees it
+(:func:`reply_point`): after the asker's question, never inside an element
+someone opened and left open (a hidden ``<div>``), never below a heading the
+page shows inside the section.  :func:`insert_reply` changes nothing but the
+insertion point.
+
+Every scan is linear in the page size, and every parse of the page's text
+goes through :func:`bot.wikiparse.parse` (bounded pieces); a question longer
+than :data:`MAX_REQUEST_CHARS` is not parsed further, and of a thread only
+its end is read.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import difflib
+import hashlib
 import re
+import unicodedata
 from bisect import bisect_right
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from urllib.parse import unquote
 
 import mwparserfromhell
 
-from bot.history import UNKNOWN, Attribution, line_starts
+from bot.history import UNKNOWN, Attribution, OwnEdit, line_starts
+from bot.wikiparse import INERT_TAGS, blank, brace_spans, inert_spans, inside, mask_inert, merged
+from bot.wikiparse import parse as parse_wikitext
 
 #: A question (the text before its first signature) longer than this gets a polite note, not an answer.
 MAX_REQUEST_CHARS = 20000
 #: The thread handed to the model as context keeps its last this many characters.
 THREAD_CHARS = 8000
+#: The deepest indentation of a reply (a follow-up indented deeper is answered at this depth).
+MAX_DEPTH = 10
+#: A bot signature on lines whose revision is not known is a reply only if the bot saved the page this soon after.
+SIGNED_WITHIN = timedelta(minutes=5)
 MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
           "November", "December"]
-#: Tags whose content MediaWiki does not read as wikitext (plus comments): nothing inside them counts.
-_INERT_TAGS = ("nowiki", "pre", "syntaxhighlight", "source", "math", "chem", "ce", "score", "graph",
-               "templatedata", "timeline", "hiero", "mapframe", "maplink")
-_INERT_OPEN = re.compile(r"<!--|<(" + "|".join(_INERT_TAGS) + r")(?:\s[^>]{0,500}?)?(/?)>", re.IGNORECASE)
 _USER_LINK = (r"\[\[[ \t]*:?[ \t]*(?i:User|User[ _]talk|Special:Contributions)[ \t]*[:/][ \t]*"
               r"(?P<name>[^|\]/#\n]+)")
 _SIGNATURE_PARTS = re.compile(
@@ -62,6 +78,8 @@ _QUERY_URL = re.compile(r"https?://query\.wikidata\.org/(?:embed\.html)?(?:#|\?q
 _SHORT_LINK = re.compile(r"https?://w\.wiki/[A-Za-z0-9_~-]+")
 _SPARQL_WORDS = re.compile(r"\b(SELECT|ASK|CONSTRUCT|DESCRIBE)\b", re.IGNORECASE)
 _CODE_TAGS = ("syntaxhighlight", "source", "pre")
+#: What a text holding a query has (a query template, a code block, a query service link): others are not parsed.
+_MAY_HOLD_A_QUERY = re.compile(r"sparql|query\.wikidata\.org|<(?:syntaxhighlight|source|pre)\b", re.IGNORECASE)
 _FOLLOWUP_KEY = re.compile(r"(.*) / r(\d+)", re.DOTALL)
 #: The owner of lines changed after the revision the bot read (see :func:`locate_after_change`).
 CHANGED = -1
@@ -71,45 +89,6 @@ def normalize_user(name: str) -> str:
     """MediaWiki's form of a user name: spaces for underscores, first letter upper case."""
     name = " ".join(name.replace("_", " ").split())
     return name[:1].upper() + name[1:]
-
-
-def mask_inert(text: str) -> str:
-    """*text* with comments and non-wikitext tags (their content included) blanked, newlines kept.
-
-    Offsets stay those of *text*.  An unclosed comment hides the rest of the
-    page, as in MediaWiki; an unclosed tag is plain text.  Linear: a closing
-    tag that is missing is searched for once.
-    """
-    pieces: list[str] = []
-    position = 0
-    no_closer_after: dict[str, int] = {}
-    search_from = 0
-    while True:
-        opener = _INERT_OPEN.search(text, search_from)
-        if opener is None:
-            break
-        if opener.group(0) == "<!--":
-            close = text.find("-->", opener.end())
-            end = len(text) if close == -1 else close + 3
-        elif opener.group(2):  # <nowiki/>: an empty tag
-            end = opener.end()
-        else:
-            name = opener.group(1).lower()
-            closer = None
-            if no_closer_after.get(name, len(text) + 1) > opener.end():
-                closer = re.compile(r"</" + name + r"\s*>", re.IGNORECASE).search(text, opener.end())
-                if closer is None:
-                    no_closer_after[name] = opener.end()
-            if closer is None:
-                search_from = opener.end()
-                continue
-            end = closer.end()
-        pieces.append(text[position:opener.start()])
-        blank = text[opener.start():end]
-        pieces.append(re.sub(r"[^\n]", " ", blank))
-        position = search_from = end
-    pieces.append(text[position:])
-    return "".join(pieces)
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +144,28 @@ class Comment:
     end: int
 
 
+@dataclass(frozen=True, slots=True)
+class Heading:
+    """A heading of the page: its line (comments on it included), its level and its title."""
+
+    start: int
+    end: int
+    level: int
+    title: str
+    #: The heading as MediaWiki shows it, without tags (what its anchor is made of); "" when not known.
+    shown: str = ""
+
+
+@dataclass(frozen=True)
+class Reading:
+    """MediaWiki's reading of one revision of the page (see :mod:`bot.sections`)."""
+
+    #: The page's own headings (not those a template brings), in order, every level.
+    headings: list[Heading]
+    #: Templates called on the page whose text shows a heading of their own.
+    heading_templates: frozenset[str] = frozenset()
+
+
 @dataclass
 class Section:
     heading: str
@@ -184,6 +185,12 @@ class Section:
     answered: bool = False
     #: The section's text with comments and non-wikitext tags blanked (same offsets as ``text``).
     masked: str = ""
+    #: The heading as MediaWiki shows it (its anchor's text), when MediaWiki read the page; else "".
+    shown: str = ""
+    #: Templates whose text shows a heading (a reply below one of them would read as under that heading).
+    heading_templates: frozenset[str] = frozenset()
+    #: A reply goes after the line holding this offset (the question's signature, or a follow-up).
+    reply_after: int = -1
 
     @property
     def created(self) -> datetime | None:
@@ -196,69 +203,110 @@ class Section:
         first = self.signatures[0].start - self.start if self.signatures else len(self.text)
         return self.text[body_start:max(first, body_start)].rstrip(" \t-—–~")
 
-    def bot_replies(self, bot: str) -> list[Comment]:
-        """The comments that are the bot's replies, by history, or by its signature where history is silent.
+    @property
+    def fingerprint(self) -> str:
+        """What the section is, whichever revision put it on the page: its heading, its opening and its
+        first signature.  A section removed and restored, moved, or re-added by someone else has the same."""
+        first = self.signatures[0] if self.signatures else None
+        signed = f"{first.user} {first.timestamp.isoformat()}" if first else ""
+        words = "\n".join((self.heading, " ".join(self.opening.split()), signed))
+        return hashlib.sha256(words.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+    def bot_replies(self, bot: str, own: Callable[[], list[OwnEdit]] | None = None) -> list[Comment]:
+        """The comments that are the bot's replies: by history, or, on lines whose revision is not known,
+        the bot's signature where one of its own revisions (*own*) saved a reply to this section then.
 
         Lines a bot revision added that carry only someone else's signature are that person's text put
-        back (the bot undoing its own edit restores what it had displaced), not a reply.
+        back (the bot undoing its own edit restores what it had displaced), not a reply.  A signature
+        anyone could have typed counts only with a bot revision behind it: without *own*, never.
         """
         wanted = normalize_user(bot)
         starts = [comment.start for comment in self.comments]
-        signers: dict[Comment, set[str]] = {}
+        signers: dict[Comment, list[Signature]] = {}
         for signature in self.signatures:
             index = bisect_right(starts, signature.start) - 1
             if index >= 0 and signature.start < self.comments[index].end:
-                signers.setdefault(self.comments[index], set()).add(signature.user)
-        return [comment for comment in self.comments
-                if (comment.user == wanted and (wanted in signers.get(comment, {wanted})))
-                or (not comment.user and wanted in signers.get(comment, set()))]
+                signers.setdefault(self.comments[index], []).append(signature)
+        found = []
+        for comment in self.comments:
+            names = {signature.user for signature in signers.get(comment, [])}
+            if comment.user == wanted and (not names or wanted in names):
+                found.append(comment)
+            elif not comment.user and wanted in names and own is not None and any(
+                    self._saved_by_bot(signature, own()) for signature in signers[comment]
+                    if signature.user == wanted):
+                found.append(comment)
+        return found
 
-
-@dataclass(frozen=True, slots=True)
-class _Heading:
-    start: int
-    end: int
-    level: int
-    title: str
-
-
-def _headings(text: str, masked: str) -> Iterator[_Heading]:
-    """Level 1 and 2 headings: lines of ``=`` outside inert markup, at any nesting."""
-    for line in re.finditer(r"(?m)^=[^\n]*", masked):
-        stripped = line.group().rstrip(" \t\r")
-        lead = len(stripped) - len(stripped.lstrip("="))
-        trail = len(stripped) - len(stripped.rstrip("="))
-        if lead == len(stripped):
-            continue
-        level = min(lead, trail, 6)
-        if level > 2:
-            continue
-        yield _Heading(line.start(), line.end(), level,
-                       heading_text(text[line.start() + level:line.start() + len(stripped) - level]))
+    def _saved_by_bot(self, signature: Signature, own: list[OwnEdit]) -> bool:
+        """Whether one of the bot's revisions, summarised as a reply to this section, was saved when this
+        signature says."""
+        wanted = summary_section(self)
+        return any(signature.timestamp <= edit.timestamp < signature.timestamp + SIGNED_WITHIN
+                   and edit.comment.startswith(f"/* {wanted} */") for edit in own)
 
 
 def heading_text(raw: str) -> str:
-    """A heading's wikitext as the title the bot knows a section by: its words, markup and extra spaces gone."""
-    return " ".join(mwparserfromhell.parse(raw[:1000]).strip_code().split())
+    """A heading's wikitext as the title the bot knows a section by: its words, markup, comments, tags and
+    extra spaces gone (the first 300 characters read)."""
+    return " ".join(parse_wikitext(raw[:300]).strip_code().split())
 
 
-def page_lead(page_text: str) -> str:
+def find_headings(text: str, tags: frozenset[str] = INERT_TAGS) -> list[Heading]:
+    """Every heading of *text* by MediaWiki's rules (:func:`_level`), in order; see the module's
+    documentation.  *tags* are the extension tags whose content is not the page's wikitext.  Linear.
+    """
+    spans = inert_spans(text, tags)
+    comments = [span for span in spans if text.startswith("<!--", span[0])]
+    masked = blank(text, spans)
+    without_comments = blank(text, comments)
+    calls = merged(brace_spans(masked) + brace_spans(masked, "[[", "]]"))
+    ordered = merged(spans)
+    found = []
+    for line in re.finditer(r"(?m)^=", masked):
+        start = line.start()
+        if inside(calls, start):
+            continue
+        end = start
+        while True:  # the line ends at the first newline outside comments and extension tags
+            end = text.find("\n", end)
+            if end == -1:
+                end = len(text)
+                break
+            if not inside(ordered, end):
+                break
+            end += 1
+        visible = without_comments[start:end].replace("\n", " ")
+        level = _level(visible)
+        if level == 0:
+            continue
+        title = heading_text(text[start + level:start + len(visible.rstrip(" \t")) - level])
+        found.append(Heading(start, end, level, title))
+    return found
+
+
+def page_lead(page_text: str, reading: Reading | None = None) -> str:
     """The text above the first heading, where a ``{{bots}}`` for the whole page stands."""
-    first = next(_headings(page_text, mask_inert(page_text)), None)
-    return page_text[:first.start] if first else page_text
+    headings = reading.headings if reading is not None else find_headings(page_text)
+    return page_text[:headings[0].start] if headings else page_text
 
 
-def parse_sections(page_text: str, attribution: Attribution | None = None) -> list[Section]:
+def parse_sections(page_text: str, attribution: Attribution | None = None,
+                   reading: Reading | None = None) -> list[Section]:
     """The level-2 sections of *page_text*, in order, with their identity, author and comments.
 
     *attribution* (for this text) gives who added which line; without it,
-    every line's origin is unknown and the text decides.
+    every line's origin is unknown and the text decides.  *reading* is
+    MediaWiki's reading of this text (where its headings are); without it,
+    :func:`find_headings` finds them.
     """
     masked = mask_inert(page_text)
     starts = line_starts(page_text)
     owners = attribution.owners if attribution is not None else None
     users = attribution.users if attribution is not None else {}
-    headings = list(_headings(page_text, masked))
+    headings = [heading for heading in (reading.headings if reading is not None else find_headings(page_text))
+                if heading.level <= 2]
+    templates = reading.heading_templates if reading is not None else frozenset()
     sections = []
     seen: Counter = Counter()
     for index, heading in enumerate(headings):
@@ -266,10 +314,11 @@ def parse_sections(page_text: str, attribution: Attribution | None = None) -> li
             continue
         end = headings[index + 1].start if index + 1 < len(headings) else len(page_text)
         section = Section(heading=heading.title, start=heading.start, end=end, text=page_text[heading.start:end],
-                          masked=masked[heading.start:end])
+                          masked=masked[heading.start:end], shown=heading.shown, heading_templates=templates)
         section.signatures = [dataclasses.replace(signature, start=signature.start + heading.start,
                                                   end=signature.end + heading.start)
                               for signature in signatures_in(section.text, section.masked)]
+        section.reply_after = section.signatures[0].end if section.signatures else heading.end
         section.comments = _comments(starts, owners, users, heading.start, end)
         section.origin = owners[bisect_right(starts, heading.start) - 1] if owners else UNKNOWN
         if section.origin > UNKNOWN:
@@ -307,10 +356,14 @@ def _comments(starts: list[int], owners: list[int] | None, users: dict[int, str]
     return comments
 
 
-def mark_answered(sections: list[Section], bot: str) -> None:
-    """Set ``replies`` and ``answered`` on each section: whether the bot has replied there."""
+def mark_answered(sections: list[Section], bot: str, own: Callable[[], list[OwnEdit]] | None = None) -> None:
+    """Set ``replies`` and ``answered`` on each section: whether the bot has replied there.
+
+    *own* gives the bot's own revisions of the page (asked for only when a bot signature stands on lines
+    whose revision is not known).
+    """
     for section in sections:
-        section.replies = section.bot_replies(bot)
+        section.replies = section.bot_replies(bot, own)
         section.answered = bool(section.replies)
 
 
@@ -330,7 +383,109 @@ def find_section(sections: list[Section], key: str) -> Section | None:
     comment = next((comment for comment in section.comments if comment.owner == int(followup[2])), None)
     if comment is None:
         return None
-    return dataclasses.replace(section, answered=any(reply.start > comment.start for reply in section.replies))
+    signed = next((signature.end for signature in section.signatures
+                   if comment.start <= signature.start < comment.end), max(comment.end - 1, comment.start))
+    return dataclasses.replace(section, answered=any(reply.start > comment.start for reply in section.replies),
+                               reply_after=signed)
+
+
+def summary_section(section: Section) -> str:
+    """The section's name for an edit summary's ``/* … */`` link: the heading as MediaWiki shows it (what
+    its anchor is made of), with no control or format characters and no link, template or signature
+    syntax (an edit summary renders ``[[…]]`` as a link; ``*/`` would end the link)."""
+    text = "".join(" " if unicodedata.category(char) in ("Cc", "Cf", "Cs", "Zl", "Zp") else char
+                   for char in section.shown or section.heading)
+    text = " ".join(text.split())
+    for pattern, spaced in ((r"\[(?=\[)", "[ "), (r"\](?=\])", "] "), (r"\{(?=\{)", "{ "), (r"\}(?=\})", "} "),
+                            (r"~(?=~)", "~ "), (r"\*/", "* /")):
+        text = re.sub(pattern, spaced, text)
+    return text[:150]
+
+
+#: Elements a reply must not be left inside: MediaWiki's paired HTML tags.
+_PAIRED = ("div|span|table|tr|td|th|caption|tbody|thead|tfoot|center|blockquote|font|small|big|b|i|u|s|strike|"
+           "sub|sup|code|tt|kbd|samp|var|cite|q|abbr|dfn|mark|ins|del|bdi|bdo|ruby|rb|rp|rt|rtc|data|time|p|ul|ol|"
+           "li|dl|dt|dd|h[1-6]|em|strong")
+_ELEMENT_TAG = re.compile(r"<(/?)(" + _PAIRED + r")\b[^<>]*?(/?)>", re.IGNORECASE)
+_TABLE_EDGE = re.compile(r"^[ \t:]*(\{\||\|\})", re.MULTILINE)
+_HEADING_TAG = re.compile(r"<h[12][\s>/]", re.IGNORECASE)
+_NOT_SHOWN = re.compile(r"<!--.*?(?:-->|$)|<includeonly\s*>.*?(?:</includeonly\s*>|$)"
+                        r"|</?(?:noinclude|onlyinclude)\s*/?>", re.IGNORECASE | re.DOTALL)
+
+
+def _level(line: str, space: str = " \t") -> int:
+    """The level of the heading *line* is by MediaWiki's rules, *space* allowed after it (0: none).
+
+    A line of ``=`` only is a heading of level ``(n - 1) // 2`` (``=====`` is a level-2 heading titled
+    ``=``); otherwise the level is the smaller of the leading (at most 6) and trailing runs of ``=``.
+    """
+    kept = line.rstrip(space)
+    trail = len(kept) - len(kept.rstrip("="))
+    if trail == 0 or not kept.startswith("="):
+        return 0
+    if trail == len(kept):
+        return min(6, (trail - 1) // 2) if trail >= 3 else 0
+    return min(trail, len(kept) - len(kept.lstrip("=")), 6)
+
+
+def _shows_heading(raw: str, masked: str, templates: frozenset[str]) -> bool:
+    """Whether the line (*raw*, and *masked* with inert parts blanked) shows a heading of level 1 or 2 on
+    the page: one MediaWiki does not count as a section (after a comment or a ``<noinclude>`` tag), an
+    HTML ``<h1>``/``<h2>``, or a call of a template whose text shows one."""
+    if 1 <= _level(_NOT_SHOWN.sub("", raw), " \t\r\f\v") <= 2 or _HEADING_TAG.search(masked):
+        return True
+    return any(re.search(r"\{\{\s*(?:template\s*:\s*)?" + re.escape(name).replace(r"\ ", "[ _]+") + r"\s*[|}]",
+                         masked, re.IGNORECASE) for name in templates)
+
+
+def reply_point(page_text: str, section: Section) -> int:
+    """Where a reply to *section* goes: the end of the last line, after the one holding
+    ``section.reply_after``, at which every element opened in the section is closed again, none opened
+    before it was closed, and no heading the page shows began.
+
+    So a reply never lands inside a ``<div>`` (or a table, a ``<span>``...) that someone opened below the
+    question, hidden or not, nor after the closing tag of one opened above the section, nor below a
+    heading that shows inside the section.  When no line qualifies (the question itself opens an element
+    it never closes), the reply goes after the section's last line, and MediaWiki's check of the edit
+    (:mod:`bot.edit_check`) has the last word.
+    """
+    fallback = section.start + len(page_text[section.start:section.end].rstrip())
+    masked = section.masked
+    after = max(section.reply_after, section.start)
+    open_elements: list[str] = []
+    best = None
+    position = page_text.find("\n", section.start, section.end)  # the heading line is not the reply's place
+    position = section.end if position == -1 else position + 1
+    while position < section.end:
+        line_end = page_text.find("\n", position, section.end)
+        line_end = section.end if line_end == -1 else line_end
+        line = masked[position - section.start:line_end - section.start]
+        if _shows_heading(page_text[position:line_end], line, section.heading_templates):
+            break
+        closed_above = False
+        for tag in _ELEMENT_TAG.finditer(line):
+            name = tag.group(2).lower()
+            if tag.group(3):
+                continue
+            if not tag.group(1):
+                open_elements.append(name)
+            elif name in open_elements:
+                del open_elements[len(open_elements) - 1 - open_elements[::-1].index(name):]
+            else:
+                closed_above = True
+        for edge in _TABLE_EDGE.finditer(line):
+            if edge.group(1) == "{|":
+                open_elements.append("{|")
+            elif "{|" in open_elements:
+                del open_elements[len(open_elements) - 1 - open_elements[::-1].index("{|"):]
+            else:
+                closed_above = True
+        if closed_above:
+            break
+        if line_end >= after and not open_elements and line.strip():
+            best = position + len(page_text[position:line_end].rstrip())
+        position = line_end + 1
+    return best if best is not None else fallback
 
 
 def in_forum(title: str, forum: str) -> bool:
@@ -424,7 +579,7 @@ def _entities(code: mwparserfromhell.wikicode.Wikicode) -> list[str]:
 
 def plain_text(wikitext: str) -> str:
     """What a reader sees of *wikitext* as words: no markup, no code blocks, no query templates or links."""
-    code = mwparserfromhell.parse(_QUERY_URL.sub(" ", wikitext))
+    code = parse_wikitext(_QUERY_URL.sub(" ", wikitext))
     for node in code.filter(recursive=False):
         if isinstance(node, mwparserfromhell.nodes.Tag) and str(node.tag).lower() in _CODE_TAGS:
             code.remove(node)
@@ -451,9 +606,16 @@ def _without_signatures(text: str, offset: int, signatures: list[Signature]) -> 
 
 
 def thread_text(section: Section) -> str:
-    """The section as plain words, signatures reduced to their user names, the last THREAD_CHARS kept."""
-    pieces, position = [], section.start
+    """The section as plain words, signatures reduced to their user names, the last THREAD_CHARS kept.
+
+    Only the section's last 2 x THREAD_CHARS characters are read: plain words are never longer than the
+    wikitext they come from.
+    """
+    position = max(section.start, section.end - 2 * THREAD_CHARS)
+    pieces: list[str] = []
     for signature in section.signatures:
+        if signature.start < position:
+            continue
         pieces.append(plain_text(section.text[position - section.start:signature.start - section.start])
                       .rstrip(" -—–~"))
         pieces.append(f"— {signature.user}\n")
@@ -478,11 +640,16 @@ def extract_request(section: Section) -> Request:
         raise ValueError(f"the question is longer than {MAX_REQUEST_CHARS} characters")
     question = plain_text(section.opening)
     combined = "".join(_by_author(section))
-    code = mwparserfromhell.parse(combined)
+    code = parse_wikitext(combined[:2 * MAX_REQUEST_CHARS])
     return Request(heading=section.heading,
                    question=f"{section.heading}\n\n{question}" if question else section.heading,
                    queries=_queries(code), entities=_entities(code), thread=thread_text(section),
                    created=section.created)
+
+
+def reply_depth(indent: int) -> int:
+    """The depth of a reply to a comment indented *indent* levels: one deeper, at least 2, at most MAX_DEPTH."""
+    return min(max(indent + 1, 2), MAX_DEPTH)
 
 
 @dataclass(frozen=True)
@@ -521,7 +688,7 @@ def pending_followup(section: Section, bot: str) -> FollowUp | None:
         if comment.user != section.author and not mentions(text, wanted):
             continue
         indent = len(text) - len(text.lstrip(":*#"))
-        found = FollowUp(comment.owner, comment.user, comment.start, comment.end, max(indent + 1, 2))
+        found = FollowUp(comment.owner, comment.user, comment.start, comment.end, reply_depth(indent))
     return found
 
 
@@ -545,7 +712,7 @@ def extract_followup(section: Section, followup: FollowUp, previous_query: str |
     text = section.text[followup.start - section.start:followup.end - section.start]
     signatures = [signature for signature in section.signatures if followup.start <= signature.start < followup.end]
     words = plain_text(_without_signatures(text, followup.start, signatures))
-    code = mwparserfromhell.parse(text)
+    code = parse_wikitext(text[:2 * MAX_REQUEST_CHARS])
     queries = _queries(code)
     entities = _entities(code)
     if not section.replies and len(section.opening) <= MAX_REQUEST_CHARS:
@@ -564,7 +731,7 @@ def previous_query(section: Section, bot: str) -> str | None:
     if not replies:
         return None
     last = replies[-1]
-    found = _queries(mwparserfromhell.parse(section.text[last.start - section.start:last.end - section.start]))
+    found = _queries(parse_wikitext(section.text[last.start - section.start:last.end - section.start]))
     return found[0] if found else None
 
 
@@ -591,10 +758,12 @@ def posts(section: Section) -> list[Post]:
 def queries_in(wikitext: str) -> list[str]:
     """The queries in *wikitext*: ``{{SPARQL}}``, code blocks of SPARQL and query service links, each once.
 
-    Text longer than :data:`MAX_REQUEST_CHARS` is not parsed (mwparserfromhell is quadratic on unclosed
-    ``{{``): it holds no query here.
+    Text longer than :data:`MAX_REQUEST_CHARS`, or without a query template, a code block or a query
+    service link, is not parsed (mwparserfromhell is quadratic on unclosed ``{{``): it holds no query here.
     """
-    return _queries(mwparserfromhell.parse(wikitext)) if len(wikitext) <= MAX_REQUEST_CHARS else []
+    if len(wikitext) > MAX_REQUEST_CHARS or not _MAY_HOLD_A_QUERY.search(wikitext):
+        return []
+    return _queries(parse_wikitext(wikitext))
 
 
 def short_links(wikitext: str) -> list[str]:
@@ -614,20 +783,21 @@ def answered_by_human(section: Section, bot: str) -> bool:
     return any(post.user not in (section.author, wanted) and queries_in(post.text) for post in posts(section))
 
 
-def locate_after_change(attribution: Attribution, text: str, key: str, bot: str) -> Section | None:
+def locate_after_change(attribution: Attribution, text: str, key: str, bot: str, reading: Reading | None = None,
+                        own: Callable[[], list[OwnEdit]] | None = None) -> Section | None:
     """The section *key* in *text*, a newer text of the page than the one *attribution* describes.
 
     Lines changed since are attributed to :data:`CHANGED` (someone, not
     known who), so a section added meanwhile cannot take this one's identity.
+    *reading* is MediaWiki's reading of *text*, *own* the bot's revisions.
     """
     current = attribution if text == attribution.text else attribution.advance(CHANGED, "", text)
-    sections = parse_sections(text, current)
-    mark_answered(sections, bot)
+    sections = parse_sections(text, current, reading)
+    mark_answered(sections, bot, own)
     return find_section(sections, key)
 
 
 def insert_reply(page_text: str, section: Section, reply: str) -> str:
-    """*page_text* with *reply* after the last non-blank line of *section*; nothing else changes."""
-    content = page_text[section.start:section.end]
-    point = section.start + len(content.rstrip())
+    """*page_text* with *reply* on lines of its own at :func:`reply_point`; nothing else changes."""
+    point = reply_point(page_text, section)
     return page_text[:point] + "\n" + reply.rstrip("\n") + page_text[point:]

@@ -367,17 +367,16 @@ _HOLDS = {"query": ("reply with a SPARQL query written by an automated agent (pl
                             "follow-up: automated reply, this cannot be answered from Wikidata")}
 
 
-def edit_summary(heading: str, kind: str, holds: str) -> str:
+def edit_summary(section: str, kind: str, holds: str) -> str:
     """The summary of a reply's edit: it links the section, says an automated agent wrote the reply and what
     it holds (*holds*, by :func:`reply_kind`: a query to check, none, or the model's judgement that Wikidata
     cannot answer), and names a follow-up as one.
 
-    *kind* is ``question``, ``follow-up`` or ``too-long``; only ``*/`` (which ends the section link) and
-    line breaks are taken out of the heading.
+    *section* is the section's name as a summary links it (:func:`bot.forum.summary_section`); *kind* is
+    ``question``, ``follow-up`` or ``too-long``.
     """
-    clean = " ".join(heading.replace("*/", "* /").split())[:120]
     if kind == "too-long":
         what = "automated reply: the question is too long to read"
     else:
         what = _HOLDS[holds][kind == "follow-up"]
-    return f"/* {clean} */ {what}"
+    return f"/* {section} */ {what}"

@@ -23,7 +23,16 @@ is configured by ``OPENAI_BASE_URL``/``base_url``, ``OPENAI_API_KEY``/
 One live bot process at a time per state file: a second one (say
 ``--section X --live`` while the watcher runs) waits up to
 ``--wait-for-lock`` seconds for the lock file next to the state, then
-refuses, naming the process that holds it.
+refuses, naming the process that holds it.  A state file that is not the
+bot's SQLite database is refused in one line (exit 2) and left as it is; a
+missing one starts with a first look at the page (see :mod:`bot.watcher`).
+
+Every secret the bot holds (the model's key, credentials in any configured
+URL, the bot password) is masked in whatever the model and Wikidata answer,
+before the agent sees it, and in every line the bot writes
+(:mod:`bot.redact`).  pywikibot's count of the bot processes sharing its
+throttle is kept per process, so a killed bot's leftover entry never slows
+the next one.
 
 Stop the watcher with Ctrl-C or SIGTERM: it finishes the section it is
 answering, or abandons it safely (the page, not the local state, decides
@@ -46,8 +55,8 @@ from pathlib import Path
 from agent.cli import program_name
 from bot.config import BotConfig
 from bot.lock import LockBusy, ProcessLock
+from bot.redact import Scrubbed, redact, remember, remember_url
 from bot.redact import install as install_logging
-from bot.redact import redact, remember
 
 log = logging.getLogger("bot")
 #: Where the model is asked when neither OPENAI_BASE_URL nor base_url says otherwise.
@@ -121,7 +130,8 @@ def model_settings(config: BotConfig):
                          "OpenAI, or OPENAI_BASE_URL (or base_url in bot.ini) for another OpenAI-compatible "
                          "endpoint; see --help")
     remember(llm_config.api_key)
-    remember(urllib.parse.urlsplit(llm_config.base_url or "").password)
+    for url in (llm_config.base_url, *(os.environ.get(name) for name in SECRET_URLS)):
+        remember_url(url)
     return llm_config
 
 
@@ -143,13 +153,14 @@ def make_answerer(config: BotConfig, llm_config):
     from agent.kb.local import LocalKB
     from agent.llm import ChatModel
 
-    llm = ChatModel.from_config(llm_config)
+    llm = Scrubbed(ChatModel.from_config(llm_config))
     kb = (LocalKB(Path(config.kb_dir), read_only=True) if config.kb_dir and not config.live
           else open_kb(config.kb_dir, cache_path=config.cache_path))
     graph = getattr(kb, "graph", None)
     if graph is not None and graph.name != "wikidata":
         raise ValueError(f"kb_dir {config.kb_dir} holds the graph {graph.name!r}: the bot answers about Wikidata")
-    agent = Agent(llm=llm, kb=kb, config=AgentConfig(answer_guaranteed=False,
+    # Every answer of the model and the knowledge base is scrubbed of secrets before the agent sees it.
+    agent = Agent(llm=llm, kb=Scrubbed(kb), config=AgentConfig(answer_guaranteed=False,
                                                      scholarly_service=config.scholarly_service or ""))
     endpoint = endpoint_of(llm_config)
 
@@ -171,19 +182,51 @@ def open_examples(config: BotConfig):
     return Retriever(ExampleStore(config.examples_path, read_only=True))
 
 
+#: Configured addresses whose credentials (``user:password@``) are secrets.
+SECRET_URLS = ("OPENAI_BASE_URL", "WIKIDATA_API_URL", "WIKIDATA_SPARQL_URL", "SPINACH_BOT_API_URL")
+
+
+def remember_bot_password(site) -> None:
+    """Register the bot's password, as pywikibot reads it from its password file."""
+    from pywikibot.login import LoginManager
+
+    from pywikibot.exceptions import Error
+
+    try:
+        remember(LoginManager(site=site).password)
+    except (ValueError, OSError, Error) as error:  # no password file: nothing to hide
+        log.debug("no bot password to register: %s", error)
+
+
+def throttle_of_this_process(site) -> None:
+    """Count only this process in pywikibot's throttle.
+
+    pywikibot multiplies every request's delay by the number of bot processes listed in its shared
+    ``throttle.ctrl``, where a killed process stays listed for ten minutes: a crash-looping bot slowed
+    itself down more at every restart.  This process leaves the shared file (its own entry removed) and
+    keeps its count in no file; one live bot per state file is the lock's business (:mod:`bot.lock`).
+    """
+    site.throttle.drop()
+    site.throttle.ctrlfilename = os.devnull
+    site.throttle.checkMultiplicity()
+
+
+def open_state(path: str):
+    """The state, or one line on stderr saying what is wrong and what to do (``None``)."""
+    from bot.state import State, StateUnreadable
+
+    try:
+        return State(path)
+    except StateUnreadable as error:
+        print(f"error: {error}. The file was left as it is: restore it from a backup, or give --state another "
+              "file (a new state file starts with a first look at the page)", file=sys.stderr)
+        return None
+
+
 def main(argv: list[str] | None = None) -> int:
     args, pywikibot_options = build_parser().parse_known_args(argv if argv is not None else sys.argv[1:])
     # pywikibot reads user-config.py when imported: only after --help had its chance.
     import pywikibot
-    from pywikibot.exceptions import NoUsernameError
-
-    from bot.forum import close_matches, parse_sections
-    from bot.render import Credit
-    from bot.review import Review
-    from bot.short_links import ShortLinks
-    from bot.state import State
-    from bot.watcher import Watcher
-    from bot.wiki import ForumPage
 
     install_logging()
     try:
@@ -219,8 +262,33 @@ def main(argv: list[str] | None = None) -> int:
         if lock:
             lock.release()
         return 2
+    state = open_state(config.state_path)
+    try:
+        return run_with(args, config, llm_config, answer, examples, state) if state is not None else 2
+    finally:
+        if state is not None:
+            state.close()
+        if lock:
+            lock.release()
+
+
+def run_with(args: argparse.Namespace, config: BotConfig, llm_config, answer, examples, state) -> int:
+    """The bot with its state open (and its lock held): reach the wiki, then one pass, one section or the
+    watcher."""
+    import pywikibot
+    from pywikibot.exceptions import NoUsernameError
+
+    from bot.forum import close_matches, parse_sections
+    from bot.render import Credit
+    from bot.review import Review
+    from bot.short_links import ShortLinks
+    from bot.watcher import Watcher
+    from bot.wiki import ForumPage
+
     try:
         site = pywikibot.Site()
+        throttle_of_this_process(site)
+        remember_bot_password(site)
         if config.live:
             site.login()
             if not site.logged_in():
@@ -243,7 +311,6 @@ def main(argv: list[str] | None = None) -> int:
     if config.live and not config.operator:
         log.warning("no operator in bot.ini: replies name no one who runs the bot")
     forum = ForumPage(site, config.page, config.stop_page, live=config.live, reply_markup=credit.markup())
-    state = State(config.state_path)
     review = None
     if config.review:
         page = ForumPage(site, config.review_page.format(username=username), config.stop_page, live=config.live,
@@ -257,26 +324,21 @@ def main(argv: list[str] | None = None) -> int:
              f"; replies drafted on {review.page.title} for review" if review else "")
     try:
         if args.section:
-            text, _ = forum.read()
-            sections = parse_sections(text)
+            text, revision = forum.read()
+            sections = parse_sections(text, reading=forum.reading(text, revision))
             chosen = [section for section in sections if section.heading == args.section]
             if not chosen:
                 matches = close_matches(sections, args.section)
                 hint = f" Close matches: {'; '.join(matches)}" if matches else ""
                 print(f"error: no section titled {args.section!r} on {config.page}.{hint}", file=sys.stderr)
                 return 2
-            section = chosen[-1]
-            state.add(config.page, section.key, section.heading, "pending")
-            watcher.treat(section)
+            watcher.treat(chosen[-1])
         elif args.once:
             watcher.run_pass(answer_backlog=args.backlog)
         else:
             run_scheduled(watcher, config, args.backlog)
     finally:
         log.info("done: %s", dict(watcher.counter) or "nothing to do")
-        state.close()
-        if lock:
-            lock.release()
     return 0
 
 

@@ -12,9 +12,19 @@ A section's status: ``backlog`` (on the page at the first look, left alone
 unless the bot is pinged), ``pending`` (to answer; retried after a failure
 with doubling backoff), ``waiting`` (not ready, e.g. unsigned: looked at again
 when the page changes), ``answered``, ``failed`` (``max_attempts`` failures),
-``skipped`` (a skip rule), ``gone`` (no longer on the page: pending again if
+``skipped`` (a skip rule), ``refused`` (the wiki's check refused the reply for
+a reason that will not pass by itself: tried again once the page has
+changed, never given up), ``gone`` (no longer on the page: pending again if
 it comes back).  A follow-up is a record of its own, keyed
 ``<section key> / r<revision>``.
+
+Each section's record keeps its fingerprint (heading, opening and first
+signature, :attr:`bot.forum.Section.fingerprint`): a section that comes back
+under another key (restored by someone else, after its lines were forgotten)
+takes the status of its earlier record (:meth:`State.earlier`).
+
+A state file that is not a SQLite database, or cannot be opened, raises
+:class:`StateUnreadable` and is left as it is.
 """
 
 from __future__ import annotations
@@ -39,16 +49,20 @@ CREATE TABLE IF NOT EXISTS sections (
     page TEXT NOT NULL,
     key TEXT NOT NULL,
     heading TEXT NOT NULL,
-    status TEXT NOT NULL,          -- backlog | pending | waiting | answered | failed | skipped | gone
+    status TEXT NOT NULL,          -- backlog | pending | waiting | answered | failed | skipped | refused | gone
     attempts INTEGER NOT NULL DEFAULT 0,
     last_error TEXT,
     next_attempt REAL NOT NULL DEFAULT 0,
     answered_revision INTEGER,
     trace TEXT,
     updated REAL NOT NULL,
+    fingerprint TEXT,
+    refused_revision INTEGER,
     PRIMARY KEY (page, key)
 );
 """
+#: Statuses a section that comes back under another key keeps: what the bot decided about it stays decided.
+SETTLED = ("answered", "backlog", "skipped", "failed", "refused")
 
 
 @dataclass
@@ -62,15 +76,23 @@ class SectionRecord:
     next_attempt: float
     answered_revision: int | None
     trace: dict | None
+    fingerprint: str | None = None
+    refused_revision: int | None = None
 
 
 #: The longest wait before retrying a section that failed for a passing reason.
 MAX_RETRY_SECONDS = 6 * 3600
-_COLUMNS = "page, key, heading, status, attempts, last_error, next_attempt, answered_revision, trace"
+_COLUMNS = ("page, key, heading, status, attempts, last_error, next_attempt, answered_revision, trace, fingerprint, "
+            "refused_revision")
 
 
 def _record(row: tuple) -> SectionRecord:
-    return SectionRecord(*row[:8], trace=json.loads(row[8]) if row[8] else None)
+    return SectionRecord(*row[:8], trace=json.loads(row[8]) if row[8] else None, fingerprint=row[9],
+                         refused_revision=row[10])
+
+
+class StateUnreadable(RuntimeError):
+    """The state file is not a SQLite database of the bot, or cannot be opened."""
 
 
 def _like_prefix(prefix: str) -> str:
@@ -80,14 +102,19 @@ def _like_prefix(prefix: str) -> str:
 class State:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        # The watcher's passes run in the scheduler's worker thread, one at a time.
-        self.connection = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
-        self.connection.executescript(SCHEMA)
-        columns = {row[1] for row in self.connection.execute("PRAGMA table_info(pages)")}
-        with self.connection:  # a state file written before the page history was kept
-            for column in ("text", "attribution"):
-                if column not in columns:
-                    self.connection.execute(f"ALTER TABLE pages ADD COLUMN {column} TEXT")
+        try:
+            # The watcher's passes run in the scheduler's worker thread, one at a time.
+            self.connection = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
+            self.connection.executescript(SCHEMA)
+            with self.connection:  # a state file written before a column existed
+                for table, column, kind in (("pages", "text", "TEXT"), ("pages", "attribution", "TEXT"),
+                                            ("sections", "fingerprint", "TEXT"),
+                                            ("sections", "refused_revision", "INTEGER")):
+                    columns = {row[1] for row in self.connection.execute(f"PRAGMA table_info({table})")}
+                    if column not in columns:
+                        self.connection.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+        except sqlite3.DatabaseError as error:  # "file is not a database", "unable to open database file"
+            raise StateUnreadable(f"cannot use the state file {self.path}: {error}") from error
 
     def close(self) -> None:
         self.connection.close()
@@ -137,11 +164,19 @@ class State:
         return [_record(row) for row in
                 self.connection.execute(f"SELECT {_COLUMNS} FROM sections WHERE page = ?", (page,))]
 
-    def add(self, page: str, key: str, heading: str, status: str) -> None:
+    def add(self, page: str, key: str, heading: str, status: str, fingerprint: str | None = None) -> None:
         with self.connection:
             self.connection.execute(
-                "INSERT OR IGNORE INTO sections (page, key, heading, status, updated) VALUES (?, ?, ?, ?, ?)",
-                (page, key, heading, status, time.time()))
+                "INSERT OR IGNORE INTO sections (page, key, heading, status, updated, fingerprint) "
+                "VALUES (?, ?, ?, ?, ?, ?)", (page, key, heading, status, time.time(), fingerprint))
+
+    def earlier(self, page: str, fingerprint: str) -> SectionRecord | None:
+        """The latest settled record (:data:`SETTLED`) of a section with this fingerprint, under any key."""
+        row = self.connection.execute(
+            f"SELECT {_COLUMNS} FROM sections WHERE page = ? AND fingerprint = ? AND status IN "
+            f"({', '.join('?' * len(SETTLED))}) ORDER BY updated DESC LIMIT 1",
+            (page, fingerprint, *SETTLED)).fetchone()
+        return _record(row) if row else None
 
     def _update(self, page: str, key: str, **values) -> None:
         values["updated"] = time.time()
@@ -162,6 +197,11 @@ class State:
 
     def record_skipped(self, page: str, key: str, reason: str) -> None:
         self._update(page, key, status="skipped", last_error=reason)
+
+    def record_refused(self, page: str, key: str, reason: str, revision: int | None) -> None:
+        """The wiki refused the reply for a reason that will not pass by itself: tried again when the page
+        is no longer at *revision*."""
+        self._update(page, key, status="refused", last_error=reason[:2000], refused_revision=revision)
 
     def record_failure(self, page: str, key: str, error: str, retry_seconds: float, max_attempts: int,
                        transient: bool = False) -> None:

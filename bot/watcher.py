@@ -6,13 +6,22 @@ counters are printed at the end.  A task is a new section's question, a
 follow-up under the bot's reply (or a ping of the bot in a section it has not
 answered), or a polite note for a question too long to read.
 
-Each pass reads the page once and parses it once.  Each task runs under one
-error boundary: whatever fails (parsing its request, the agent, rendering,
-saving) is logged with its traceback, recorded with the attempt count, and
-retried later with doubling backoff; the pass goes on with the next task.
-Pending tasks are retried whatever the page revision says, and the page is
-recorded as seen only after its tasks were handled.  Saving, and every
-"may I write" decision, belongs to :mod:`bot.wiki`.
+Each pass reads the page once, asks MediaWiki where its sections are, and
+parses it once.  Each task runs under one error boundary: whatever fails
+(parsing its request, the agent, rendering, saving) is logged with its
+traceback, recorded with the attempt count, and retried later with doubling
+backoff; the pass goes on with the next task.  A reply the wiki's check
+refuses is recorded as refused, with the reason, and tried again (with the
+same answer) once the page has changed.  Pending tasks are retried whatever
+the page revision says, and the page is recorded as seen only after its tasks
+were handled.  Saving, and every "may I write" decision, belongs to
+:mod:`bot.wiki`.
+
+At the first look at a page (no state for it), the sections already there
+are backlog, except those asked after the bot's own latest edit of the page
+(it was down, or its state was lost): those are answered.  A section that
+comes back under another identity (its lines restored by someone else after
+they were forgotten) keeps the status its earlier record had.
 """
 
 from __future__ import annotations
@@ -22,7 +31,7 @@ import sqlite3
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import pywikibot
@@ -30,10 +39,11 @@ import pywikibot
 from agent.examples import Retriever, ThreadRef, prompt_examples
 from agent.trace import AgentResult
 from bot.config import BotConfig
+from bot.edit_check import EditRefused
 from bot.forum import (
-    MAX_REQUEST_CHARS, FollowUp, Request, Section, answered_by_human, extract_followup, extract_request,
-    followup_key, in_forum, mark_answered, normalize_user, page_lead, parse_sections, pending_followup, ping_in,
-    previous_query,
+    MAX_DEPTH, MAX_REQUEST_CHARS, FollowUp, Reading, Request, Section, answered_by_human, extract_followup,
+    extract_request, followup_key, in_forum, mark_answered, normalize_user, page_lead, parse_sections,
+    pending_followup, ping_in, previous_query, summary_section,
 )
 from bot.history import Attribution, Revision, latest_revisions, revisions_after
 from bot.outcomes import changes, snapshot
@@ -41,8 +51,8 @@ from bot.render import Credit, edit_summary, render_reply, reply_kind
 from bot.review import Review
 from bot.short_links import ShortLinks
 from bot.state import State
-from bot.redact import redact
-from bot.wiki import EditRefused, EmergencyStop, ForumPage, bots_allow
+from bot.redact import redact, scrub
+from bot.wiki import EmergencyStop, ForumPage, bots_allow
 
 log = logging.getLogger(__name__)
 Answerer = Callable[[Request], AgentResult]
@@ -137,8 +147,10 @@ class Watcher:
                 self.counter["unchanged"] += 1
                 return self.counter
             text, revision = self.forum.read()
+            reading = self.forum.reading(text, revision)
             first_look = not self.state.knows_page(page)
-            attribution = self.attribute(text, revision, first_look)
+            since = self._last_own_revision(revision) if first_look else None
+            attribution = self.attribute(text, revision, first_look, since)
         except (OSError, pywikibot.exceptions.Error) as error:  # the wiki is down: try again next pass
             log.error("cannot read %s: %s", page, error)
             self.counter["wiki errors"] += 1
@@ -147,48 +159,58 @@ class Watcher:
             log.exception("cannot read %s", page)
             self.counter["wiki errors"] += 1
             return self.counter
+        # At a first look, sections asked up to the bot's own latest edit (or all, if it never edited) wait.
+        backlog_until = None if not first_look or answer_backlog else (since if since is not None else revision)
         try:
-            sections = parse_sections(text, attribution)
-            mark_answered(sections, self.bot)
-            tasks = self.plan(text, sections, backlog=first_look and not answer_backlog)
+            sections = parse_sections(text, attribution, reading)
+            mark_answered(sections, self.bot, lambda: self.forum.own_edits(revision))
+            tasks = self.plan(text, sections, revision, reading, backlog_until)
         except Exception:
             log.exception("cannot parse %s; nothing on it is answered this pass", page)
             self.counter["page errors"] += 1
             return self.counter
-        if first_look and not answer_backlog:
-            log.info("first look at %s: %d existing sections are backlog and will not be answered",
-                     page, len(sections))
+        if backlog_until is not None:
+            backlog = sum(record.status == "backlog" for record in self.state.sections(page))
+            newer = (f"; {sum(section.origin > since for section in sections)} asked since its own last edit of "
+                     f"the page (revision {since}) are answered") if since is not None else ""
+            log.info("first look at %s: %d sections recorded as backlog, answered only where the bot is pinged "
+                     "(--backlog answers them)%s", page, backlog, newer)
         for task in tasks:
-            if self.stopping.is_set() or not self.handle(task, attribution):
+            if self.stopping.is_set() or not self.handle(task, attribution, revision):
                 break
         self.state.record_seen(page, attribution)
         return self.counter
 
-    def attribute(self, text: str, revision: int, first_look: bool) -> Attribution:
-        """Who added which line of *text*: the stored attribution carried through the revisions made since."""
+    def _last_own_revision(self, revision: int) -> int | None:
+        """The bot's own latest revision of the page (up to *revision*), if it ever edited it."""
+        own = self.forum.own_edits(revision)
+        return own[-1].revision if own else None
+
+    def attribute(self, text: str, revision: int, first_look: bool, since: int | None = None) -> Attribution:
+        """Who added which line of *text*: the stored attribution carried through every revision made since
+        (at a first look, the history from *since*, the bot's own latest revision)."""
         stored = None if first_look else self.state.attribution(self.forum.title)
         if stored is None:
-            return self._attribute_from_history(text, revision)
+            return self._attribute_from_history(text, revision, since)
         if stored.revision == revision and stored.text == text:
             return stored
         try:
-            revisions = revisions_after(self.forum.site, self.forum.title, stored.revision, revision)
+            return self._carry(stored, revisions_after(self.forum.site, self.forum.title, stored.revision, revision),
+                               text, revision)
         except pywikibot.exceptions.APIError as error:  # e.g. the revision read last was deleted since
-            log.warning("cannot read the revisions of %s since %d (%s)", self.forum.title, stored.revision, error)
-            revisions = None
-        if revisions is None:
-            log.warning("the changes to %s since revision %d are attributed together, to no known user",
-                        self.forum.title, stored.revision)
-            revisions = []
-        return self._carry(stored, revisions, text, revision)
+            log.warning("cannot read the revisions of %s since %d (%s); the changes since are attributed together, "
+                        "to no known user", self.forum.title, stored.revision, error)
+            return self._carry(stored, [], text, revision)
 
-    def _attribute_from_history(self, text: str, revision: int) -> Attribution:
-        """At the first look: who added which line, from the page's latest revisions.
+    def _attribute_from_history(self, text: str, revision: int, since: int | None) -> Attribution:
+        """At the first look: who added which line, from the page's history since the bot's own latest
+        revision (or its latest revisions).
 
-        Without it a signature typed into a question (a forged bot signature) would pass for a reply.
+        Without it a signature typed into a question (a forged bot signature) would pass for a reply, and
+        a question asked while the bot was away would pass for backlog.
         """
         try:
-            revisions = latest_revisions(self.forum.site, self.forum.title, revision)
+            revisions = latest_revisions(self.forum.site, self.forum.title, revision, since)
         except pywikibot.exceptions.APIError as error:
             log.warning("cannot read the history of %s (%s); signatures alone tell who wrote what",
                         self.forum.title, error)
@@ -201,7 +223,7 @@ class Watcher:
         return self._carry(start, newer, text, revision)
 
     @staticmethod
-    def _carry(current: Attribution, revisions: list[Revision], text: str, revision: int) -> Attribution:
+    def _carry(current: Attribution, revisions: Iterable[Revision], text: str, revision: int) -> Attribution:
         """*current* carried through *revisions* (oldest first) to *text*, the page as read at *revision*."""
         for newer in revisions:
             current = current.advance(newer.id, normalize_user(newer.user), newer.text)
@@ -209,10 +231,13 @@ class Watcher:
             current = current.advance(revision, "", text)
         return current
 
-    def plan(self, text: str, sections: list[Section], backlog: bool = False) -> list[Task]:
-        """The tasks due on this page, at most ``max_sections_per_pass``, with skip rules applied."""
+    def plan(self, text: str, sections: list[Section], revision: int, reading: Reading | None = None,
+             backlog_until: int | None = None) -> list[Task]:
+        """The tasks due on this page (*text*, at *revision*), at most ``max_sections_per_pass``, with skip
+        rules applied.  Sections new to the state that were added up to revision *backlog_until* (or whose
+        revision is not known) are backlog."""
         page = self.forum.title
-        if not bots_allow(self.forum.site, page, page_lead(text)):
+        if not bots_allow(self.forum.site, page, page_lead(text, reading)):
             log.info("the page opts out of bots: nothing on %s is answered", page)
             return []
         seen: set[str] = set()  # the keys of the sections and follow-ups on the page now
@@ -220,10 +245,11 @@ class Watcher:
         for section in sections:
             seen.add(section.key)
             try:
-                task = self._task_for(section, backlog, seen)
+                backlog = backlog_until is not None and section.origin <= backlog_until
+                task = self._task_for(section, backlog, seen, revision)
             except Exception as error:  # one pathological section: recorded, the others go on
                 log.exception("%r: cannot decide what to do", section.heading)
-                self.state.add(page, section.key, section.heading, "pending")
+                self.state.add(page, section.key, section.heading, "pending", section.fingerprint)
                 self._fail(Task(section.key, section, "question"), f"{type(error).__name__}: {error}")
                 continue
             if task is not None and task.key not in self.previewed:
@@ -233,28 +259,34 @@ class Watcher:
                 self.state.set_status(page, record.key, "gone", "not on the page")
         return tasks[:self.config.max_sections_per_pass]
 
-    def _task_for(self, section: Section, backlog: bool, seen: set[str]) -> Task | None:
+    def _task_for(self, section: Section, backlog: bool, seen: set[str], revision: int) -> Task | None:
         page, bot = self.forum.title, self.bot
         record = self.state.section(page, section.key)
         if record is None:
-            self.state.add(page, section.key, section.heading, "backlog" if backlog else "pending")
+            earlier = self.state.earlier(page, section.fingerprint)
+            if earlier is not None:  # the same heading, opening and signature came back under another identity
+                log.info("%r is back on the page (as %r, %s before): it stays %s", section.heading, section.key,
+                         earlier.key, earlier.status)
+            status = earlier.status if earlier is not None else "backlog" if backlog else "pending"
+            self.state.add(page, section.key, section.heading, status, section.fingerprint)
             record = self.state.section(page, section.key)
-        elif record.status in ("gone", "waiting"):
+        elif record.status in ("gone", "waiting") or (record.status == "refused"
+                                                      and record.refused_revision != revision):
             self.state.set_status(page, section.key, "pending")
             record = self.state.section(page, section.key)
         if section.answered:
             if record.status != "answered":
                 self.state.record_answered(page, section.key, None)
                 self.counter["already answered"] += 1
-            return self._followup_task(section, pending_followup(section, bot), seen)
+            return self._followup_task(section, pending_followup(section, bot), seen, revision)
         if record.status in ("backlog", "skipped", "failed"):
             ping = ping_in(section, bot)
             if ping is None:
                 return None
             text = section.masked[ping.start - section.start:ping.end - section.start]
             indent = len(text) - len(text.lstrip(":*#"))
-            return self._followup_task(section, FollowUp(ping.owner, ping.user, ping.start, ping.end, indent + 1),
-                                       seen)
+            return self._followup_task(section, FollowUp(ping.owner, ping.user, ping.start, ping.end,
+                                                         min(indent + 1, MAX_DEPTH)), seen, revision)
         if record.status != "pending" or record.next_attempt > time.time():
             return None
         reason = self.skip_reason(section)
@@ -269,7 +301,8 @@ class Watcher:
         kind = "too-long" if len(section.opening) > MAX_REQUEST_CHARS else "question"
         return Task(section.key, section, kind)
 
-    def _followup_task(self, section: Section, followup: FollowUp | None, seen: set[str]) -> Task | None:
+    def _followup_task(self, section: Section, followup: FollowUp | None, seen: set[str],
+                       revision: int) -> Task | None:
         if followup is None:
             return None
         page, key = self.forum.title, followup_key(section.key, followup.revision)
@@ -278,7 +311,7 @@ class Watcher:
         if record is None:
             self.state.add(page, key, section.heading, "pending")
             record = self.state.section(page, key)
-        elif record.status == "gone":
+        elif record.status == "gone" or (record.status == "refused" and record.refused_revision != revision):
             self.state.set_status(page, key, "pending")
             record = self.state.section(page, key)
         if record.status != "pending" or record.next_attempt > time.time():
@@ -305,15 +338,17 @@ class Watcher:
 
     def treat(self, section: Section) -> None:
         """Answer *section*'s question now (``--section``), under the same error boundary as a pass."""
-        self.state.add(self.forum.title, section.key, section.heading, "pending")
+        self.state.add(self.forum.title, section.key, section.heading, "pending", section.fingerprint)
         kind = "too-long" if len(section.opening) > MAX_REQUEST_CHARS else "question"
-        self.handle(Task(section.key, section, kind), None)
+        self.handle(Task(section.key, section, kind), None, None)
 
-    def handle(self, task: Task, attribution: Attribution | None) -> bool:
+    def handle(self, task: Task, attribution: Attribution | None, revision: int | None) -> bool:
         """Do one task under one error boundary: any failure is recorded and retried, never raised.
 
-        Returns ``False`` when the emergency stop was hit: the pass ends there (the task stays pending),
-        and the watcher goes on, so edits resume once the stop page is emptied.
+        A reply the wiki's check refuses (:class:`EditRefused`) is recorded as refused with the reason, to
+        be tried again once the page is no longer at *revision*.  Returns ``False`` when the emergency stop
+        was hit: the pass ends there (the task stays pending), and the watcher goes on, so edits resume
+        once the stop page is emptied.
         """
         self.counter["read"] += 1
         try:
@@ -322,8 +357,8 @@ class Watcher:
             log.warning("emergency stop: %s; editing nothing", stop)
             self.counter["stopped"] += 1
             return False
-        except EditRefused as refused:  # MediaWiki's verdict on this reply: the same reply would be refused again
-            self._refuse(task, str(refused))
+        except EditRefused as refused:  # MediaWiki's verdict on this reply, until the page changes
+            self._refuse(task, str(refused), revision)
         except (OSError, pywikibot.exceptions.Error) as error:  # the wiki or the network, for a while
             log.exception("%r: the wiki could not be read or written", task.section.heading)
             self._fail(task, f"{type(error).__name__}: {error}", transient=True)
@@ -346,10 +381,13 @@ class Watcher:
                          else section.text[task.followup.start - section.start:task.followup.end - section.start])
                 request = self.short_links.resolve(request, asked)
             draft = bool(request.queries)
-            log.info("answering %r (%s)", section.heading, task.kind)
             earlier = self._recall(request, task.kind == "question")
-            result = self.answer(request)
-            self.state.record_trace(page, task.key, result.to_dict())
+            result = self._refused_answer(task, request)
+            if result is None:
+                log.info("answering %r (%s)", section.heading, task.kind)
+                result = self.answer(request)
+                # Scrubbed before it is stored: an endpoint's error may echo a secret into the stop message.
+                self.state.record_trace(page, task.key, scrub(result.to_dict()))
             if result.stop_reason in ("llm_error", "kb_error"):
                 self._fail(task, f"{result.stop_reason}: {result.stop_message}", transient=True)
                 return
@@ -361,7 +399,7 @@ class Watcher:
                 return
             reply = render_reply(result, depth=task.depth, max_chars=self.config.reply_max_chars, credit=self.credit,
                                  draft=draft, earlier=earlier)
-        summary = edit_summary(section.heading, task.kind, holds)
+        summary = edit_summary(summary_section(section), task.kind, holds)
         if self.review is not None:
             status = self.review.submit(task.key, section, task.kind, reply, summary)
             self.counter[status] += 1
@@ -406,6 +444,15 @@ class Watcher:
             return None
         return (same.example.link, same.example.date) if same else None
 
+    def _refused_answer(self, task: Task, request: Request) -> AgentResult | None:
+        """The answer the wiki refused to let the bot post, for the same request: tried again as it was."""
+        record = self.state.section(self.forum.title, task.key)
+        if record is None or record.refused_revision is None or not record.trace \
+                or record.trace.get("question") != request.question:
+            return None
+        log.info("posting the answer to %r the wiki refused before, the page having changed", task.section.heading)
+        return AgentResult.from_dict(record.trace)
+
     def _previous_query(self, task: Task) -> str | None:
         """The bot's last final query in this section: from its stored trace, else read back from the page."""
         prefix = task.section.key + " / r"
@@ -423,9 +470,10 @@ class Watcher:
                 best = (order, record.trace["final_sparql"])
         return best[1] if best else previous_query(task.section, self.bot)
 
-    def _refuse(self, task: Task, reason: str) -> None:
-        """MediaWiki's check refused the reply: logged with its reason, recorded, not retried (the same reply
-        would meet the same verdict); ``--section`` tries again once the cause is fixed."""
+    def _refuse(self, task: Task, reason: str, revision: int | None) -> None:
+        """MediaWiki's check refused the reply: logged with its reason and recorded ``refused``, never
+        ``failed``.  The same reply would meet the same verdict, so it is tried again (with the same answer)
+        only once the page has changed since *revision*; ``--section`` tries again at once."""
         reason = redact(reason)
         if not self.forum.writes:
             log.warning("%r: a live run would be refused by the edit check: %s", task.section.heading, reason)
@@ -433,8 +481,9 @@ class Watcher:
             self.previewed.add(task.key)
             self.counter["refused"] += 1
             return
-        log.warning("%r: refused by the edit check (not retried): %s", task.section.heading, reason)
-        self.state.set_status(self.forum.title, task.key, "refused", reason[:2000])
+        log.warning("%r: refused by the edit check, tried again once the page changes: %s", task.section.heading,
+                    reason)
+        self.state.record_refused(self.forum.title, task.key, reason, revision)
         self.counter["refused"] += 1
 
     def _fail(self, task: Task, error: str, transient: bool = False) -> None:

@@ -25,7 +25,12 @@ Every safety rule lives here, so no caller can forget one:
   its text must be what was sent (else the bot's edit is undone at once);
 * "posted" is reported only when the wiki reports a new revision;
 * the bot's own signature already in the section means "answered": nothing
-  is posted twice, whatever the local state says.
+  is posted twice, whatever the local state says;
+* the page is read as MediaWiki reads it (:mod:`bot.sections`), and the reply
+  goes where a reader of the asker's section sees it (:func:`bot.forum.reply_point`);
+  a page whose content model is not wikitext is not edited;
+* a login that failed is tried again from scratch (a fresh session and login
+  token, pywikibot's own retry reuses a stale token) after a doubling wait.
 
 Edits are bot edits, not minor; pywikibot adds ``assert=user`` to every
 write, applies ``put_throttle`` and ``maxlag`` from ``user-config.py``.
@@ -35,19 +40,24 @@ from __future__ import annotations
 
 import difflib
 import logging
+import re
+import time
 from dataclasses import dataclass, field
 
 import pywikibot
 from pywikibot import textlib
+from pywikibot.comms import http
 from pywikibot.exceptions import EditConflictError, Error, NoPageError
 from pywikibot.login import LoginStatus
 from pywikibot.site import Namespace
 
 from bot.edit_check import Allowance, EditRefused, checked_text, measure_allowance, sections_of
 from bot.forum import (
-    Section, find_section, insert_reply, locate_after_change, mark_answered, page_lead, parse_sections,
+    Reading, Section, find_section, insert_reply, locate_after_change, mark_answered, page_lead, parse_sections,
+    reply_point,
 )
-from bot.history import Attribution
+from bot.history import Attribution, OwnEdit, own_revisions
+from bot.sections import read_sections
 
 log = logging.getLogger(__name__)
 MAX_CONFLICT_RETRIES = 3
@@ -98,9 +108,67 @@ class _Fragment(pywikibot.Page):
         return found
 
 
+#: What pywikibot's ``removeDisabledParts`` removes before reading templates, in its order.
+_DISABLED = [(re.compile(r"<!--"), re.compile(r"-->"))] + [
+    (re.compile(rf"<{name}(?:>|\s+[^>]{{0,1000}}(?<!/)>)", re.IGNORECASE), re.compile(rf"</{name}\s*>", re.IGNORECASE))
+    for name in ("includeonly", "nowiki", "pre", "syntaxhighlight", "source")]
+#: A ``{{bots}}``/``{{nobots}}`` call longer than this is read as an opt-out, not parsed.
+MAX_OPT_OUT_CHARS = 2000
+
+
+def _without_disabled_parts(text: str) -> str:
+    """*text* without comments, ``<includeonly>``, ``<nowiki>``, ``<pre>`` and ``<syntaxhighlight>``/``<source>``
+    elements, removed as pywikibot's ``removeDisabledParts`` removes them, in linear time (its regular
+    expressions take quadratic time on openers that are never closed)."""
+    for opener, closer in _DISABLED:
+        pieces, position = [], 0
+        while (start := opener.search(text, position)) and (end := closer.search(text, start.end())):
+            pieces.append(text[position:start.start()])
+            position = end.end()
+        text = "".join(pieces) + text[position:]
+    return text
+
+
+def _template_name(text: str, start: int) -> str:
+    """The name of the template called at *start* (``{{``), as a name to compare: lower case, no prefix."""
+    name = re.split(r"\||\}\}|\{\{", text[start + 2:start + 202], maxsplit=1)[0]
+    name = " ".join(name.replace("_", " ").split()).lower().lstrip(":")
+    return re.sub(r"^template\s*:\s*", "", name)
+
+
 def bots_allow(site: pywikibot.site.BaseSite, title: str, text: str) -> bool:
-    """Whether ``{{bots}}``/``{{nobots}}`` in *text* let this bot edit, decided by pywikibot's ``botMayEdit``."""
-    return _Fragment(site, title, text).botMayEdit()
+    """Whether ``{{bots}}``/``{{nobots}}`` in *text* let this bot edit, decided by pywikibot's ``botMayEdit``.
+
+    pywikibot reads every template of the text with mwparserfromhell, quadratic on what is never closed;
+    it is given the calls that can decide (``{{bots}}``, ``{{nobots}}`` and the family's restricted
+    templates, found in linear time, disabled parts left out as pywikibot leaves them out), which it reads
+    as it would read them in the whole text.  A call longer than :data:`MAX_OPT_OUT_CHARS` counts as an
+    opt-out.
+    """
+    names = {"bots", "nobots"} | {name.lower() for name in site.family.get_edit_restricted_templates(site.code)} \
+        | {name.lower() for name in site.family.get_archived_page_templates(site.code)}
+    enabled = _without_disabled_parts(text)
+    calls = []
+    for start, end in _all_calls(enabled):
+        if _template_name(enabled, start) in names:
+            if end - start > MAX_OPT_OUT_CHARS:
+                log.info("a {{%s}} call of %d characters counts as an opt-out", _template_name(enabled, start),
+                         end - start)
+                return False
+            calls.append(enabled[start:end])
+    return not calls or _Fragment(site, title, "\n".join(calls)).botMayEdit()
+
+
+def _all_calls(text: str) -> list[tuple[int, int]]:
+    """Every closed ``{{…}}`` call of *text*, nested ones included (one stack, linear)."""
+    stack: list[int] = []
+    calls = []
+    for token in re.finditer(r"\{\{|\}\}", text):
+        if token.group() == "{{":
+            stack.append(token.start())
+        elif stack:
+            calls.append((stack.pop(), token.end()))
+    return sorted(calls)
 
 
 @dataclass
@@ -114,6 +182,13 @@ class ForumPage:
     #: The bot's own fixed links in every reply (its operator, its documentation page): allowed by the edit check.
     reply_markup: str = ""
     _allowance: Allowance | None = field(default=None, repr=False)
+    #: MediaWiki's readings of the latest revisions read, by revision.
+    _readings: dict[int, Reading] = field(default_factory=dict, repr=False)
+    #: The bot's own revisions of the page, as of the page's revision they were read at.
+    _own: tuple[int, list[OwnEdit]] | None = field(default=None, repr=False)
+    #: Failed logins in a row, and when the next one may be tried (``time.monotonic()``).
+    _login_failures: int = field(default=0, repr=False)
+    _next_login: float = field(default=0.0, repr=False)
 
     @property
     def username(self) -> str:
@@ -156,32 +231,66 @@ class ForumPage:
         except NoPageError:
             return False
 
-    def refusal(self, page_text: str, section: Section | None = None) -> str | None:
+    def refusal(self, page_text: str, section: Section | None = None, reading: Reading | None = None) -> str | None:
         """Why the bot may not edit (the page's lead or *section* opts out), or ``None``."""
-        if not bots_allow(self.site, self.title, page_lead(page_text)):
+        if not bots_allow(self.site, self.title, page_lead(page_text, reading)):
             return "the page opts out of bots"
         if section is not None and not bots_allow(self.site, self.title, section.text):
             return "the section opts out of bots"
         return None
 
     def ensure_login(self) -> None:
-        """Log in again when a failed re-login left pywikibot's login state stuck (it never retries by itself)."""
+        """Log in again, from scratch, when the session was lost (pywikibot's own re-login, once failed, stays
+        stuck: it keeps its login status "in progress" and the login token of the lost session).
+
+        A failed login is tried again after 5 s, then after doubling waits up to 15 minutes; meanwhile
+        this raises at once, and the pass is a wiki error like any other.
+        """
         if self.site.logged_in() and self.site._loginstatus == LoginStatus.AS_USER:
             return
-        # pywikibot leaves the status IN_PROGRESS when a re-login raised; from then on it neither refreshes
-        # tokens nor logs in again.  Reset it so that this login is a real one.
+        wait = self._next_login - time.monotonic()
+        if wait > 0:
+            raise Error(f"logging in to {self.site} failed {self._login_failures} times in a row; next try in "
+                        f"{wait:.0f} s")
+        # A fresh session: no cookie and no token of the old one.
+        http.cookie_jar.clear()
+        self.site.tokens.clear()
         self.site._loginstatus = LoginStatus.NOT_ATTEMPTED
         del self.site.userinfo
-        self.site.login()
-        if not self.site.logged_in():
-            raise Error(f"cannot log in to {self.site} as {self.username}")
+        try:
+            self.site.login()
+            if not self.site.logged_in():
+                raise Error(f"cannot log in to {self.site} as {self.username}")
+        except Error:
+            self._login_failures += 1
+            self._next_login = time.monotonic() + min(5 * 2 ** (self._login_failures - 1), 900)
+            raise
+        if self._login_failures:
+            log.info("logged in to %s again after %d failed logins", self.site, self._login_failures)
+        self._login_failures, self._next_login = 0, 0.0
 
-    def locate(self, text: str, key: str, attribution: Attribution | None = None) -> Section | None:
-        """The section *key* in *text* (a newer text than *attribution* describes, if given), answered or not."""
+    def reading(self, text: str, revision: int) -> Reading:
+        """MediaWiki's reading of *revision* of the page (whose text is *text*), kept for the latest ones."""
+        if revision not in self._readings:
+            self._readings = {key: value for key, value in list(self._readings.items())[-3:]}
+            self._readings[revision] = read_sections(self.site, self.title, revision, text)
+        return self._readings[revision]
+
+    def own_edits(self, revision: int) -> list[OwnEdit]:
+        """The bot's own revisions of the page, read once per *revision* of the page."""
+        if self._own is None or self._own[0] != revision:
+            self._own = (revision, own_revisions(self.site, self.title, self.username))
+        return self._own[1]
+
+    def locate(self, text: str, key: str, attribution: Attribution | None = None,
+               reading: Reading | None = None, revision: int | None = None) -> Section | None:
+        """The section *key* in *text* (revision *revision*, newer than *attribution* describes, if given),
+        answered or not."""
+        own = (lambda: self.own_edits(revision)) if revision is not None else None
         if attribution is not None:
-            return locate_after_change(attribution, text, key, self.username)
-        sections = parse_sections(text)
-        mark_answered(sections, self.username)
+            return locate_after_change(attribution, text, key, self.username, reading, own)
+        sections = parse_sections(text, reading=reading)
+        mark_answered(sections, self.username, own)
         return find_section(sections, key)
 
     def post_reply(self, key: str, reply: str, summary: str, attribution: Attribution | None = None) -> PostOutcome:
@@ -194,18 +303,22 @@ class ForumPage:
             page = self.page()
             old = page.get(force=True)
             base = page.latest_revision_id
-            section = self.locate(old, key, attribution)
+            if page.content_model != "wikitext":
+                raise EditRefused(f"the content model of {self.title} is {page.content_model}, not wikitext: "
+                                  "the bot edits wikitext pages only")
+            section = self.locate(old, key, attribution, self.reading(old, base), base)
             if section is None:
                 return PostOutcome("section-gone")
             if section.answered:
                 return PostOutcome("already-answered")
-            if self.refusal(old, section):
+            if self.refusal(old, section, self.reading(old, base)):
                 return PostOutcome("opted-out")
             new = insert_reply(old, section, reply)
             point = verify_only_added(old, new, section, reply)
             diff = page_diff(self.title, old, new)
             # A dry run asks MediaWiki too (read-only): it shows what a live run would refuse.
-            checked = checked_text(self.site, self.title, old, base, point, reply, self.allowance())
+            checked = checked_text(self.site, self.title, old, base, point, reply, self.allowance(),
+                                   section_start=section.start)
             if not self.writes:
                 return PostOutcome("previewed", diff=diff)
             if self.stopped():
@@ -291,7 +404,8 @@ class ForumPage:
         text = saved["slots"]["main"]["content"]
         if saved["parentid"] != base:
             parent = self._revision(saved["parentid"])["slots"]["main"]["content"]
-            moved = self.locate(parent, section.key, attribution) if section.key else None
+            moved = self.locate(parent, section.key, attribution, self.reading(parent, saved["parentid"]),
+                                saved["parentid"]) if section.key else None
             merged = moved is not None and text == insert_reply(parent, moved, signed_reply)
             if merged:
                 return True
@@ -316,11 +430,11 @@ def page_diff(title: str, old: str, new: str) -> str:
 
 
 def verify_only_added(old: str, new: str, section: Section, reply: str) -> int:
-    """Refuse any edit other than the reply inserted right after the section's last non-blank line.
+    """Refuse any edit other than the reply inserted, on lines of its own, at the section's reply point.
 
     Returns the insertion point in *old*.
     """
-    point = section.start + len(old[section.start:section.end].rstrip())
+    point = reply_point(old, section)
     inserted = "\n" + reply.rstrip("\n")
     if new != old[:point] + inserted + old[point:]:
         raise ValueError("the edit would change more than adding the reply; nothing was saved")

@@ -1,15 +1,16 @@
 """Reading the forum page: sections, signatures, identity from history, what the asker gave, follow-ups."""
 
+from datetime import datetime, timezone
 from pathlib import Path
 
 import mwparserfromhell
 
 from bot.forum import (
-    MAX_REQUEST_CHARS, FollowUp, answered_by_human, close_matches, extract_followup, extract_request,
-    find_section, followup_key, insert_reply, locate_after_change, mark_answered, mentions, page_lead,
-    parse_sections, pending_followup, ping_in, signatures_in,
+    MAX_DEPTH, MAX_REQUEST_CHARS, FollowUp, Reading, answered_by_human, close_matches, extract_followup,
+    extract_request, find_headings, find_section, followup_key, insert_reply, locate_after_change, mark_answered,
+    mentions, page_lead, parse_sections, pending_followup, ping_in, plain_text, signatures_in, summary_section,
 )
-from bot.history import UNKNOWN, Attribution
+from bot.history import UNKNOWN, Attribution, OwnEdit
 from bot.render import edit_summary
 
 FORUM = (Path(__file__).parent / "fixtures" / "forum" / "request_a_query.wiki").read_text()
@@ -117,8 +118,18 @@ def test_answered_means_a_bot_revision_in_the_section_not_a_signature_someone_ty
     assert not sections_of(attribution)[0].answered
     unsigned_reply = history(("Admin", "Header\n"), ("Ann", question), (BOT, question + ":A reply.\n"))
     assert sections_of(unsigned_reply)[0].answered
-    # Where history is silent (already there at the first look), the bot's visible signature decides.
-    assert sections_of(Attribution.first_look(1, forged))[0].answered
+    # Where history is silent (already there at the first look), the bot's signature counts only when one of
+    # the bot's own revisions, summarised as a reply to this section, was saved at the time it shows.
+    silent = parse_sections(forged, Attribution.first_look(1, forged))
+    mark_answered(silent, BOT)
+    assert not silent[0].answered
+    saved_then = [OwnEdit(7, datetime(2026, 11, 20, 12, 3, 40, tzinfo=timezone.utc), "/* Q */ reply")]
+    mark_answered(silent, BOT, lambda: saved_then)
+    assert silent[0].answered
+    for elsewhere in ([OwnEdit(7, datetime(2026, 11, 20, 12, 3, 40, tzinfo=timezone.utc), "/* Other */ reply")],
+                      [OwnEdit(7, datetime(2026, 11, 20, 13, 3, tzinfo=timezone.utc), "/* Q */ reply")]):
+        mark_answered(silent, BOT, lambda: elsewhere)
+        assert not silent[0].answered
 
 
 def test_the_request_is_the_heading_and_the_question_without_signature_residue():
@@ -214,9 +225,14 @@ def test_attribution_carries_lines_and_round_trips():
     assert (restored.owners, restored.users) == (attribution.owners, {2: "Ann", 3: "Bob"})
 
 
+def summary_of(heading_line: str) -> str:
+    return edit_summary(summary_section(parse_sections(heading_line + "\nQ? " + sign("Ann") + "\n")[0]), "question",
+                        "query")
+
+
 def test_the_edit_summary_links_the_section_and_keeps_slashes():
-    assert edit_summary("Football season 1984/85", "question", "query").startswith("/* Football season 1984/85 */ ")
-    assert edit_summary("A */ trick", "question", "query").startswith("/* A * / trick */")
+    assert summary_of("== Football season 1984/85 ==").startswith("/* Football season 1984/85 */ ")
+    assert summary_of("== A */ trick ==").startswith("/* A * / trick */")
 
 
 def test_the_edit_summary_claims_a_query_only_when_the_reply_posts_one():
@@ -276,3 +292,93 @@ def test_a_humans_text_put_back_by_a_bot_revision_is_not_a_reply():
     displaced = "Header\n"
     restored = history(("Admin", "Header\n"), ("Ann", question), (BOT, displaced), (BOT, question))
     assert not sections_of(restored)[0].answered
+
+
+def test_a_reply_never_lands_inside_an_element_someone_left_open_below_the_question():
+    question = "== Alice ==\nWho advised Euler? " + sign("Alice") + "\n"
+    hidden = '<div style="display:none">\n== Hidden note ==\nfor admins only. ' + sign("Mallory", 5) + "\n</div>\n"
+    page = question + hidden + "== Later ==\nx " + sign("Bob") + "\n"
+    alice, note, _ = parse_sections(page)
+    assert insert_reply(page, alice, ":Reply").startswith(question + ":Reply\n<div")
+    # The hidden section's own reply may not go after the </div> of an element opened above it: it stays
+    # inside, where MediaWiki's check of the edit sees it hidden and refuses it.
+    assert "only. " + sign("Mallory", 5) + "\n:Reply\n</div>" in insert_reply(page, note, ":Reply")
+    closed = question + '<span style="color:red">note</span>\n<div class="box">\nboxed text\n</div>\n:Me too. ' \
+        + sign("Bob", 7) + "\n"
+    assert insert_reply(closed, parse_sections(closed)[0], ":Reply") == closed.rstrip() + "\n:Reply\n"
+    table = question + "{|\n| a table someone left open\n"
+    assert insert_reply(table, parse_sections(table)[0], ":Reply") == \
+        question + ":Reply\n{|\n| a table someone left open\n"
+
+
+def test_a_reply_never_lands_below_a_heading_the_page_shows_inside_the_section():
+    question = "== Alice ==\nWho advised Euler? " + sign("Alice") + "\n"
+    for shown in ("<!-- -->== Not a section ==", "<h2>An HTML heading</h2>", "== Heading ==<noinclude/>",
+                  "{{Archived note}}"):
+        page = question + shown + "\n:Under it. " + sign("Bob") + "\n"
+        reading = Reading([find_headings(page)[0]], frozenset({"Archived note"}))
+        section = parse_sections(page, reading=reading)[0]
+        assert insert_reply(page, section, ":Reply") == question + ":Reply\n" + page[len(question):], shown
+    subsection = question + "=== Details ===\nMore. " + sign("Alice", 3) + "\n"
+    assert insert_reply(subsection, parse_sections(subsection)[0], ":Reply") == subsection.rstrip() + "\n:Reply\n"
+
+
+def test_a_follow_up_is_answered_below_it():
+    question = "Header\n\n== Films ==\nFilms by Kubrick? " + sign("Ann") + "\n"
+    replied = question + ":A reply. " + sign(BOT, 1) + "\n"
+    followed = replied + "::And the years? " + sign("Ann", 2) + "\n<div>\nAnn's note, left open\n"
+    sections = sections_of(history(("Admin", "Header\n"), ("Ann", question), (BOT, replied), ("Ann", followed)))
+    section = find_section(sections, followup_key(sections[0].key, 4))
+    assert insert_reply(followed, section, ":::Reply") == followed.replace(
+        "2026 (UTC)\n<div>", "2026 (UTC)\n:::Reply\n<div>")
+
+
+def test_a_reply_is_never_indented_deeper_than_max_depth():
+    question = "Header\n\n== Q ==\nWhat? " + sign("Ann") + "\n"
+    replied = question + ":A reply. " + sign(BOT, 1) + "\n"
+    deep = replied + ":" * 2000 + "And? " + sign("Ann", 2) + "\n"
+    section = sections_of(history(("Admin", "Header\n"), ("Ann", question), (BOT, replied), ("Ann", deep)))[0]
+    assert pending_followup(section, BOT).depth == MAX_DEPTH
+
+
+def test_lines_that_come_back_keep_their_owner():
+    lead = "Header\n\n"
+    asked = lead + "== Q ==\nWhat? " + sign("Ann") + "\n"
+    answered = asked + ":Here it is. " + sign(BOT, 1) + "\n"
+    other = answered + "\n== R ==\nAnother question? " + sign("Bob", 2) + "\n"
+    base = history(("Admin", lead), ("Ann", asked), (BOT, answered), ("Bob", other))
+    before = {section.heading: (section.key, section.answered) for section in sections_of(base)}
+    blanked = base.advance(5, "Vandal", "")
+    reverted = blanked.advance(6, "Admin", other)
+    undone = base.advance(5, "Vandal", other.replace("What?", "Nonsense.")).advance(6, "Admin", other)
+    moved = base.advance(5, "Mover", lead + other[len(answered) + 1:] + "\n" + answered[len(lead):])
+    archived = base.advance(5, "Archiver", lead + other[len(answered) + 1:]).advance(6, "Admin", other)
+    for name, attribution in (("reverted", reverted), ("undone", undone), ("moved", moved),
+                              ("un-archived", archived)):
+        after = {section.heading: (section.key, section.answered) for section in sections_of(attribution)}
+        assert after == before, name
+    # A heading alone coming back (a new question under an old heading) is new text, not the old section.
+    again = base.advance(5, "Archiver", lead).advance(6, "Cleo", lead + "== Q ==\nA new question. "
+                                                                  + sign("Cleo", 9) + "\n")
+    [section] = sections_of(again)
+    assert section.key != before["Q"][0] and not section.answered and section.author == "Cleo"
+    restored = Attribution.from_json(reverted.to_json(), reverted.text)
+    assert restored.removed == reverted.removed and restored.owners == reverted.owners
+
+
+def test_a_section_has_the_same_fingerprint_wherever_it_comes_back():
+    question = "== Q ==\nWhat? " + sign("Ann") + "\n"
+    first = parse_sections("Lead\n" + question)[0]
+    moved = parse_sections("Lead\n== Other ==\nx\n" + question + ":A reply\n")[1]
+    assert first.fingerprint == moved.fingerprint
+    assert parse_sections("Lead\n" + question.replace("Ann", "Bob"))[0].fingerprint != first.fingerprint
+
+
+def test_hostile_text_is_read_whole_and_gives_back_what_a_reader_sees():
+    # Timing lives in scripts/bench_forum.py; here, that the bounded reading loses nothing a reader sees.
+    for hostile in ("{{a|" * 10_000, "<div a=" * 5_000, "[http://a " * 5_000, "<b>" * 10_000, "{|\n" * 10_000):
+        assert plain_text("Before " + hostile + " after") == " ".join(("Before " + hostile + " after").split())
+    page = "== Q ==\nWhich {{Q|Q42}} works? {{SPARQL|query=SELECT ?x WHERE { ?x wdt:P50 wd:Q42 } }} " \
+        + "{{a|" * 4_000 + " " + sign("Ann") + "\n"
+    request = extract_request(parse_sections(page)[0])
+    assert request.entities == ["Q42"] and request.queries == ["SELECT ?x WHERE { ?x wdt:P50 wd:Q42 }"]

@@ -172,8 +172,8 @@ def test_without_an_answer_the_reply_says_what_was_tried_and_asks_no_check():
 
 
 def test_the_edit_summary_says_what_the_reply_is():
-    assert edit_summary("Euler */ x", "question", "query") == (
-        "/* Euler * / x */ reply with a SPARQL query written by an automated agent (please check it)")
+    assert edit_summary("Euler", "question", "query") == (
+        "/* Euler */ reply with a SPARQL query written by an automated agent (please check it)")
     assert edit_summary("Euler", "question", "no_query") == "/* Euler */ automated reply: no query found"
     assert edit_summary("Euler", "question", "cannot_answer") == (
         "/* Euler */ automated reply: this cannot be answered from Wikidata")

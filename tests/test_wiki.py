@@ -4,6 +4,7 @@ pywikibot talks to the test wiki started by ``tests/support/mediawiki.py``; the
 edits below are real saves, read back through the API.
 """
 
+import html
 import re
 import time
 
@@ -176,6 +177,134 @@ def test_a_stuck_login_is_repaired_before_the_next_save(forum, site):
     del site.userinfo
     assert forum.post_reply(key_of(PAGE, "Euler's advisors"), REPLY, "reply").status == "posted"
     assert site._loginstatus == LoginStatus.AS_USER
+
+
+HIDDEN_NOTE = ('<div style="display:none">\n== Hidden note ==\nfor admins only. [[User:Mallory|Mallory]] '
+               '12:05, 20 November 2026 (UTC)\n</div>\n')
+
+
+def rendered_under(mediawiki, title: str) -> dict[str, str]:
+    """The page's text a reader sees under each heading (what a display:none element holds left out)."""
+    from html.parser import HTMLParser
+
+    class Reader(HTMLParser):
+        def __init__(self):
+            super().__init__(convert_charrefs=True)
+            self.stack, self.heading, self.texts = [], "lead", {"lead": ""}
+
+        def handle_starttag(self, tag, attrs):
+            if tag not in ("br", "hr", "img", "wbr", "meta", "link"):
+                self.stack.append((tag, "display:none" in (dict(attrs).get("style") or "").replace(" ", "")))
+            if tag in ("h1", "h2"):
+                self.heading = ""
+
+        def handle_endtag(self, tag):
+            while self.stack and self.stack.pop()[0] != tag:
+                pass
+            if tag in ("h1", "h2"):
+                self.heading = self.heading.replace("[edit]", "").strip()
+
+        def handle_data(self, data):
+            if any(hidden for _, hidden in self.stack):
+                return
+            if any(tag in ("h1", "h2") for tag, _ in self.stack):
+                self.heading += data
+            else:
+                self.texts[self.heading] = self.texts.get(self.heading, "") + data
+
+    reader = Reader()
+    reader.feed(mediawiki.rendered_html(title))
+    return reader.texts
+
+
+def test_a_reply_goes_above_an_element_someone_left_open_under_the_question_and_shows(forum, mediawiki):
+    page = PAGE.replace("\n== Later ==", "\n" + HIDDEN_NOTE + "== Later ==")
+    mediawiki.edit_as_human(forum.title, page)
+    assert forum.post_reply(key_of(page, "Euler's advisors"), REPLY, "reply").status == "posted"
+    text = mediawiki.page_text(forum.title)
+    assert text.index("Answered by a bot.") < text.index('<div style="display:none">')
+    assert "Answered by a bot." in rendered_under(mediawiki, forum.title)["Euler's advisors"]
+    # The hidden section's reply could only go inside the hidden element: MediaWiki's check refuses it.
+    with pytest.raises(EditRefused, match=r"hidden from readers \(inside <div style=\"display:none\">\)"):
+        forum.post_reply(key_of(text, "Hidden note"), REPLY, "reply")
+    assert mediawiki.page_text(forum.title) == text
+
+
+@pytest.mark.parametrize("wrapper, reason", [
+    ('<div style="display: none">\n{reply}\n</div>', "hidden from readers"),
+    ('<div style="visibility:hidden">\n{reply}\n</div>', "hidden from readers"),
+    ('<div style="font-size:0">\n{reply}\n</div>', "hidden from readers"),
+    ('<div style="position:absolute;left:-9999px">\n{reply}\n</div>', "hidden from readers"),
+    ('<div class="mw-collapsible mw-collapsed">Details\n{reply}\n</div>', "hidden from readers"),
+    ("<includeonly>\n{reply}\n</includeonly>", "would not render"),
+    ("<!-- -->== Elsewhere ==\n{reply}", "under another heading"),
+    ("<h2>Elsewhere</h2>\n{reply}", "under another heading"),
+])
+def test_mediawiki_refuses_a_reply_a_reader_would_not_see_in_the_askers_section(forum, mediawiki, site, wrapper,
+                                                                                reason):
+    from bot.edit_check import checked_text, measure_allowance
+
+    before, after = wrapper.split("{reply}")
+    old = PAGE.replace("\n== Later ==", "\n" + before + "PLACE" + after + "\n== Later ==")
+    point = old.index("PLACE") - 1  # the reply goes on a line of its own, after the newline there
+    old = old.replace("\nPLACE", "")
+    mediawiki.edit_as_human(forum.title, old)
+    base = mediawiki.revisions(forum.title)[0]["revid"]
+    with pytest.raises(EditRefused, match=reason):
+        checked_text(site, forum.title, old, base, point, ":Answered by a bot. ~~~~",
+                     measure_allowance(site, forum.title), old.index("== Euler"))
+    # The same reply right after the question is accepted.
+    question = old.index("(UTC)", old.index("== Euler")) + len("(UTC)")
+    assert checked_text(site, forum.title, old, base, question, ":Answered by a bot. ~~~~",
+                        measure_allowance(site, forum.title), old.index("== Euler")).reply
+
+
+@pytest.mark.parametrize("heading, linked", [
+    ("Films &#91;1984&#93; of {{Q|Q1}}, <i>in italics</i> &amp; <nowiki/>more", True),
+    ("&#91;&#91;User:Admin&#93;&#93; [[Category:Spam]] {{Q|Q1}} <i>x</i> \u202eevil", False),
+])
+def test_the_summary_links_the_section_as_mediawiki_anchors_it_and_links_nothing_else(forum, mediawiki, heading,
+                                                                                     linked):
+    from urllib.parse import unquote
+
+    from bot.forum import parse_sections as sections_of_page
+    from bot.forum import summary_section
+    from bot.render import edit_summary
+
+    page = PAGE.replace("== Later ==", f"== {heading} ==")
+    mediawiki.edit_as_human(forum.title, page)
+    text, revision = forum.read()
+    section = sections_of_page(text, reading=forum.reading(text, revision))[1]
+    summary = edit_summary(summary_section(section), "question", "query")
+    assert not any(syntax in summary for syntax in ("[[", "]]", "{{", "~~~", "\u202e"))
+    outcome = forum.post_reply(section.key, REPLY, summary)
+    assert outcome.status == "posted"
+    shown = mediawiki.api(action="query", prop="revisions", revids=str(outcome.revision),
+                          rvprop="parsedcomment")["query"]["pages"][0]["revisions"][0]["parsedcomment"]
+    links = re.findall(r'<a href="([^"]*)"', shown)
+    assert len(links) == 1 and "#" in links[0], shown  # the section link only: no user, category or page link
+    if linked:
+        [anchor] = [item["anchor"] for item in mediawiki.api(action="parse", page=forum.title, prop="sections")[
+            "parse"]["sections"] if item["index"] == "2"]
+        assert unquote(html.unescape(links[0].split("#", 1)[1])) == anchor, shown
+
+
+def test_a_page_whose_content_model_is_not_wikitext_is_refused(forum, mediawiki):
+    human = mediawiki.human()
+    token = human.call(action="query", meta="tokens")["query"]["tokens"]["csrftoken"]
+    done = human.call(post=True, action="edit", title=forum.title, text=PAGE, contentmodel="text", token=token)
+    assert done["edit"]["contentmodel"] == "text", done
+    with pytest.raises(EditRefused, match="content model of .* is text, not wikitext"):
+        forum.post_reply(key_of(PAGE, "Euler's advisors"), REPLY, "reply")
+
+
+def test_opt_outs_in_hostile_text_are_read_as_pywikibot_reads_them(site):
+    hostile = "{{a|" * 20_000 + "<!-- " * 5_000 + "<nowiki>" * 5_000
+    assert bots_allow(site, "Wikidata:Request a query", hostile)
+    assert not bots_allow(site, "Wikidata:Request a query", hostile + "{{nobots}}")
+    assert not bots_allow(site, "Wikidata:Request a query", "{{foo|x={{Nobots}}}}" + hostile)
+    assert bots_allow(site, "Wikidata:Request a query", "<nowiki>{{nobots}}</nowiki>" + hostile)
+    assert not bots_allow(site, "Wikidata:Request a query", "{{bots|deny=" + "x," * 2000 + "}}")
 
 
 def test_the_test_wiki_server_leaves_no_process_behind(mediawiki):
