@@ -246,10 +246,15 @@ class Section:
                    and edit.comment.startswith(f"/* {wanted} */") for edit in own)
 
 
+#: What mwparserfromhell could read as markup in a heading: without any, the heading is its words.
+_MARKUP = re.compile(r"[{}\[\]<>&'|~_]")
+
+
 def heading_text(raw: str) -> str:
     """A heading's wikitext as the title the bot knows a section by: its words, markup, comments, tags and
     extra spaces gone (the first 300 characters read)."""
-    return " ".join(parse_wikitext(raw[:300]).strip_code().split())
+    raw = raw[:300]
+    return " ".join((parse_wikitext(raw).strip_code() if _MARKUP.search(raw) else raw).split())
 
 
 def find_headings(text: str, tags: frozenset[str] = INERT_TAGS) -> list[Heading]:

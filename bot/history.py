@@ -92,8 +92,7 @@ class Attribution:
         owners: list[int | None] = list(self.owners[:head])
         removed: list[tuple[int, str]] = []
         added: list[tuple[int, int]] = []  # runs of added lines: (start, end) in new
-        matcher = difflib.SequenceMatcher(None, old[head:len(old) - tail], new[head:len(new) - tail],
-                                          autojunk=False)
+        matcher = difflib.SequenceMatcher(None, old[head:len(old) - tail], new[head:len(new) - tail])
         for tag, old_start, old_end, new_start, new_end in matcher.get_opcodes():
             if tag == "equal":
                 owners += self.owners[head + old_start:head + old_end]

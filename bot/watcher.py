@@ -275,7 +275,7 @@ class Watcher:
             self.state.set_status(page, section.key, "pending")
             record = self.state.section(page, section.key)
         if section.answered:
-            if record.status != "answered":
+            if record.status not in ("answered", "backlog"):  # backlog stays backlog: its question was old
                 self.state.record_answered(page, section.key, None)
                 self.counter["already answered"] += 1
             return self._followup_task(section, pending_followup(section, bot), seen, revision)
@@ -358,7 +358,7 @@ class Watcher:
             self.counter["stopped"] += 1
             return False
         except EditRefused as refused:  # MediaWiki's verdict on this reply, until the page changes
-            self._refuse(task, str(refused), revision)
+            self._refuse(task, str(refused), getattr(refused, "revision", revision))
         except (OSError, pywikibot.exceptions.Error) as error:  # the wiki or the network, for a while
             log.exception("%r: the wiki could not be read or written", task.section.heading)
             self._fail(task, f"{type(error).__name__}: {error}", transient=True)

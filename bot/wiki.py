@@ -136,17 +136,10 @@ def _template_name(text: str, start: int) -> str:
     return re.sub(r"^template\s*:\s*", "", name)
 
 
-def bots_allow(site: pywikibot.site.BaseSite, title: str, text: str) -> bool:
-    """Whether ``{{bots}}``/``{{nobots}}`` in *text* let this bot edit, decided by pywikibot's ``botMayEdit``.
-
-    pywikibot reads every template of the text with mwparserfromhell, quadratic on what is never closed;
-    it is given the calls that can decide (``{{bots}}``, ``{{nobots}}`` and the family's restricted
-    templates, found in linear time, disabled parts left out as pywikibot leaves them out), which it reads
-    as it would read them in the whole text.  A call longer than :data:`MAX_OPT_OUT_CHARS` counts as an
-    opt-out.
-    """
-    names = {"bots", "nobots"} | {name.lower() for name in site.family.get_edit_restricted_templates(site.code)} \
-        | {name.lower() for name in site.family.get_archived_page_templates(site.code)}
+def opt_out_calls(text: str, names: set[str]) -> list[str] | None:
+    """The calls of templates named *names* in *text* (lower case), found in linear time with disabled parts
+    left out as pywikibot leaves them out; ``None`` when one is longer than :data:`MAX_OPT_OUT_CHARS` (an
+    opt-out, not parsed)."""
     enabled = _without_disabled_parts(text)
     calls = []
     for start, end in _all_calls(enabled):
@@ -154,8 +147,23 @@ def bots_allow(site: pywikibot.site.BaseSite, title: str, text: str) -> bool:
             if end - start > MAX_OPT_OUT_CHARS:
                 log.info("a {{%s}} call of %d characters counts as an opt-out", _template_name(enabled, start),
                          end - start)
-                return False
+                return None
             calls.append(enabled[start:end])
+    return calls
+
+
+def bots_allow(site: pywikibot.site.BaseSite, title: str, text: str) -> bool:
+    """Whether ``{{bots}}``/``{{nobots}}`` in *text* let this bot edit, decided by pywikibot's ``botMayEdit``.
+
+    pywikibot reads every template of the text with mwparserfromhell, quadratic on what is never closed;
+    it is given the calls that can decide (:func:`opt_out_calls`: ``{{bots}}``, ``{{nobots}}`` and the
+    family's restricted templates), which it reads as it would read them in the whole text.
+    """
+    names = {"bots", "nobots"} | {name.lower() for name in site.family.get_edit_restricted_templates(site.code)} \
+        | {name.lower() for name in site.family.get_archived_page_templates(site.code)}
+    calls = opt_out_calls(text, names)
+    if calls is None:
+        return False
     return not calls or _Fragment(site, title, "\n".join(calls)).botMayEdit()
 
 
@@ -265,8 +273,8 @@ class ForumPage:
             self._login_failures += 1
             self._next_login = time.monotonic() + min(5 * 2 ** (self._login_failures - 1), 900)
             raise
-        if self._login_failures:
-            log.info("logged in to %s again after %d failed logins", self.site, self._login_failures)
+        log.info("logged in to %s again, with a fresh session (%d failed logins before)", self.site,
+                 self._login_failures)
         self._login_failures, self._next_login = 0, 0.0
 
     def reading(self, text: str, revision: int) -> Reading:
@@ -294,11 +302,19 @@ class ForumPage:
         return find_section(sections, key)
 
     def post_reply(self, key: str, reply: str, summary: str, attribution: Attribution | None = None) -> PostOutcome:
-        """Add *reply* at the end of the section whose identity is *key*, once.
+        """Add *reply* to the section whose identity is *key*, once.
 
         *attribution* is who added which line as of the revision the watcher read (see
-        :mod:`bot.history`); without it the section is found by its text alone.
+        :mod:`bot.history`); without it the section is found by its text alone.  An
+        :class:`EditRefused` carries the revision it was decided on (``revision``).
         """
+        try:
+            return self._post_reply(key, reply, summary, attribution)
+        except EditRefused as refused:
+            refused.revision = self.page().latest_revision_id
+            raise
+
+    def _post_reply(self, key: str, reply: str, summary: str, attribution: Attribution | None) -> PostOutcome:
         for attempt in range(MAX_CONFLICT_RETRIES + 1):
             page = self.page()
             old = page.get(force=True)

@@ -279,6 +279,8 @@ def test_secrets_in_error_bodies_and_urls_never_reach_the_log_or_the_state(media
     assert "HTTP Request:" not in output  # the HTTP client's request log stays off at INFO
     errors = " ".join(record.last_error or "" for record in rig.records().values())
     assert "Incorrect API key provided" in errors and SECRET_KEY not in errors
+    traces = " ".join(record.trace or "" for record in rig.records().values())  # the stop message, stored
+    assert "Incorrect API key provided" in traces and SECRET_KEY not in traces
 
 
 def test_messages_send_the_operator_the_right_way(mediawiki, forum, rig, llm_server):

@@ -1,7 +1,7 @@
 """Faults survived and counted: the real bot, a real MediaWiki, fault proxies in front of the wiki, the model and
 the query service.
 
-Three families, each run as an operator would meet it (``python -m bot.run``; a process of its own where it is
+The families, each run as an operator would meet it (``python -m bot.run``; a process of its own where it is
 killed or runs as the watcher, in the test process otherwise):
 
 * SIGKILL at every write point (during the agent run; after the wiki accepted the edit and before the state
@@ -11,13 +11,25 @@ killed or runs as the watcher, in the test process otherwise):
   the reply once, in its section;
 * faults injected while the watcher runs (model, query service, wiki): the watcher stays alive, every failure
   is recorded and retried, every question is answered once the fault has passed; the stop page halts edits
-  within one pass and edits resume when it is emptied.
+  within one pass and edits resume when it is emptied; a session the wiki forgot, and a login that then
+  fails, heal by themselves;
+* a page's history that blanks, reverts, undoes, moves, archives and restores sections (alone, and mixed with
+  new questions): no section answered twice, no backlog answered;
+* a reply the wiki refuses for a reason that does not pass by itself (the page's content model changed):
+  recorded as refused, tried again once the page changes, never given up;
+* the bot's own files: a state file that is not a database, a state file lost (questions asked meanwhile are
+  answered), a throttle file full of killed processes;
+* secrets: the model key, the query service's credentials (in its URL, so sent as Basic auth) and the bot
+  password are looked for, plain and base64, in every state file, every line the bot wrote and every saved
+  revision of the pages, after every test, and echoed back by the services in the secrets test.
 
-The figures (trials, faults, double replies, lost characters, unanswered sections) are printed at the end.
+The figures (trials, faults, double replies, backlog answered, lost characters, unanswered sections, secrets
+found) are printed at the end.
 """
 
 from __future__ import annotations
 
+import base64
 import signal
 import subprocess
 import threading
@@ -29,12 +41,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.bot_rig import BotRig, Endpoint, LogReader, wait_for
+from tests.support.bot_rig import SECRET_KEY, BotRig, BotRun, Endpoint, LogReader, wait_for
 from tests.support.euler import EULER_ADVISORS_QUERY, euler_entities
-from tests.support.fault_proxy import Fault, FaultProxy, Reply, Rewrite, api_error, path_contains, wiki_action
+from tests.support.fault_proxy import (
+    EchoHeader, ExpireSession, Fault, FaultProxy, Reply, Rewrite, api_error, path_contains, wiki_action,
+)
 from tests.support.figures import REPORTS
 from tests.support.llm_server import ErrorReply, ToolCallReply
-from tests.support.mediawiki import BOT_USER, PORT
+from tests.support.mediawiki import BOT_PASSWORD, BOT_USER, PORT
 from tests.support.wikidata_server import select
 
 pytestmark = pytest.mark.mediawiki
@@ -45,6 +59,18 @@ SIGNATURE = f"[[User:{BOT_USER}|"
 LEAD = "Ask your SPARQL questions here.\n"
 KILL_TRIALS = 5
 RACE_TRIALS = 4
+#: The query service's credentials, in the URL the bot is given: requests sends them as Basic auth.
+SPARQL_USER, SPARQL_PASSWORD = "spinach-reader", "query-service-password-0417"
+
+
+def secrets() -> dict[str, str]:
+    """Every secret the bot holds, by name, in the forms it travels in."""
+    basic = f"{SPARQL_USER}:{SPARQL_PASSWORD}"
+    found = {"model key": SECRET_KEY, "query service password": SPARQL_PASSWORD, "query service credentials": basic,
+             "bot password": BOT_PASSWORD}
+    for name, value in list(found.items()):
+        found[f"{name} (base64)"] = base64.b64encode(value.encode()).decode().rstrip("=")
+    return found
 
 
 def question(heading: str, text: str, minute: int) -> str:
@@ -85,10 +111,35 @@ class Rig:
     query: FaultProxy
     #: Callbacks the stand-in model runs at the first policy call of a question ("model").
     hooks: dict = field(default_factory=dict)
+    #: What the bot wrote (its log, what it printed) and the pages it worked on: searched for secrets at the end.
+    logs: list[str] = field(default_factory=list)
+    pages: set[str] = field(default_factory=set)
 
     @property
     def mediawiki(self):
         return self.bot.mediawiki
+
+    def run(self, page: str, *options: str, **keywords) -> BotRun:
+        """The bot, in this process, on *page*; what it wrote is kept."""
+        self.pages.add(page)
+        done = self.bot.run(page, *options, **keywords)
+        self.logs.append(done.stdout + done.stderr)
+        return done
+
+    def start(self, page: str, *options: str, **keywords) -> subprocess.Popen:
+        """The bot as a process of its own on *page* (its output is the caller's to keep, in ``logs``)."""
+        self.pages.add(page)
+        return self.bot.start(page, *options, **keywords)
+
+    def leaks(self) -> list[str]:
+        """Where a secret stands: in a state file, in what the bot wrote, in a saved revision of its pages."""
+        places = {path.name: path.read_bytes().decode("utf-8", "replace")
+                  for path in self.bot.directory.glob("*.sqlite*")}
+        places["the bot's output"] = "\n".join(self.logs)
+        for page in self.pages:
+            places[f"the revisions of {page}"] = "\n".join(revision_texts(self.mediawiki, page))
+        return [f"{name} in {where}" for where, text in places.items() for name, value in secrets().items()
+                if value in text]
 
     def statuses(self, page: str, state: str = "state.sqlite") -> dict[str, tuple[str, int]]:
         return {key: (record.status, record.attempts) for key, record in self.bot.records(state, page).items()}
@@ -107,12 +158,30 @@ def rig(mediawiki, llm_server, wikidata_server, tmp_path):
     query = FaultProxy(f"http://{sparql.netloc}")
     sparql_path = sparql.path + (f"?{sparql.query}" if sparql.query else "")
     bot = BotRig(mediawiki, tmp_path, Endpoint(model.url("/v1")), wikidata, api_url=wiki.url("/api.php"),
-                 sparql_url=query.url(sparql_path))
+                 sparql_url=query.url(sparql_path).replace("://", f"://{SPARQL_USER}:{SPARQL_PASSWORD}@"))
     mediawiki.edit_as_human(f"User:{BOT_USER}/Stop", "", "clear the stop page")
-    yield Rig(bot, wiki, model, query, hooks)
+    made = Rig(bot, wiki, model, query, hooks)
+    yield made
     for proxy in (wiki, model, query):
         proxy.close()
     assert not (tmp_path / "families").exists() and not (bot.pywikibot_dir() / "families").exists()
+    leaks = made.leaks()
+    FIGURES["secret occurrences"] += len(leaks)
+    assert not leaks, f"secrets found: {leaks}"
+
+
+def revision_texts(mediawiki, title: str) -> list[str]:
+    """The text of every saved revision of *title*."""
+    texts: list[str] = []
+    extra: dict[str, str] = {}
+    while True:
+        answer = mediawiki.api(action="query", prop="revisions", titles=title, rvslots="main", rvprop="content",
+                               rvlimit="50", **extra)
+        texts += [revision["slots"]["main"].get("content", "")
+                  for revision in answer["query"]["pages"][0].get("revisions", [])]
+        if "continue" not in answer:
+            return texts
+        extra = {key: str(value) for key, value in answer["continue"].items()}
 
 
 def count_replies(text: str, heading: str) -> int:
@@ -170,15 +239,15 @@ def test_sigkill_at_every_write_point_loses_nothing_and_doubles_nothing(rig, poi
                 return False
 
             rig.wiki.add(Fault("kill in page read", page_read, kill))
-        current["process"] = rig.bot.start(page, "--once", "--live", "--backlog", state=state)
-        current["process"].communicate(timeout=300)
+        current["process"] = rig.start(page, "--once", "--live", "--backlog", state=state)
+        rig.logs.extend(current["process"].communicate(timeout=300))
         if point == "state write" and current["process"].returncode == 0:
             FIGURES["state-write kills that missed the window"] += 1
             continue
         assert current["process"].returncode == -signal.SIGKILL, f"trial {trial}: the bot was not killed"
         rig.wiki.clear()
         rig.hooks.pop("model", None)
-        done = rig.bot.run(page, "--once", "--live", "--backlog", state=state)
+        done = rig.run(page, "--once", "--live", "--backlog", state=state)
         stderr = done.stderr
         assert done.code == 0, stderr[-3000:]
         text = rig.mediawiki.page_text(page)
@@ -251,7 +320,7 @@ def test_human_edits_racing_the_bot_are_never_lost(rig, race):
             rig.wiki.add(Fault("human edit in the same second", lambda path, params: is_read(params)
                                and reads["n"] == 2, lambda params: stamps.append(human_edit("end")["newtimestamp"]),
                                when="after"))
-        done = rig.bot.run(page, "--once", "--live", "--backlog", state=f"race-{trial}-{len(race)}.sqlite")
+        done = rig.run(page, "--once", "--live", "--backlog", state=f"race-{trial}-{len(race)}.sqlite")
         stderr = done.stderr
         assert done.code == 0, stderr[-3000:]
         text = rig.mediawiki.page_text(page)
@@ -337,7 +406,7 @@ def test_the_watcher_survives_injected_faults_and_answers_every_question(rig):
     human.edit(page, LEAD)
     (rig.bot.directory / "bot.ini").write_text("[bot]\ninterval_minutes = 0.02\nretry_minutes = 0.01\n"
                                                "max_attempts = 30\nmax_sections_per_pass = 3\n")
-    watcher = rig.bot.start(page, "--live", "--config", str(rig.bot.directory / "bot.ini"))
+    watcher = rig.start(page, "--live", "--config", str(rig.bot.directory / "bot.ini"))
     log = LogReader(watcher)
     try:
         wait_for(lambda: log.count("pass over"), 60, "the first pass", log.death)
@@ -407,6 +476,7 @@ def test_the_watcher_survives_injected_faults_and_answers_every_question(rig):
         watcher.send_signal(signal.SIGTERM)
         watcher.wait(timeout=120)
     stderr = log.close()
+    rig.logs.append(stderr)
     text = rig.mediawiki.page_text(page)
     replies = {heading: count_replies(text, heading) for heading in headings}
     FIGURES["watcher questions"] += len(headings)
@@ -430,7 +500,7 @@ def test_backlog_is_kept_when_the_first_pass_cannot_reach_the_wiki(rig):
     # The bot logs in, then every page read fails: its first passes cannot see the page.
     outage = rig.wiki.add(Fault("wiki 503 at the first passes", lambda path, params: "titles" in params,
                                 Reply(503, "Service Unavailable", {"Content-Type": "text/html"}), times=1000))
-    watcher = rig.bot.start(page, "--live", "--backlog", "--config", str(rig.bot.directory / "bot.ini"))
+    watcher = rig.start(page, "--live", "--backlog", "--config", str(rig.bot.directory / "bot.ini"))
     log = LogReader(watcher)
     try:
         wait_for(lambda: outage.fired >= 3, 60, "the first passes to meet the outage", log.death)
@@ -442,6 +512,7 @@ def test_backlog_is_kept_when_the_first_pass_cannot_reach_the_wiki(rig):
         watcher.send_signal(signal.SIGTERM)
         watcher.wait(timeout=120)
     stderr = log.close()
+    rig.logs.append(stderr)
     assert count_replies(rig.mediawiki.page_text(page), "Old question") == 1, stderr[-3000:]
 
 
@@ -454,12 +525,262 @@ def test_a_saved_revision_other_than_what_was_sent_is_undone_at_once(rig):
 
     rig.wiki.add(Fault("wiki stores other text", wiki_action("edit", title=page, text="*"), Rewrite(normalise),
                        times=1000))
-    done = rig.bot.run(page, "--once", "--live", "--backlog")
+    done = rig.run(page, "--once", "--live", "--backlog")
     stderr = done.stderr
     assert done.code == 0, stderr[-3000:]
     assert rig.mediawiki.page_text(page) == LEAD + question("Euler", "Who advised Euler?", 4).rstrip("\n")
     bot = [revision for revision in rig.mediawiki.revisions(page) if revision["user"] == BOT_USER]
     assert len(bot) == 2 and bot[0]["comment"].startswith("undo the bot's reply"), bot
     assert "differs from what was sent; the bot's edit was undone" in stderr
-    # the same reply would be stored otherwise again: refused, with the reason, and not retried
+    # The wiki would store it otherwise again: recorded as refused, with the reason, for when the page changes.
     assert [status for status, _ in rig.statuses(page).values()] == ["refused"]
+
+
+# --- a page's history that blanks, reverts, undoes, moves, archives and restores -----------------------------
+
+def sections_of(text: str) -> dict[str, str]:
+    """Each section's text, by heading (level 2)."""
+    found = {}
+    for part in ("\n" + text).split("\n== ")[1:]:
+        heading, _, body = part.partition(" ==\n")
+        found[heading] = body
+    return found
+
+
+def replies_by_section(text: str) -> dict[str, int]:
+    return {heading: body.count(SIGNATURE) for heading, body in sections_of(text).items()}
+
+
+def _blank_then_revert(rig, page, text, more):
+    rig.mediawiki.edit_as_human(page, "", "blanking")
+    rig.mediawiki.edit_as_human(page, text + more, "revert blanking")
+
+
+def _blank_seen_then_reverted(rig, page, text, more):
+    rig.mediawiki.edit_as_human(page, "", "blanking")
+    assert rig.run(page, "--once", "--live").code == 0
+    rig.mediawiki.edit_as_human(page, text + more, "revert blanking")
+
+
+def _blank_undone(rig, page, text, more):
+    rig.mediawiki.edit_as_human(page, "", "blanking")
+    human = rig.mediawiki.human()
+    blank = rig.mediawiki.revisions(page)[0]["revid"]
+    token = human.call(action="query", meta="tokens")["query"]["tokens"]["csrftoken"]
+    done = human.call(post=True, action="edit", title=page, undo=str(blank), summary="undo", token=token)
+    assert done.get("edit", {}).get("result") == "Success", done
+    if more:
+        rig.mediawiki.edit_as_human(page, rig.mediawiki.page_text(page) + more, "a new question")
+
+
+def _moved_below_the_next(rig, page, text, more):
+    parts = sections_of(text)
+    lead = text.split("\n== ", 1)[0]
+    order = ["Old one", "Asked", "Old two"]
+    rig.mediawiki.edit_as_human(page, lead + "".join(f"\n== {name} ==\n{parts[name]}" for name in order) + more,
+                                "move a section")
+
+
+def _moved_to_the_top(rig, page, text, more):
+    parts = sections_of(text)
+    lead = text.split("\n== ", 1)[0]
+    order = ["Asked", "Old one", "Old two"]
+    rig.mediawiki.edit_as_human(page, lead + "".join(f"\n== {name} ==\n{parts[name]}" for name in order) + more,
+                                "move a section to the top")
+
+
+def _archived_then_restored(rig, page, text, more):
+    parts = sections_of(text)
+    lead = text.split("\n== ", 1)[0]
+    rig.mediawiki.edit_as_human(page, lead + "".join(f"\n== {name} ==\n{parts[name]}" for name in
+                                                     ("Old one", "Old two")), "archive the answered section")
+    rig.mediawiki.edit_as_human(f"{page}/Archive", f"== Asked ==\n{parts['Asked']}", "archive")
+    assert rig.run(page, "--once", "--live").code == 0
+    rig.mediawiki.edit_as_human(page, text + more, "bring the section back from the archive")
+
+
+def _heading_readded_by_someone_else(rig, page, text, more):
+    rig.mediawiki.edit_as_human(page, text.replace("\n== Asked ==\n", "\n"), "remove a heading")
+    assert rig.run(page, "--once", "--live").code == 0
+    rig.mediawiki.human().edit(page, rig.mediawiki.page_text(page).replace(
+        "\nWho advised Euler?", "\n== Asked ==\nWho advised Euler?", 1) + more, "put the heading back")
+
+
+HISTORIES = {"blanked and reverted": _blank_then_revert, "blank seen by a pass, then reverted":
+             _blank_seen_then_reverted, "blank undone": _blank_undone, "moved below the next": _moved_below_the_next,
+             "moved to the top": _moved_to_the_top, "archived, then restored": _archived_then_restored,
+             "heading re-added by someone else": _heading_readded_by_someone_else}
+
+
+@pytest.mark.parametrize("history", list(HISTORIES))
+def test_a_history_that_blanks_reverts_and_moves_never_makes_the_bot_answer_twice(rig, history):
+    page = f"Wikidata:Faults/history {history}"
+    rig.mediawiki.edit_as_human(page, LEAD + question("Old one", "Who founded Basel?", 1)
+                                + question("Old two", "Which rivers cross Basel?", 2))
+    assert rig.run(page, "--once", "--live").code == 0  # the first look: both are backlog
+    rig.mediawiki.edit_as_human(page, rig.mediawiki.page_text(page) + question("Asked", "Who advised Euler?", 3))
+    assert rig.run(page, "--once", "--live").code == 0
+    text = rig.mediawiki.page_text(page)
+    assert replies_by_section(text) == {"Old one": 0, "Old two": 0, "Asked": 1}
+    for number, mixed in enumerate((False, True)):  # alone, then with a new question in the same edits
+        more = question(f"New {number}", "Who advised Bernoulli?", 10 + number) if mixed else ""
+        HISTORIES[history](rig, page, rig.mediawiki.page_text(page).rstrip("\n") + "\n", more)
+        done = rig.run(page, "--once", "--live")
+        assert done.code == 0, done.stderr[-3000:]
+        replies = replies_by_section(rig.mediawiki.page_text(page))
+        FIGURES["history faults"] += 1
+        FIGURES["double replies"] += sum(max(0, count - 1) for count in replies.values())
+        FIGURES["backlog answered"] += replies.get("Old one", 0) + replies.get("Old two", 0)
+        expected = {"Old one": 0, "Old two": 0, "Asked": 1, **({"New 1": 1} if mixed else {})}
+        assert replies == expected, (history, mixed, done.stderr[-3000:])
+    statuses = {key.split(" @")[0]: status for key, (status, _) in rig.statuses(page).items()}
+    assert statuses["Old one"] == statuses["Old two"] == "backlog" and statuses["Asked"] == "answered", statuses
+
+
+# --- the watcher heals itself ---------------------------------------------------------------------------------
+
+def test_a_session_the_wiki_forgot_and_a_failed_login_heal_and_questions_asked_meanwhile_are_answered(rig):
+    page = "Wikidata:Faults/session"
+    human = rig.mediawiki.human()
+    human.edit(page, LEAD)
+    (rig.bot.directory / "bot.ini").write_text("[bot]\ninterval_minutes = 0.02\nretry_minutes = 0.01\n"
+                                               "max_attempts = 30\n")
+    watcher = rig.start(page, "--live", "--config", str(rig.bot.directory / "bot.ini"))
+    log = LogReader(watcher)
+    try:
+        wait_for(lambda: log.count("pass over"), 60, "the first pass", log.death)
+        # The wiki forgets the bot's session: its next save is refused (assert=user), pywikibot's own re-login
+        # reuses the login token of the forgotten session and fails ("Unable to continue login").
+        expired = rig.wiki.add(Fault("wiki forgot the session", lambda path, params: True, ExpireSession(),
+                                     times=100_000))
+        human.edit(page, rig.mediawiki.page_text(page) + question("Before", "Who advised Euler?", 1))
+        wait_for(lambda: log.count("Unable to continue login"), 120, "the failed re-login", log.death)
+        human.edit(page, rig.mediawiki.page_text(page) + question("Meanwhile", "Who advised Euler?", 2))
+        for heading in ("Before", "Meanwhile"):
+            wait_for(lambda heading=heading: count_replies(rig.mediawiki.page_text(page), heading) >= 1, 120,
+                     f"an answer to {heading!r} once the bot logged in again", log.death)
+        _passes(log, 3, "none may reply twice")
+        KINDS["wiki forgot the session"] += expired.fired
+        FIGURES["faults injected"] += 1
+    finally:
+        watcher.send_signal(signal.SIGTERM)
+        watcher.wait(timeout=120)
+    stderr = log.close()
+    rig.logs.append(stderr)
+    text = rig.mediawiki.page_text(page)
+    assert watcher.returncode == 0, stderr[-3000:]
+    assert count_replies(text, "Before") == count_replies(text, "Meanwhile") == 1, stderr[-3000:]
+    assert "Unable to continue login" in stderr and "again, with a fresh session" in stderr
+    FIGURES["watcher questions"] += 2
+
+
+def test_a_refusal_that_will_not_pass_by_itself_is_recorded_and_tried_again_when_the_page_changes(rig):
+    page = "Wikidata:Faults/content model"
+    human = rig.mediawiki.human()
+    human.edit(page, LEAD)
+    assert rig.run(page, "--once", "--live").code == 0
+    asked = rig.mediawiki.page_text(page) + question("Euler", "Who advised Euler?", 5)
+    human.edit(page, asked)
+
+    def content_model(model: str, text: str) -> None:
+        token = human.call(action="query", meta="tokens")["query"]["tokens"]["csrftoken"]
+        done = human.call(post=True, action="edit", title=page, text=text, contentmodel=model, token=token)
+        assert done.get("edit", {}).get("result") == "Success", done
+
+    # While the model answers, the page stops being wikitext: the save is refused, for a reason that stays.
+    rig.hooks["model"] = lambda: (content_model("text", asked), rig.hooks.pop("model"))
+    for _ in range(4):  # whatever the number of passes, refused is not given up
+        done = rig.run(page, "--once", "--live")
+        assert done.code == 0, done.stderr[-3000:]
+    [(status, attempts)] = rig.statuses(page).values()
+    record = next(iter(rig.bot.records(page=page).values()))
+    assert (status, attempts) == ("refused", 0) and "content model" in record.last_error, record
+    assert "refused, tried again once the page changes" in "".join(rig.logs)
+    content_model("wikitext", asked)  # the page changes: the same answer is posted
+    done = rig.run(page, "--once", "--live")
+    assert done.code == 0 and "posting the answer" in done.stderr, done.stderr[-3000:]
+    assert count_replies(rig.mediawiki.page_text(page), "Euler") == 1
+    assert [status for status, _ in rig.statuses(page).values()] == ["answered"]
+    FIGURES["refusals recorded, then answered"] += 1
+
+
+# --- the bot's own files --------------------------------------------------------------------------------------
+
+def test_a_state_file_that_is_not_a_database_is_refused_in_one_line_and_left_as_it_is(rig):
+    page = "Wikidata:Faults/state"
+    rig.mediawiki.human().edit(page, LEAD + question("Euler", "Who advised Euler?", 6))
+    damaged = rig.bot.state_path("damaged.sqlite")
+    damaged.write_bytes(b"this is not a database, but it is someone's file\n" * 200)
+    before = damaged.read_bytes()
+    done = rig.run(page, "--once", "--live", state="damaged.sqlite")
+    assert done.code == 2
+    [line] = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert "is not a database" in line and "left as it is" in line and "Traceback" not in done.stderr
+    assert damaged.read_bytes() == before and rig.bot.bot_edits(page) == []
+    FIGURES["faults injected"] += 1
+
+
+def test_with_the_state_file_lost_questions_asked_since_the_bots_last_reply_are_answered(rig):
+    page = "Wikidata:Faults/state lost"
+    human = rig.mediawiki.human()
+    human.edit(page, LEAD + question("Old one", "Who founded Basel?", 1))
+    assert rig.run(page, "--once", "--live").code == 0
+    human.edit(page, rig.mediawiki.page_text(page) + question("Asked", "Who advised Euler?", 2))
+    assert rig.run(page, "--once", "--live").code == 0
+    rig.bot.state_path().unlink()  # lost; meanwhile a question is asked
+    human.edit(page, rig.mediawiki.page_text(page) + question("While down", "Who advised Bernoulli?", 3))
+    done = rig.run(page, "--once", "--live")
+    assert done.code == 0, done.stderr[-3000:]
+    replies = replies_by_section(rig.mediawiki.page_text(page))
+    FIGURES["double replies"] += sum(max(0, count - 1) for count in replies.values())
+    FIGURES["backlog answered"] += replies["Old one"]
+    assert replies == {"Old one": 0, "Asked": 1, "While down": 1}, done.stderr[-3000:]
+    [line] = [line for line in done.stderr.splitlines() if "first look at" in line]
+    assert "2 sections recorded as backlog" in line and "1 asked since its own last edit" in line, line
+    FIGURES["faults injected"] += 1
+
+
+def test_a_throttle_file_full_of_killed_processes_never_slows_the_bot(rig):
+    import pywikibot
+
+    page = "Wikidata:Faults/throttle"
+    rig.mediawiki.human().edit(page, LEAD)
+    shared = rig.bot.pywikibot_dir() / "throttle.ctrl"
+    now = time.time()
+    stale = "".join(f"abcd {number} {now - 5:.0f} {site}\n" for number in range(100, 112)
+                    for site in ("testwiki:testwiki", f"proxy{rig.wiki.port}:proxy{rig.wiki.port}"))
+    for directory in {shared.parent, Path(pywikibot.config.base_dir)}:
+        (directory / "throttle.ctrl").write_text(stale)
+    assert rig.run(page, "--once", "--live").code == 0
+    # The site the bot used was made in this run, from the file above: it counts this process only.
+    name = "proxy" + "".join(character for character in rig.bot.api_url if character.isdigit())
+    assert pywikibot.Site(name, name).throttle.process_multiplicity == 1
+    FIGURES["faults injected"] += 1
+
+
+# --- secrets ----------------------------------------------------------------------------------------------------
+
+def test_no_secret_leaves_the_bot_whatever_the_services_echo(rig):
+    page = "Wikidata:Faults/secrets"
+    rig.mediawiki.human().edit(page, LEAD)
+    (rig.bot.directory / "bot.ini").write_text("[bot]\nretry_minutes = 0\n")
+    options = ("--once", "--live", "--config", str(rig.bot.directory / "bot.ini"))
+    assert rig.run(page, *options).code == 0
+    rig.mediawiki.human().edit(page, rig.mediawiki.page_text(page) + question("Echo", "Who advised Euler?", 7))
+    # The query service's 400 repeats the request's Authorization header (the credentials, base64); the model's
+    # 401 repeats its key; both once, then the services answer.
+    echo = rig.query.add(Fault("query service echoes Basic auth", path_contains("sparql"),
+                               EchoHeader("Authorization", 400, "Bad request from {value}")))
+    key = rig.model.add(Fault("model 401 echoes its key", path_contains("/chat/completions"),
+                              Reply(401, {"error": {"message": f"Incorrect API key provided: {SECRET_KEY}. Basic "
+                                                               + base64.b64encode(f"{SPARQL_USER}:{SPARQL_PASSWORD}"
+                                                                                  .encode()).decode(),
+                                                    "type": "invalid_request_error", "code": "invalid_api_key"}})))
+    for _ in range(3):
+        done = rig.run(page, *options)
+        assert done.code == 0, done.stderr[-3000:]
+    KINDS.update({"query service echoes Basic auth": echo.fired, "model 401 echoes its key": key.fired})
+    FIGURES["faults injected"] += echo.fired + key.fired
+    assert echo.fired and key.fired
+    assert count_replies(rig.mediawiki.page_text(page), "Echo") == 1
+    assert "[redacted]" in "".join(record.trace or "" for record in rig.bot.records(page=page).values())

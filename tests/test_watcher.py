@@ -335,3 +335,18 @@ def test_a_german_question_is_answered_in_words_in_german(mediawiki, forum, rig,
     page = mediawiki.rendered_html(forum)
     assert explanation in page  # the model's words, shown as text on the rendered page
     assert "Here is a query that answers this" not in page  # no English wording beside it
+
+
+def test_a_follow_up_indented_two_thousand_levels_is_answered_at_the_deepest_indentation(mediawiki, forum, rig):
+    from bot.forum import MAX_DEPTH
+    from bot.render import INDENT_EM
+
+    run_bot(rig, forum, "--once", "--live")
+    mediawiki.edit_as_human(forum, mediawiki.page_text(forum) + new_section("Euler", "Who advised Euler?"))
+    run_bot(rig, forum, "--once", "--live")
+    deep = ":" * 2000 + "And the years of the doctorates? " + signature(minute=30)
+    mediawiki.edit_as_human(forum, mediawiki.page_text(forum).rstrip("\n") + "\n" + deep + "\n", "a deep follow-up")
+    run_bot(rig, forum, "--once", "--live")
+    assert len(rig.bot_edits(forum)) == 2
+    reply = section_text(mediawiki.page_text(forum), "Euler").split(deep, 1)[1]
+    assert indentation(reply) == MAX_DEPTH * INDENT_EM

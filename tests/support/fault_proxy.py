@@ -3,9 +3,10 @@
 The bot is pointed at the proxy instead of the service; the proxy forwards
 each request unchanged unless a :class:`Fault` matches it.  A fault can
 answer in the service's place (an HTTP error, an API error body, a body that
-is not JSON), hold the connection and drop it, run a callback before or after
-forwarding (a human edit racing the bot's save, a SIGKILL of the bot once the
-wiki has accepted its edit), or be armed for a number of matching requests.
+is not JSON, an error repeating a request header), hold the connection and
+drop it, run a callback before or after forwarding (a human edit racing the
+bot's save, a SIGKILL of the bot once the wiki has accepted its edit), forget
+the client's session, or be armed for a number of matching requests.
 :meth:`FaultProxy.refuse` closes the listening socket for a while, so the
 client meets a refused connection.  Every fault that fired is counted.
 """
@@ -44,6 +45,34 @@ class Rewrite:
     change: Callable[[Params], Params]
 
 
+@dataclass
+class EchoHeader:
+    """Answer with *status* and a body that repeats the request's *header* (as a careless service's error does)."""
+
+    header: str
+    status: int = 400
+    template: str = "Bad request from {value}"
+
+
+@dataclass
+class ExpireSession:
+    """Forward the request as if the server had forgotten the client's session: the session cookies of the first
+    request seen (MediaWiki's ``…_session`` and a BotPassword's ``…_BPsession``) are replaced, in every request
+    that still carries them, by ones the server does not know (a session the server hands out later goes
+    through)."""
+
+    forgotten: set[str] = field(default_factory=set)
+    seen: bool = False
+
+    def cookie(self, header: str) -> str:
+        pieces = [piece.strip().partition("=") for piece in header.split(";")]
+        if not self.seen:
+            self.seen = True
+            self.forgotten = {value for name, _, value in pieces if name.lower().endswith("session")}
+        return "; ".join(f"{name}={'expired' + value if value in self.forgotten else value}"
+                         for name, _, value in pieces)
+
+
 def api_error(code: str, info: str = "", retry_after: float | None = None) -> Reply:
     """A MediaWiki Action API error, as MediaWiki sends it (HTTP 200, ``error`` object, ``MediaWiki-API-Error``)."""
     headers = {"MediaWiki-API-Error": code}
@@ -67,7 +96,7 @@ class Fault:
 
     name: str
     match: Callable[[str, Params], bool]
-    action: Reply | Rewrite | str | Callable[[Params], object]
+    action: Reply | Rewrite | EchoHeader | ExpireSession | str | Callable[[Params], object]
     times: int = 1
     when: str = "before"
     #: For "drop": how long the connection is held before it is closed without an answer.
@@ -206,13 +235,20 @@ def _handler_for(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
                     self.close_connection = True
                     self.connection.shutdown(socket.SHUT_RDWR)
                     return
+                if isinstance(fault.action, EchoHeader):
+                    value = self.headers.get(fault.action.header, "")
+                    self._send(Reply(fault.action.status, fault.action.template.format(value=value),
+                                     {"Content-Type": "text/plain"}))
+                    return
                 if isinstance(fault.action, Rewrite):
                     body = urllib.parse.urlencode(fault.action.change(params)).encode()
-                else:
+                elif not isinstance(fault.action, ExpireSession):
                     fault.action(params)
             headers = {name: value for name, value in self.headers.items()
                        if name.lower() not in ("host", "connection", "keep-alive", "proxy-connection",
                                                "content-length")}
+            if fault is not None and isinstance(fault.action, ExpireSession) and "Cookie" in headers:
+                headers["Cookie"] = fault.action.cookie(headers["Cookie"])
             headers["Content-Length"] = str(len(body))
             headers["Host"] = f"{proxy.upstream_host}:{proxy.upstream_port}"
             status, response_headers, answer = proxy._forward(self.command, self.path, headers, body)
