@@ -43,6 +43,7 @@ from __future__ import annotations
 import json
 import re
 import time
+import unicodedata
 import urllib.parse
 import urllib.request
 from collections import Counter
@@ -53,6 +54,7 @@ from typing import Any
 
 import pytest
 
+from bot.forum import find_headings
 from bot.state import State
 from tests.support.bot_rig import BotRig, BotRun
 from tests.support.euler import euler_entities
@@ -66,7 +68,8 @@ CORPUS = Path(__file__).parent / "fixtures" / "hostile"
 ENTRIES = frozenset({
     "heading", "question", "draft-template", "draft-syntaxhighlight", "draft-link", "other-text", "section",
     "thought", "search", "entry-id", "property-id", "sparql", "failing-query", "final-query", "explanation",
-    "language", "label", "description", "claim", "result-literal", "result-iri"})
+    "language", "label", "description", "claim", "result-literal", "result-iri", "result-vars", "tool-arguments",
+    "tool-name"})
 EXPECTATIONS = frozenset({"reply", "silent", "either"})
 #: Entry points whose payload reaches the bot through the model or Wikidata, so the agent's record holds it.
 MODEL_SIDE = ENTRIES - {"heading", "question", "draft-template", "draft-syntaxhighlight", "draft-link", "other-text",
@@ -110,10 +113,10 @@ class Case:
     repeat: int = 1
     #: The case needs a page of its own: its asker-side text could spill into later sections.
     isolate: bool = False
-    #: For entry "section": the heading line and the body, with {heading}, {marker} and {signature}.
+    #: For entry "section": the heading line and the body, with {heading}, {marker}, {signature} and {payload}.
     heading_line: str = "== {heading} =="
     body: str = ""
-    #: Text for the page's lead, above every section (an isolated case's own page).
+    #: Text for the page's lead, above every section (an isolated case's own page), with {payload}.
     lead: str = ""
 
     @property
@@ -187,7 +190,8 @@ class Plan:
     @property
     def queries(self) -> set[str]:
         """Every query the model wrote, as the agent keeps it (stripped)."""
-        return {arguments["sparql"].strip() for action, arguments in self.steps if action == "execute_sparql"}
+        return {arguments["sparql"].strip() for action, arguments in self.steps
+                if action == "execute_sparql" and isinstance(arguments, dict)}
 
 
 def signature(user: str, minute: int) -> str:
@@ -253,6 +257,16 @@ def plan(case: Case, number: int) -> Plan:
         entities.append(entity(qid, label, description, claims=claims, aliases=[f"hostile entity {case.name}"]))
         steps = [("search_wikidata", {"query": f"hostile entity {case.name}"}),
                  ("get_wikidata_entry", {"qid": qid}), run_final, stop]
+    elif entry == "tool-arguments":  # the arguments as the model sent them, not JSON the agent can read
+        closing = "".join({"[": "]", "{": "}"}[char] for char in reversed(payload) if char in "[{")
+        steps = [("execute_sparql", '{"sparql": ' + payload + closing + "}"), run_final, stop]
+    elif entry == "tool-name":
+        steps = [(payload, {"sparql": FINAL_QUERY}), run_final, stop]
+    elif entry == "result-vars":  # an answer over the agent's size cap, cut mid-row, its variables named oddly
+        query = f"SELECT * WHERE {{ ?x ?p ?o . FILTER(?o != \"{case.name}\") }}"
+        steps = [("execute_sparql", {"sparql": query}), run_final, stop]
+        row = {payload: {"type": "literal", "value": "v" * 200}, "y": {"type": "literal", "value": "w"}}
+        answers[query] = select([payload, "y"], [row] * 60_000)
     elif entry in ("result-literal", "result-iri"):
         query = f'SELECT ?value WHERE {{ wd:Q7604 wdt:P1559 ?value . FILTER(?value != "{case.name}") }}'
         value = {"type": "literal" if entry == "result-literal" else "uri", "value": payload}
@@ -260,15 +274,18 @@ def plan(case: Case, number: int) -> Plan:
         answers[query] = select(["value"], [{"value": value}, {"value": {"type": "literal", "value": "plain"}}])
     elif entry == "section":
         heading_line = case.heading_line.replace("{heading}", heading)
-        body = case.body.replace("{marker}", marker).replace("{signature}", sign)
+        body = case.body.replace("{marker}", marker).replace("{signature}", sign).replace("{payload}", payload)
         return Plan(case, heading_line, body, _with_markers(case, steps), answers, entities, sign)
     return Plan(case, f"== {heading} ==", question, _with_markers(case, steps), answers, entities, sign)
 
 
 def _with_markers(case: Case, steps: list[tuple[str, dict[str, str]]]) -> list[tuple[str, dict[str, str]]]:
     """Every step's thought starts with a marker, so the rendered trace shows where each step landed."""
-    marked = []
+    marked: list[tuple[str, dict[str, str] | str]] = []
     for number, (action, arguments) in enumerate(steps, 1):
+        if isinstance(arguments, str):  # raw arguments (a case of its own): no room for a thought
+            marked.append((action, arguments))
+            continue
         thought = f"{step_marker(case, number)} " + arguments.get("thought", f"Step {number} of the plan.")
         marked.append((action, {**arguments, "thought": thought}))
     return marked
@@ -319,10 +336,11 @@ def revisions_with_text(mediawiki, title: str) -> list[dict[str, Any]]:
     extra: dict[str, str] = {}
     while True:
         answer = mediawiki.api(action="query", prop="revisions", titles=title, rvslots="main", rvdir="newer",
-                               rvprop="ids|user|timestamp|content", rvlimit="50", **extra)
+                               rvprop="ids|user|timestamp|content|comment|parsedcomment", rvlimit="50", **extra)
         for revision in answer["query"]["pages"][0].get("revisions", []):
             found.append({"id": revision["revid"], "parent": revision["parentid"], "user": revision["user"],
-                          "timestamp": revision["timestamp"], "text": revision["slots"]["main"]["content"]})
+                          "timestamp": revision["timestamp"], "text": revision["slots"]["main"]["content"],
+                          "comment": revision.get("comment", ""), "parsed comment": revision.get("parsedcomment", "")})
         if "continue" not in answer:
             return found
         extra = {key: str(value) for key, value in answer["continue"].items()}
@@ -418,7 +436,7 @@ class PageRun:
 def compose(plans: list[Plan]) -> str:
     lead = ("{{shortcut|WD:RAQ}}\nThis is the place to request a SPARQL query.\n"
             "<!-- other users' text above the sections stays as it is -->\n"
-            + "".join(item.case.lead + "\n" for item in plans if item.case.lead))
+            + "".join(item.case.lead.replace("{payload}", item.case.text) + "\n" for item in plans if item.case.lead))
     sections = []
     for item in plans:
         sections.append(f"{item.heading_line}\n<!-- hostile case {item.case.name} -->\n{item.body}\n")
@@ -478,21 +496,70 @@ def run_page(rig: BotRig, page: str, plans: list[Plan]) -> PageRun:
 
 # -- judging ------------------------------------------------------------------------------------
 
+@dataclass(frozen=True)
+class Place:
+    """A case's section as MediaWiki reads the page: where it starts and ends, and its heading's anchor."""
+
+    start: int
+    end: int
+    anchor: str
+
+
+def mediawiki_sections(mediawiki, revision: int) -> list[tuple[int, int, str]]:
+    """The page's own sections (character offset, level, anchor) in revision *revision*, as MediaWiki lists
+    them (MediaWiki 1.39 counts ``byteoffset`` in code points)."""
+    parsed = mediawiki.api(action="parse", oldid=str(revision), prop="sections")["parse"]["sections"]
+    return [(item["byteoffset"], int(item["level"]), item["anchor"]) for item in parsed
+            if str(item["index"]).isdigit() and item["byteoffset"] is not None]
+
+
+def places(text: str, plans: list[Plan], sections: list[tuple[int, int, str]]) -> list[Place | None]:
+    """Each case's section in *text* by MediaWiki's reading: the section of level 1 or 2 holding its marker."""
+    found: list[Place | None] = []
+    bounds = [(offset, anchor) for offset, level, anchor in sections if level <= 2]
+    for item in plans:
+        marker = text.find(f"<!-- hostile case {item.case.name} -->")
+        before = [(offset, anchor) for offset, anchor in bounds if offset < marker]
+        after = [offset for offset, _ in bounds if offset > marker]
+        found.append(Place(before[-1][0], after[0] if after else len(text), before[-1][1])
+                     if marker >= 0 and before else None)
+    return found
+
+
+def extension_tags(mediawiki) -> frozenset[str]:
+    listed = mediawiki.api(action="query", meta="siteinfo", siprop="extensiontags")["query"]["extensiontags"]
+    return frozenset(tag.strip("<>").lower() for tag in listed) | {"includeonly"}
+
+
 def judge(mediawiki, run: PageRun) -> None:
     """Fill ``run.problems`` with what broke, per case."""
     everyone = [item.case.name for item in run.plans]
     replies: dict[str, list[dict[str, Any]]] = {name: [] for name in everyone}
     old = run.human["text"]
+    sections = mediawiki_sections(mediawiki, run.human["id"])
+    # The bot's own reading of the page must be MediaWiki's (where the two differ, MediaWiki's decides).
+    ours = {(heading.start, heading.level) for heading in find_headings(old, extension_tags(mediawiki))}
+    theirs = {(offset, level) for offset, level, _ in sections}
+    starts = section_starts(old, run.plans)
+    for offset, level in sorted(ours ^ theirs):
+        index = _owner(starts, offset)
+        for name in [everyone[index]] if index is not None else everyone:
+            run.problems[name].append(f"the bot's rules and MediaWiki read the page differently at "
+                                      f"{_excerpt(old, offset)!r} (MediaWiki: {(offset, level) in theirs})")
     before = parse_revision(mediawiki, run.human["id"])
     # Parsing the page after every bot revision is slow; it is needed only to say which reply changed it.
     changed = bool(run.bot_revisions) and bool(compare_pages(before, parse_revision(mediawiki,
                                                                                      run.bot_revisions[-1]["id"])))
+    previous = run.human["id"]
     for revision in run.bot_revisions:
         new = revision["text"]
+        if previous != run.human["id"]:
+            sections = mediawiki_sections(mediawiki, previous)
         try:
             starts = section_starts(old, run.plans)
         except ValueError:
             starts = []
+        where = places(old, run.plans, sections) if starts else []
         found = insertion(old, new) if revision["user"] == BOT_USER and starts else None
         owner = None
         if found is None:
@@ -503,15 +570,24 @@ def judge(mediawiki, run: PageRun) -> None:
                     f"{_excerpt(old, _first_difference(old, new))!r} (an undo, or someone's text rewritten)")
         else:
             low, high, length = found
-            point = next((point for point in range(low, high + 1) if _in_place(old, starts, run.plans, point)), None)
+            owner = next((index for index, place in enumerate(where) for point in range(low, high + 1)
+                          if _in_place(old, place, run.plans[index], point)), None)
+            point = next((point for point in range(low, high + 1)
+                          if owner is not None and _in_place(old, where[owner], run.plans[owner], point)), None)
             if point is None:
                 index = _owner(starts, low)
                 for name in [everyone[index]] if index is not None else everyone:
                     run.problems[name].append(f"bot revision {revision['id']} inserted text that is not a reply "
-                                              f"after a case's question, before {_excerpt(old, low)!r}")
+                                              f"after a case's question in its section as MediaWiki reads it, "
+                                              f"before {_excerpt(old, low)!r}")
             else:
-                owner = _owner(starts, point)
-                replies[everyone[owner]].append({"revision": revision, "text": new[point:point + length]})
+                text = new[point:point + length]
+                replies[everyone[owner]].append({"revision": revision, "text": text})
+                for problem in placement_problems(mediawiki, run.title, new, point, text, where[owner].anchor):
+                    run.problems[everyone[owner]].append(f"bot revision {revision['id']}: {problem}")
+        for problem in summary_problems(revision):
+            for name in [everyone[owner]] if owner is not None else everyone:
+                run.problems[name].append(f"bot revision {revision['id']}: {problem}")
         if changed:
             after = parse_revision(mediawiki, revision["id"])
             for problem in compare_pages(before, after):
@@ -519,6 +595,7 @@ def judge(mediawiki, run: PageRun) -> None:
                     run.problems[name].append(f"bot revision {revision['id']}: {problem}")
             before = after
         old = new
+        previous = revision["id"]
     for item in run.plans:
         name = item.case.name
         found = replies[name]
@@ -552,20 +629,89 @@ def _first_difference(old: str, new: str) -> int:
     return index
 
 
-def _in_place(old: str, starts: list[int], plans: list[Plan], point: int) -> bool:
-    """Whether text inserted at *point* is a reply in a case's section: after the asker's signed question,
-    on a line of its own, and either at the section's end or right before text a heading of MediaWiki's
-    own reading ends the section with (a heading inside a ``<div>`` in someone's comment)."""
-    index = _owner(starts, point)
-    if index is None:
+def _in_place(old: str, place: Place | None, item: Plan, point: int) -> bool:
+    """Whether text inserted at *point* is a reply in the case's section as MediaWiki reads the page: after
+    the asker's signed question, on a line of its own, before the section's next heading."""
+    if place is None or not place.start < point <= place.end:
         return False
-    end = starts[index + 1] if index + 1 < len(starts) else len(old)
-    question = old.find(plans[index].signature, starts[index], end)
-    if question < 0 or point < question + len(plans[index].signature):
+    question = old.find(item.signature, place.start, place.end)
+    if question < 0 or point < question + len(item.signature):
         return False
-    if not old[point:end].strip():
-        return True
-    return old[point:point + 1] == "\n" and re.search(r"^==[^=].*[^=]==\s*$", old[point:end], re.MULTILINE) is not None
+    return point == len(old) or old[point:point + 1] == "\n"
+
+
+#: Styles and classes that keep an element from a reader's eyes, as a browser applies them.
+HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden|font-size\s*:\s*0|opacity\s*:\s*0"
+                          r"|position\s*:\s*(?:absolute|fixed)", re.IGNORECASE)
+HIDDEN_CLASSES = {"mw-collapsed", "hidden"}
+
+
+class _Placement(HTMLParser):
+    """Where a word lands in a rendered page: hidden or not, and under which heading."""
+
+    VOID = frozenset({"br", "img", "hr", "input", "meta", "link", "wbr", "area", "base", "col", "source"})
+
+    def __init__(self, word: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.word = word
+        self.stack: list[tuple[str, bool]] = []
+        self.heading = ""
+        self.seen: list[tuple[bool, str]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        values = {name: value or "" for name, value in attrs}
+        if tag not in self.VOID:
+            hidden = bool(HIDDEN_STYLE.search(values.get("style", ""))) or bool(
+                HIDDEN_CLASSES & set(values.get("class", "").split()))
+            self.stack.append((tag, hidden))
+        if tag in ("h1", "h2"):
+            self.heading = values.get("id", "")
+        elif tag == "span" and "mw-headline" in values.get("class", "").split() and any(
+                name in ("h1", "h2") for name, _ in self.stack):
+            self.heading = values.get("id", "")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag not in self.VOID and any(name == tag for name, _ in self.stack):
+            while self.stack.pop()[0] != tag:
+                pass
+
+    def handle_data(self, data: str) -> None:
+        for _ in range(data.count(self.word)):
+            self.seen.append((any(hidden for _, hidden in self.stack), self.heading))
+
+
+def placement_problems(mediawiki, title: str, page: str, point: int, reply: str, anchor: str) -> list[str]:
+    """How the reply inserted at *point* of *page* fails to show, to a reader, under the heading *anchor*."""
+    stamp = list(re.finditer(r"\(UTC\)", reply))
+    if not stamp:
+        return ["the reply has no signature time to find it by"]
+    word = "HostileCorpusPlacement"
+    marked = page[:point + stamp[-1].end()] + word + page[point + stamp[-1].end():]
+    html = api_post(mediawiki.api_url, action="parse", title=title, text=marked, contentmodel="wikitext",
+                    prop="text")["parse"]["text"]
+    reader = _Placement(word)
+    reader.feed(html)
+    reader.close()
+    if len(reader.seen) != 1:
+        return [f"the reply's signature renders {len(reader.seen)} times (once expected)"]
+    hidden, heading = reader.seen[0]
+    problems = ["the reply is hidden from readers"] if hidden else []
+    if heading != anchor:
+        problems.append(f"the reply shows under the heading {heading!r}, not the asker's {anchor!r}")
+    return problems
+
+
+def summary_problems(revision: dict[str, Any]) -> list[str]:
+    """What a bot revision's summary shows beyond a link to its section: other links, controls."""
+    if revision["user"] != BOT_USER:
+        return []
+    problems = []
+    links = re.findall(r"<a [^>]*href=\"([^\"]*)\"", revision["parsed comment"])
+    if len(links) != 1 or "#" not in links[0]:
+        problems.append(f"the edit summary links {links} (its section only expected): {revision['comment']!r}")
+    if any(unicodedata.category(char) in ("Cc", "Cf") for char in revision["comment"]):
+        problems.append(f"the edit summary holds control or format characters: {revision['comment']!r}")
+    return problems
 
 
 def _owner(starts: list[int], point: int) -> int | None:
@@ -709,6 +855,7 @@ def corpus(mediawiki, tmp_path_factory):
     wikidata.sparql = lambda query: answers.get(query_key(query), default)
     llm = FakeLLMServer(script=Script(plans))
     mediawiki.edit_as_human(f"User:{BOT_USER}/Stop", "", "clear the stop page")
+    mediawiki.edit_as_human("Template:Hostile heading", "== A heading from a template ==\nIts text.\n", "template")
     yield Corpus(BotRig(mediawiki, workdir, llm, wikidata, key=KEY), plans)
     llm.close()
     wikidata.close()
@@ -733,3 +880,36 @@ def test_the_payload_stays_inert(corpus, case):
     run = corpus.page(PAGE_OF[case.name])
     problems = run.problems[case.name]
     assert not problems, f"{case.family} / {case.entry} / payload {case.text[:200]!r}:\n  " + "\n  ".join(problems)
+
+
+@pytest.mark.xdist_group("history")
+@pytest.mark.parametrize("forged", [True, False], ids=["forged signature", "the bot away"])
+def test_many_revisions_between_passes_are_all_read_and_a_forged_signature_silences_nothing(corpus, forged):
+    """More revisions between two passes than one API answer holds (53 here; 50 was the old limit), one of them a
+    bot signature typed under a question: every revision is read, the question is answered, once."""
+    rig, mediawiki = corpus.rig, corpus.rig.mediawiki
+    title = f"Wikidata:Request a query/Hostile history {'forged' if forged else 'away'} {int(time.time())}"
+    state = state_file(title)
+    lead = "This is the place to request a SPARQL query.\nSandbox line 0\n"
+    mediawiki.edit_as_human(title, lead, "the page")
+    assert rig.run(title, "--once", "--live", state=state).code == 0  # the first look
+    asked = lead + "\n== Asked before ==\nWho were the doctoral advisors of Leonhard Euler? " \
+        + signature("Alice", 1) + "\n"
+    mediawiki.edit_as_human(title, asked, "a question")
+    text = asked
+    for number in range(1, 54):
+        text = text.replace(f"Sandbox line {number - 1}\n", f"Sandbox line {number}\n")
+        if number == 27:
+            text += (":Done, see the query above. " + signature(BOT_USER, 2) + "\n" if forged
+                     else "\n== Asked meanwhile ==\nWho advised Euler? " + signature("Alice", 3) + "\n")
+        mediawiki.edit_as_human(title, text, f"edit {number}")
+    done = rig.run(title, "--once", "--live", state=state)
+    assert done.code == 0, done.stderr[-3000:]
+    assert done.stderr.count("answering ") == (1 if forged else 2), done.stderr[-3000:]
+    page = mediawiki.page_text(title)
+    for heading in ["Asked before"] + ([] if forged else ["Asked meanwhile"]):
+        body = page.split(f"== {heading} ==", 1)[1].split("\n== ", 1)[0]
+        assert body.count('class="spinach-reply"') == 1, (heading, body[-600:])
+    assert rig.run(title, "--once", "--live", state=state).code == 0
+    assert mediawiki.page_text(title) == page  # nothing answered twice
+    assert len(rig.bot_edits(title)) == (1 if forged else 2)
