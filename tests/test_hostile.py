@@ -18,10 +18,15 @@ a page of its own.
 What a case checks is what a reader of the page (or its stored wikitext)
 would notice:
 
+* the bot's own heading rules read the page as MediaWiki does (its
+  ``action=parse&prop=sections``), and where they would not, the case fails;
 * each bot revision is the previous text plus one insertion in the case's
-  own section, after the asker's question, at the section's end (or where a
-  heading of MediaWiki's own reading ends it), so everyone else's text stays
-  byte-identical;
+  own section as MediaWiki reads it, after the asker's question, on lines of
+  its own, so everyone else's text stays byte-identical; the page rendered
+  with a word after the reply's signature shows that word once, under the
+  asker's heading, with no hidden ancestor;
+* each bot revision's summary, as MediaWiki renders it, links the section
+  and nothing else, and holds no control or format character;
 * MediaWiki's own parse of the page after each bot revision has the same
   sections, categories, links, images, interwiki links and page properties as
   before, and no templates, links or external links but those a reply may add
