@@ -51,7 +51,8 @@ USER_NAMESPACES = (2, 3)
 
 
 class EditRefused(RuntimeError):
-    """The wiki's parser shows the edit would change more than adding the reply; nothing was saved."""
+    """The wiki's parser shows the edit would change more than adding the reply, or cannot show it; nothing was
+    saved."""
 
 
 @dataclass(frozen=True)
@@ -116,14 +117,21 @@ class Allowance:
 
 def parse(site: pywikibot.site.APISite, title: str, *, text: str | None = None, oldid: int | None = None,
           props: str = PARSE_PROPS) -> dict:
-    """One ``action=parse`` of *text* as the page *title* would hold it, or of revision *oldid*."""
+    """One ``action=parse`` of *text* as the page *title* would hold it, or of revision *oldid*.
+
+    Raises :class:`EditRefused` when the wiki cut its answer at the API's size limit (a page of a few MB).
+    """
     params = {"action": "parse", "prop": props, "formatversion": 2, "disablelimitreport": True,
               "disableeditsection": True}
     if oldid is not None:
         params["oldid"] = oldid
     else:
         params.update(title=title, text=text, contentmodel="wikitext")
-    return site.simple_request(**params).submit()["parse"]
+    answer = site.simple_request(**params).submit()
+    if "parse" not in answer:  # cut at the API's answer size limit ($wgAPIMaxResultSize): a warning, no parse
+        raise EditRefused(f"MediaWiki's parse of {title} is larger than its API may answer, so no edit of it can "
+                          "be checked; archiving old sections makes the page smaller")
+    return answer["parse"]
 
 
 def pre_save_transform(site: pywikibot.site.APISite, title: str, text: str) -> str:

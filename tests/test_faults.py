@@ -704,6 +704,35 @@ def test_a_refusal_that_will_not_pass_by_itself_is_recorded_and_tried_again_when
     FIGURES["refusals recorded, then answered"] += 1
 
 
+def test_a_page_whose_parse_is_over_the_apis_answer_limit_is_refused_with_the_reason_and_answered_later(rig):
+    page = "Wikidata:Faults/too large to check"
+    human = rig.mediawiki.human()
+    human.edit(page, LEAD)
+    assert rig.run(page, "--once", "--live").code == 0
+    human.edit(page, rig.mediawiki.page_text(page) + question("Euler", "Who advised Euler?", 8))
+    # A page of a few MB: MediaWiki cuts the parse the edit check asks for at $wgAPIMaxResultSize (8 MiB), a
+    # warning and no parse in its answer.
+    cut = rig.wiki.add(Fault("wiki parse over the answer size limit", lambda path, params: params.get("action") ==
+                             "parse" and "oldid" in params and "text" in params.get("prop", ""),
+                             Reply(200, {"batchcomplete": True, "warnings": {"result": {"warnings": (
+                                 "This result was truncated because it would otherwise be larger than the limit "
+                                 "of 8,388,608 bytes.")}}}), times=100))
+    for _ in range(3):
+        done = rig.run(page, "--once", "--live")
+        assert done.code == 0 and "unexpected error" not in done.stderr, done.stderr[-3000:]
+    record = next(iter(rig.bot.records(page=page).values()))
+    assert (record.status, record.attempts) == ("refused", 0) and "larger than its API" in record.last_error, record
+    assert cut.fired == 1 and rig.bot.bot_edits(page) == []
+    KINDS["wiki parse over the answer size limit"] += cut.fired
+    FIGURES["faults injected"] += cut.fired
+    rig.wiki.clear()  # the page is archived: it changes, and its parse fits again
+    human.edit(page, rig.mediawiki.page_text(page).replace(LEAD, LEAD + "Old sections are archived.\n", 1))
+    done = rig.run(page, "--once", "--live")
+    assert done.code == 0 and "posting the answer" in done.stderr, done.stderr[-3000:]
+    assert count_replies(rig.mediawiki.page_text(page), "Euler") == 1
+    FIGURES["refusals recorded, then answered"] += 1
+
+
 # --- the bot's own files --------------------------------------------------------------------------------------
 
 def test_a_state_file_that_is_not_a_database_is_refused_in_one_line_and_left_as_it_is(rig):
