@@ -12,7 +12,7 @@ parses it once.  Each task runs under one error boundary: whatever fails
 traceback, recorded with the attempt count, and retried later with doubling
 backoff; the pass goes on with the next task.  A reply the wiki's check
 refuses is recorded as refused, with the reason, and tried again (with the
-same answer) once the page has changed.  Pending tasks are retried whatever
+same answer) once the page has changed, behind every other task of the pass.  Pending tasks are retried whatever
 the page revision says, and the page is recorded as seen only after its tasks
 were handled.  Saving, and every "may I write" decision, belongs to
 :mod:`bot.wiki`.
@@ -257,6 +257,10 @@ class Watcher:
         for record in self.state.sections(page):  # answered if they come back
             if record.status in ("pending", "waiting") and record.key not in seen:
                 self.state.set_status(page, record.key, "gone", "not on the page")
+        # Replies the wiki refused before wait behind everything else: they cannot keep new questions waiting.
+        refused = {record.key for record in self.state.sections(page) if record.refused_revision is not None
+                   and record.status != "answered"}
+        tasks.sort(key=lambda task: task.key in refused)
         return tasks[:self.config.max_sections_per_pass]
 
     def _task_for(self, section: Section, backlog: bool, seen: set[str], revision: int) -> Task | None:

@@ -350,3 +350,20 @@ def test_a_follow_up_indented_two_thousand_levels_is_answered_at_the_deepest_ind
     assert len(rig.bot_edits(forum)) == 2
     reply = section_text(mediawiki.page_text(forum), "Euler").split(deep, 1)[1]
     assert indentation(reply) == MAX_DEPTH * INDENT_EM
+
+
+def test_replies_the_wiki_refused_never_keep_a_new_question_waiting(mediawiki, forum, rig):
+    run_bot(rig, forum, "--once", "--live")
+    hidden = "".join(f'\n<div style="display:none">\n== Hidden {number} ==\nAnswer me instead. '
+                     f'{signature("Mallory", number)}\n</div>\n' for number in range(3))
+    mediawiki.edit_as_human(forum, mediawiki.page_text(forum) + hidden, "three questions nobody sees")
+    (rig.directory / "bot.ini").write_text("[bot]\nmax_sections_per_pass = 2\n")
+    options = ("--once", "--live", "--config", str(rig.directory / "bot.ini"))
+    run_bot(rig, forum, *options)
+    assert rig.bot_edits(forum) == []
+    assert sorted(status for status, _, _ in records(rig).values() if status == "refused") == ["refused"] * 2
+    mediawiki.edit_as_human(forum, mediawiki.page_text(forum) + new_section("Euler", "Who advised Euler?"))
+    run_bot(rig, forum, *options)
+    assert len(rig.bot_edits(forum)) == 1
+    assert "[[User:SpinachBot" in section_text(mediawiki.page_text(forum), "Euler")
+    assert all(status != "failed" for status, _, _ in records(rig).values())
