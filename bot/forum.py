@@ -449,8 +449,9 @@ def reply_point(page_text: str, section: Section) -> int:
     before it was closed, and no heading the page shows began.
 
     So a reply never lands inside a ``<div>`` (or a table, a ``<span>``...) that someone opened below the
-    question, hidden or not, nor after the closing tag of one opened above the section, nor below a
-    heading that shows inside the section.  When no line qualifies (the question itself opens an element
+    question, hidden or not, nor inside a template call (``{{#if:1|`` on one line, its ``}}`` lines below:
+    the reply would be an argument of it), nor after the closing tag of one opened above the section, nor
+    below a heading that shows inside the section.  When no line qualifies (the question itself opens an element
     it never closes), the reply goes after the section's last line, and MediaWiki's check of the edit
     (:mod:`bot.edit_check`) has the last word.
     """
@@ -458,6 +459,7 @@ def reply_point(page_text: str, section: Section) -> int:
     masked = section.masked
     after = max(section.reply_after, section.start)
     open_elements: list[str] = []
+    calls = brace_spans(masked)
     best = None
     position = page_text.find("\n", section.start, section.end)  # the heading line is not the reply's place
     position = section.end if position == -1 else position + 1
@@ -487,8 +489,9 @@ def reply_point(page_text: str, section: Section) -> int:
                 closed_above = True
         if closed_above:
             break
-        if line_end >= after and not open_elements and line.strip():
-            best = position + len(page_text[position:line_end].rstrip())
+        point = position + len(page_text[position:line_end].rstrip())
+        if line_end >= after and not open_elements and line.strip() and not inside(calls, point - section.start):
+            best = point
         position = line_end + 1
     return best if best is not None else fallback
 

@@ -309,6 +309,10 @@ def test_a_reply_never_lands_inside_an_element_someone_left_open_below_the_quest
     table = question + "{|\n| a table someone left open\n"
     assert insert_reply(table, parse_sections(table)[0], ":Reply") == \
         question + ":Reply\n{|\n| a table someone left open\n"
+    # A template call over several lines: a reply inside it would be one of its arguments (after a "|" of
+    # its own, a hidden one).
+    call = question + "{{#if:1|\n== Shown by a function ==\n}}\nA note. " + sign("Carol", 8) + "\n"
+    assert insert_reply(call, parse_sections(call)[0], ":Reply") == question + ":Reply\n" + call[len(question):]
 
 
 def test_a_reply_never_lands_below_a_heading_the_page_shows_inside_the_section():
