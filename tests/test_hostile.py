@@ -24,7 +24,9 @@ would notice:
   own section as MediaWiki reads it, after the asker's question, on lines of
   its own, so everyone else's text stays byte-identical; the page rendered
   with a word after the reply's signature shows that word once, under the
-  asker's heading, with no hidden ancestor;
+  asker's heading, with no hidden ancestor (a signed section someone started
+  under a case's question with a heading MediaWiki reads may get one reply of
+  its own, judged the same way under its own heading);
 * each bot revision's summary, as MediaWiki renders it, links the section
   and nothing else, and holds no control or format character;
 * MediaWiki's own parse of the page after each bot revision has the same
@@ -540,6 +542,7 @@ def judge(mediawiki, run: PageRun) -> None:
     """Fill ``run.problems`` with what broke, per case."""
     everyone = [item.case.name for item in run.plans]
     replies: dict[str, list[dict[str, Any]]] = {name: [] for name in everyone}
+    others: Counter = Counter()  # replies to sections no case started, by anchor
     old = run.human["text"]
     sections = mediawiki_sections(mediawiki, run.human["id"])
     # The bot's own reading of the page must be MediaWiki's (where the two differ, MediaWiki's decides).
@@ -579,7 +582,18 @@ def judge(mediawiki, run: PageRun) -> None:
                           if _in_place(old, place, run.plans[index], point)), None)
             point = next((point for point in range(low, high + 1)
                           if owner is not None and _in_place(old, where[owner], run.plans[owner], point)), None)
-            if point is None:
+            other = other_place(old, run.plans, sections, low, high) if point is None else None
+            if other is not None:  # a reply to a section a third user's heading started, as MediaWiki reads it
+                place, at = other
+                owner = _owner(starts, at)
+                others[place.anchor] += 1
+                problems = placement_problems(mediawiki, run.title, new, at, new[at:at + length], place.anchor)
+                if others[place.anchor] > 1:
+                    problems.append(f"{others[place.anchor]} replies in the section {place.anchor!r}")
+                for problem in problems:
+                    for name in [everyone[owner]] if owner is not None else everyone:
+                        run.problems[name].append(f"bot revision {revision['id']}: {problem}")
+            elif point is None:
                 index = _owner(starts, low)
                 for name in [everyone[index]] if index is not None else everyone:
                     run.problems[name].append(f"bot revision {revision['id']} inserted text that is not a reply "
@@ -625,6 +639,23 @@ def judge(mediawiki, run: PageRun) -> None:
                                       "the case tests nothing")
         for reply in found:
             run.problems[name].extend(judge_reply(mediawiki, run.title, item, reply, final))
+
+
+def other_place(old: str, plans: list[Plan], sections: list[tuple[int, int, str]], low: int,
+                high: int) -> tuple[Place, int] | None:
+    """A section of *old* as MediaWiki reads it that holds no case (a heading someone added under a case's
+    question), with the point between *low* and *high* where an insertion is a reply in it: after a
+    signature there, on a line of its own."""
+    bounds = [(offset, anchor) for offset, level, anchor in sections if level <= 2]
+    markers = [old.find(f"<!-- hostile case {item.case.name} -->") for item in plans]
+    for number, (start, anchor) in enumerate(bounds):
+        end = bounds[number + 1][0] if number + 1 < len(bounds) else len(old)
+        if any(start <= marker < end for marker in markers):
+            continue
+        for point in range(max(low, start + 1), min(high, end) + 1):
+            if "(UTC)" in old[start:point] and (point == len(old) or old[point] == "\n"):
+                return Place(start, end, anchor), point
+    return None
 
 
 def _first_difference(old: str, new: str) -> int:
