@@ -178,6 +178,25 @@ class State:
             (page, fingerprint, *SETTLED)).fetchone()
         return _record(row) if row else None
 
+    def adopt(self, page: str, fingerprint: str, key: str, on_page: set[str]) -> SectionRecord | None:
+        """The latest unsettled record (pending, waiting, gone) of a section with this fingerprint, under a key
+        no section of the page has now (*on_page*), moved to *key*; ``None`` when there is none.
+
+        A section read under another identity (its lines attributed afresh, at a first look after a crash
+        between a save and the pass's end) keeps its attempts, trace and refusal instead of leaving a stale
+        record behind.
+        """
+        rows = self.connection.execute(
+            "SELECT key FROM sections WHERE page = ? AND fingerprint = ? AND status IN ('pending', 'waiting', 'gone') "
+            "ORDER BY updated DESC", (page, fingerprint)).fetchall()
+        old = next((row[0] for row in rows if row[0] not in on_page), None)
+        if old is None:
+            return None
+        with self.connection:
+            self.connection.execute("UPDATE sections SET key = ?, updated = ? WHERE page = ? AND key = ?",
+                                    (key, time.time(), page, old))
+        return self.section(page, key)
+
     def _update(self, page: str, key: str, **values) -> None:
         values["updated"] = time.time()
         assignments = ", ".join(f"{name} = ?" for name in values)

@@ -241,12 +241,13 @@ class Watcher:
             log.info("the page opts out of bots: nothing on %s is answered", page)
             return []
         seen: set[str] = set()  # the keys of the sections and follow-ups on the page now
+        on_page = {section.key for section in sections}
         tasks: list[Task] = []
         for section in sections:
             seen.add(section.key)
             try:
                 backlog = backlog_until is not None and section.origin <= backlog_until
-                task = self._task_for(section, backlog, seen, revision)
+                task = self._task_for(section, backlog, seen, revision, on_page)
             except Exception as error:  # one pathological section: recorded, the others go on
                 log.exception("%r: cannot decide what to do", section.heading)
                 self.state.add(page, section.key, section.heading, "pending", section.fingerprint)
@@ -263,14 +264,19 @@ class Watcher:
         tasks.sort(key=lambda task: task.key in refused)
         return tasks[:self.config.max_sections_per_pass]
 
-    def _task_for(self, section: Section, backlog: bool, seen: set[str], revision: int) -> Task | None:
+    def _task_for(self, section: Section, backlog: bool, seen: set[str], revision: int,
+                  on_page: set[str]) -> Task | None:
         page, bot = self.forum.title, self.bot
         record = self.state.section(page, section.key)
+        earlier = None
         if record is None:
             earlier = self.state.earlier(page, section.fingerprint)
             if earlier is not None:  # the same heading, opening and signature came back under another identity
                 log.info("%r is back on the page (as %r, %s before): it stays %s", section.heading, section.key,
                          earlier.key, earlier.status)
+            else:  # read under another identity (a first look again after a crash): its record follows it
+                record = self.state.adopt(page, section.fingerprint, section.key, on_page)
+        if record is None:
             status = earlier.status if earlier is not None else "backlog" if backlog else "pending"
             self.state.add(page, section.key, section.heading, status, section.fingerprint)
             record = self.state.section(page, section.key)
