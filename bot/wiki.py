@@ -339,12 +339,14 @@ class ForumPage:
                 return PostOutcome("previewed", diff=diff)
             if self.stopped():
                 raise EmergencyStop(f"{self.stop_title} is not empty")
+            # pywikibot's own {{bots}} check (run by the text setter and by save) parses the whole page, unbounded
+            # (quadratic over a never-closed "{{"); ours, bounded, read the lead and this section above and
+            # allowed the edit: that is the answer pywikibot is given.
+            page._bot_may_edit = True
             page.text = checked.text
             try:
-                # pywikibot's own {{bots}} check reads the whole page: force only where it refuses and ours,
-                # which reads the lead and this section, allows.
-                page.save(summary=summary, minor=False, bot=True, quiet=True, force=not page.botMayEdit(),
-                          apply_cosmetic_changes=False, baserevid=base, basetimestamp=None)
+                page.save(summary=summary, minor=False, bot=True, quiet=True, apply_cosmetic_changes=False,
+                          baserevid=base, basetimestamp=None)
             except EditConflictError:
                 log.info("edit conflict on %s (try %d), reading the page again", self.title, attempt + 1)
                 continue
@@ -384,11 +386,12 @@ class ForumPage:
                 return PostOutcome("previewed", diff=diff)
             if self.stopped():
                 raise EmergencyStop(f"{self.stop_title} is not empty")
+            page._bot_may_edit = True  # the bounded check of the lead above decided, as for a reply
             page.text = checked.text
             try:
                 base_revision = {"baserevid": base} if base else {"createonly": True}
-                page.save(summary=summary, minor=False, bot=True, quiet=True, force=not page.botMayEdit(),
-                          apply_cosmetic_changes=False, basetimestamp=None, **base_revision)
+                page.save(summary=summary, minor=False, bot=True, quiet=True, apply_cosmetic_changes=False,
+                          basetimestamp=None, **base_revision)
             except EditConflictError:
                 log.info("edit conflict on %s (try %d), reading the page again", self.title, attempt + 1)
                 continue
