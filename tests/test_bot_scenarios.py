@@ -325,7 +325,7 @@ def test_messages_send_the_operator_the_right_way(mediawiki, forum, rig, llm_ser
     assert not (pywikibot_dir / "families").exists() and not (rig.directory / "families").exists()
 
 
-def test_a_refusal_by_mediawiki_is_logged_with_its_reason_shown_by_a_dry_run_and_not_retried(mediawiki, forum, rig):
+def test_a_refusal_by_mediawiki_is_logged_shown_by_a_dry_run_and_not_retried_on_the_same_page(mediawiki, forum, rig):
     rig.run(forum, "--once", "--live")
     mediawiki.edit_as_human(forum, mediawiki.page_text(forum) + new_section("Euler", "Who advised Euler?"))
     # A wiki whose {{Q}} links out: every reply with a preview table would add an external link.
@@ -336,7 +336,7 @@ def test_a_refusal_by_mediawiki_is_logged_with_its_reason_shown_by_a_dry_run_and
         assert "external links would appear" in dry.stdout
         live = rig.run(forum, "--once", "--live")
         assert live.code == 0 and rig.bot_edits(forum) == []
-        assert "refused by the edit check (not retried): MediaWiki's parser shows" in live.stderr
+        assert "refused by the edit check, tried again once the page changes: MediaWiki's parser shows" in live.stderr
         assert "Traceback" not in live.stderr and "unexpected error" not in live.stderr
         assert re.search(r'pass over .*: read 1, refused 1; refused "Euler" \(MediaWiki', live.stderr)
         [record] = [record for record in rig.records().values() if record.heading == "Euler"]

@@ -695,7 +695,7 @@ def test_a_refusal_that_will_not_pass_by_itself_is_recorded_and_tried_again_when
     [(status, attempts)] = rig.statuses(page).values()
     record = next(iter(rig.bot.records(page=page).values()))
     assert (status, attempts) == ("refused", 0) and "content model" in record.last_error, record
-    assert "refused, tried again once the page changes" in "".join(rig.logs)
+    assert "refused by the edit check, tried again once the page changes" in "".join(rig.logs)
     content_model("wikitext", asked)  # the page changes: the same answer is posted
     done = rig.run(page, "--once", "--live")
     assert done.code == 0 and "posting the answer" in done.stderr, done.stderr[-3000:]
