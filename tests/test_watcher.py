@@ -7,7 +7,6 @@ answered with a query is left alone, one bad section never keeps the others wait
 a reply, and nothing waits for the page to change to be retried.
 """
 
-import re
 import shutil
 import signal
 import subprocess
@@ -83,12 +82,10 @@ def records(rig: BotRig) -> dict[str, tuple]:
     return {key: (record.status, record.attempts, record.last_error) for key, record in rig.records().items()}
 
 
-def indentation(reply: str) -> float:
-    """How deep a reply is indented: its leading colons, or the left margin of its block."""
+def indentation(reply: str) -> int:
+    """How deep a reply is indented: the leading colons of its first line."""
     first = reply.strip().split("\n", 1)[0]
-    colons = len(first) - len(first.lstrip(":"))
-    margin = re.search(r"margin-left:\s*([0-9.]+)em", first)
-    return colons or (float(margin[1]) if margin else 0.0)
+    return len(first) - len(first.lstrip(":"))
 
 
 def section_text(page: str, heading: str) -> str:
@@ -339,7 +336,6 @@ def test_a_german_question_is_answered_in_words_in_german(mediawiki, forum, rig,
 
 def test_a_follow_up_indented_two_thousand_levels_is_answered_at_the_deepest_indentation(mediawiki, forum, rig):
     from bot.forum import MAX_DEPTH
-    from bot.render import INDENT_EM
 
     run_bot(rig, forum, "--once", "--live")
     mediawiki.edit_as_human(forum, mediawiki.page_text(forum) + new_section("Euler", "Who advised Euler?"))
@@ -349,7 +345,7 @@ def test_a_follow_up_indented_two_thousand_levels_is_answered_at_the_deepest_ind
     run_bot(rig, forum, "--once", "--live")
     assert len(rig.bot_edits(forum)) == 2
     reply = section_text(mediawiki.page_text(forum), "Euler").split(deep, 1)[1]
-    assert indentation(reply) == MAX_DEPTH * INDENT_EM
+    assert indentation(reply) == MAX_DEPTH
 
 
 def test_replies_the_wiki_refused_never_keep_a_new_question_waiting(mediawiki, forum, rig):
