@@ -144,7 +144,9 @@ class MediaWiki:
 
 #: The server as a production one runs: compiled code kept (OPcache), and APCu for MediaWiki's object cache
 #: (``CACHE_ACCEL``), which keeps SyntaxHighlight's Pygments output instead of running ``pygmentize`` again for
-#: every ``{{SPARQL}}`` block of every parse.  The forked workers share both.
+#: every ``{{SPARQL}}`` block of every parse.  The forked workers share both.  Sessions stay in the database:
+#: APCu drops everything when it fills up, and a session lost that way made a logged-in editor's next save
+#: an anonymous one.
 PHP_SERVER_SETTINGS = ("-d", "opcache.enable_cli=1", "-d", "apc.enable_cli=1")
 
 
@@ -281,7 +283,8 @@ def mediawiki() -> MediaWiki:
         settings.write(
             "\n$wgMetaNamespace = 'Wikidata';\n"
             "wfLoadExtension( 'SyntaxHighlight_GeSHi' );\nwfLoadExtension( 'ParserFunctions' );\n"
-            "$wgEnableBotPasswords = true;\n$wgMainCacheType = CACHE_ACCEL;\n$wgRateLimits = [];\n"
+            "$wgEnableBotPasswords = true;\n$wgMainCacheType = CACHE_ACCEL;\n$wgSessionCacheType = CACHE_DB;\n"
+            "$wgRateLimits = [];\n"
             "$wgRawHtml = false;\n"
         )
     wiki.php("createAndPromote.php", "--bot", BOT_USER, "BotAccountPassword123")
