@@ -142,6 +142,12 @@ class MediaWiki:
         return self.api(action="parse", text=wikitext, contentmodel="wikitext", prop="text")["parse"]["text"]
 
 
+#: SyntaxHighlight's ``$wgPygmentizePath``: Debian's Pygments, started the way a console script of today's pip
+#: starts it. Debian's ``/usr/bin/pygmentize`` is a setuptools entry-point script that scans the installed
+#: distributions' metadata before it imports Pygments, which took two thirds of each highlighting process
+#: (one per ``{{SPARQL}}`` block of every parse); the same ``pygments.cmdline.main`` runs either way.
+PYGMENTIZE = "#!/usr/bin/python3\nimport sys\n\nfrom pygments.cmdline import main\n\nsys.exit(main(sys.argv))\n"
+
 #: The server as a production one runs: compiled code kept (OPcache), and APCu for MediaWiki's object cache
 #: (``CACHE_ACCEL``), which keeps SyntaxHighlight's Pygments output instead of running ``pygmentize`` again for
 #: every ``{{SPARQL}}`` block of every parse.  The forked workers share both.  Sessions stay in the database:
@@ -279,13 +285,16 @@ def mediawiki() -> MediaWiki:
         capture_output=True, text=True, timeout=300, env={**os.environ, "MW_CONFIG_FILE": str(config_file)})
     if done.returncode != 0:
         pytest.fail(f"MediaWiki install.php failed: {done.stdout[-2000:]}{done.stderr[-2000:]}")
+    pygmentize = directory / "pygmentize"
+    pygmentize.write_text(PYGMENTIZE)
+    pygmentize.chmod(0o755)
     with config_file.open("a") as settings:
         settings.write(
             "\n$wgMetaNamespace = 'Wikidata';\n"
             "wfLoadExtension( 'SyntaxHighlight_GeSHi' );\nwfLoadExtension( 'ParserFunctions' );\n"
             "$wgEnableBotPasswords = true;\n$wgMainCacheType = CACHE_ACCEL;\n$wgSessionCacheType = CACHE_DB;\n"
             "$wgRateLimits = [];\n"
-            "$wgRawHtml = false;\n"
+            f"$wgRawHtml = false;\n$wgPygmentizePath = '{pygmentize}';\n"
         )
     wiki.php("createAndPromote.php", "--bot", BOT_USER, "BotAccountPassword123")
     wiki.php("createAndPromote.php", HUMAN_USER, "HumanAccountPassword123")
