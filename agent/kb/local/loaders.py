@@ -83,6 +83,9 @@ BATCH_TRIPLES = 50_000
 _ENTITY_ID = re.compile(r"^[QPL][1-9][0-9]*$")
 _NT_ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r"})
 _IRI_ESCAPES = str.maketrans({c: f"%{ord(c):02X}" for c in ' <>"{}|^`\\' + "".join(map(chr, range(33)))})
+#: A character either table rewrites: most texts and IRIs have none, and a search is far cheaper than a translate.
+_NT_ESCAPED = re.compile("[" + re.escape("".join(map(chr, _NT_ESCAPES))) + "]")
+_IRI_ESCAPED = re.compile("[" + re.escape("".join(map(chr, _IRI_ESCAPES))) + "]")
 #: Sites whose host is not ``<language>.<family>.org``.
 _SPECIAL_SITES = {"commonswiki": "commons.wikimedia.org", "wikidatawiki": "www.wikidata.org",
                   "specieswiki": "species.wikimedia.org", "metawiki": "meta.wikimedia.org",
@@ -188,11 +191,11 @@ def read_batches(path: Path, size: int = BATCH_TRIPLES, graph: GraphProfile = WI
 # -- N-Triples text --------------------------------------------------------------------------------
 
 def iri(value: str) -> str:
-    return f"<{value.translate(_IRI_ESCAPES)}>"
+    return f"<{value.translate(_IRI_ESCAPES) if _IRI_ESCAPED.search(value) else value}>"
 
 
 def literal(value: str, language: str | None = None, datatype: str | None = None) -> str:
-    text = f'"{value.translate(_NT_ESCAPES)}"'
+    text = f'"{value.translate(_NT_ESCAPES) if _NT_ESCAPED.search(value) else value}"'
     if language:
         return f"{text}@{language}"
     return f"{text}^^<{datatype}>" if datatype else text
