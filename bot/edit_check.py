@@ -370,7 +370,7 @@ def transformed_reply(reply: str, signature: str, timestamp: str) -> str:
 
 
 def checked_text(site: pywikibot.site.APISite, title: str, old: str, base: int | None, point: int, reply: str,
-                 allowance: Allowance, added_sections: tuple[tuple[str, str], ...] = (),
+                 allowance: Allowance, *, added_sections: tuple[tuple[str, str], ...] = (),
                  section_start: int | None = None) -> CheckedEdit:
     """The exact text to save: old text plus reply, transformed and verified by the wiki; or :class:`EditRefused`.
 

@@ -381,7 +381,8 @@ class ForumPage:
                 return PostOutcome("opted-out")
             text = ("\n" if old.strip() else "") + section
             diff = page_diff(self.title, old, old + "\n" + text)
-            checked = checked_text(self.site, self.title, old, base, len(old), text, self.allowance(), added)
+            checked = checked_text(self.site, self.title, old, base, len(old), text, self.allowance(),
+                                   added_sections=added)
             if not self.writes:
                 return PostOutcome("previewed", diff=diff)
             if self.stopped():

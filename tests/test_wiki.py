@@ -252,11 +252,11 @@ def test_mediawiki_refuses_a_reply_a_reader_would_not_see_in_the_askers_section(
     base = mediawiki.revisions(forum.title)[0]["revid"]
     with pytest.raises(EditRefused, match=reason):
         checked_text(site, forum.title, old, base, point, ":Answered by a bot. ~~~~",
-                     measure_allowance(site, forum.title), old.index("== Euler"))
+                     measure_allowance(site, forum.title), section_start=old.index("== Euler"))
     # The same reply right after the question is accepted.
     question = old.index("(UTC)", old.index("== Euler")) + len("(UTC)")
     assert checked_text(site, forum.title, old, base, question, ":Answered by a bot. ~~~~",
-                        measure_allowance(site, forum.title), old.index("== Euler")).reply
+                        measure_allowance(site, forum.title), section_start=old.index("== Euler")).reply
 
 
 @pytest.mark.parametrize("heading, linked", [
