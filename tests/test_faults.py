@@ -573,28 +573,25 @@ def _blank_undone(rig, page, text, more):
         rig.mediawiki.edit_as_human(page, rig.mediawiki.page_text(page) + more, "a new question")
 
 
-def _moved_below_the_next(rig, page, text, more):
+def _reordered(rig, page, text, more, order, summary):
+    """The page with the sections named in *order*, in that order (others left out), and *more* after them."""
     parts = sections_of(text)
     lead = text.split("\n== ", 1)[0]
-    order = ["Old one", "Asked", "Old two"]
     rig.mediawiki.edit_as_human(page, lead + "".join(f"\n== {name} ==\n{parts[name]}" for name in order) + more,
-                                "move a section")
+                                summary)
+
+
+def _moved_below_the_next(rig, page, text, more):
+    _reordered(rig, page, text, more, ["Old one", "Asked", "Old two"], "move a section")
 
 
 def _moved_to_the_top(rig, page, text, more):
-    parts = sections_of(text)
-    lead = text.split("\n== ", 1)[0]
-    order = ["Asked", "Old one", "Old two"]
-    rig.mediawiki.edit_as_human(page, lead + "".join(f"\n== {name} ==\n{parts[name]}" for name in order) + more,
-                                "move a section to the top")
+    _reordered(rig, page, text, more, ["Asked", "Old one", "Old two"], "move a section to the top")
 
 
 def _archived_then_restored(rig, page, text, more):
-    parts = sections_of(text)
-    lead = text.split("\n== ", 1)[0]
-    rig.mediawiki.edit_as_human(page, lead + "".join(f"\n== {name} ==\n{parts[name]}" for name in
-                                                     ("Old one", "Old two")), "archive the answered section")
-    rig.mediawiki.edit_as_human(f"{page}/Archive", f"== Asked ==\n{parts['Asked']}", "archive")
+    _reordered(rig, page, text, "", ["Old one", "Old two"], "archive the answered section")
+    rig.mediawiki.edit_as_human(f"{page}/Archive", f"== Asked ==\n{sections_of(text)['Asked']}", "archive")
     assert rig.run(page, "--once", "--live").code == 0
     rig.mediawiki.edit_as_human(page, text + more, "bring the section back from the archive")
 
