@@ -97,22 +97,12 @@ def compact_query(sparql: str, limit: int) -> str:
                                                                                   "MAX", "SAMPLE", "GROUP_CONCAT")
                                      for token in head):
         tokens = tokens[group:]
-    names: dict[str, str] = {}
-    pieces: list[str] = []
-    for index, token in enumerate(tokens):
-        if token.kind == "space":
-            after = next((other.text for other in tokens[index + 1:] if other.kind != "space"), "}")
-            if pieces and pieces[-1] not in _TIGHT and pieces[-1] != " " and after not in _TIGHT and after != ".":
-                pieces.append(" ")
-            continue
-        if token.kind == "var":
-            if token.text[1:] not in names:
-                names[token.text[1:]] = _short_name(len(names))
-            pieces.append("?" + names[token.text[1:]])
-            continue
-        pieces.append(_spelt(token))
-    while pieces and pieces[-1] == " ":
-        pieces.pop()
+    pieces = _pieces(tokens, shrink_space=True)
+    if [token.text for token in tokenize("".join(pieces)) if token.kind != "space"] != [
+            piece for piece in pieces if not piece.isspace()]:
+        # Text the lexer could not read (a quote never closed) can read as a string once white space shrinks
+        # (``"5\n"`` is no string, ``"5 "`` is): such a query keeps its white space as written.
+        pieces = _pieces(tokens, shrink_space=False)
     text = "".join(pieces)
     if len(text) <= limit:
         return text
@@ -123,6 +113,31 @@ def compact_query(sparql: str, limit: int) -> str:
         kept.append(piece)
         size += len(piece)
     return "".join(kept).rstrip() + _ELLIPSIS
+
+
+def _pieces(tokens: list[Token], *, shrink_space: bool) -> list[str]:
+    """The tokens as they are shown: variables renamed, IRIs prefixed, white space one space or none (with
+    *shrink_space*) or as written."""
+    names: dict[str, str] = {}
+    pieces: list[str] = []
+    for index, token in enumerate(tokens):
+        if token.kind == "space":
+            if not shrink_space:
+                pieces.append(token.text)
+                continue
+            after = next((other.text for other in tokens[index + 1:] if other.kind != "space"), "}")
+            if pieces and pieces[-1] not in _TIGHT and pieces[-1] != " " and after not in _TIGHT and after != ".":
+                pieces.append(" ")
+            continue
+        if token.kind == "var":
+            if token.text[1:] not in names:
+                names[token.text[1:]] = _short_name(len(names))
+            pieces.append("?" + names[token.text[1:]])
+            continue
+        pieces.append(_spelt(token))
+    while pieces and pieces[-1].isspace():
+        pieces.pop()
+    return pieces
 
 
 def _short_name(number: int) -> str:
