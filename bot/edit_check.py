@@ -119,19 +119,36 @@ def parse(site: pywikibot.site.APISite, title: str, *, text: str | None = None, 
           props: str = PARSE_PROPS) -> dict:
     """One ``action=parse`` of *text* as the page *title* would hold it, or of revision *oldid*.
 
-    Raises :class:`EditRefused` when the wiki cut its answer at the API's size limit (a page of a few MB).
+    The API answers at most ``$wgAPIMaxResultSize`` (8 MiB by default) in one
+    response, and the parse of a page near the wiki's largest
+    (``$wgMaxArticleSize``, 2 MiB) can be more: then the page's HTML and the
+    lists of what it holds are asked for in two requests, each of which may
+    fit.  Raises :class:`EditRefused` when even that is cut.
     """
+    answer = _parse_answer(site, title, text, oldid, props)
+    wanted = props.split("|")
+    if answer is None and "text" in wanted and len(wanted) > 1:
+        html = _parse_answer(site, title, text, oldid, "text")
+        lists = html and _parse_answer(site, title, text, oldid, "|".join(prop for prop in wanted if prop != "text"))
+        answer = lists and {**lists, "text": html["text"]}
+    if answer is None:
+        raise EditRefused(f"MediaWiki's parse of {title} is larger than its API may answer, so no edit of it can "
+                          "be checked; archiving old sections makes the page smaller")
+    return answer
+
+
+def _parse_answer(site: pywikibot.site.APISite, title: str, text: str | None, oldid: int | None,
+                  props: str) -> dict | None:
+    """The ``parse`` part of one request's answer; ``None`` when the wiki cut it at the API's size limit (a warning
+    and no parse)."""
+    # No table of contents and no edit links: the check reads neither, and they add a fifth to a page's HTML.
     params = {"action": "parse", "prop": props, "formatversion": 2, "disablelimitreport": True,
-              "disableeditsection": True}
+              "disableeditsection": True, "disabletoc": True}
     if oldid is not None:
         params["oldid"] = oldid
     else:
         params.update(title=title, text=text, contentmodel="wikitext")
-    answer = site.simple_request(**params).submit()
-    if "parse" not in answer:  # cut at the API's answer size limit ($wgAPIMaxResultSize): a warning, no parse
-        raise EditRefused(f"MediaWiki's parse of {title} is larger than its API may answer, so no edit of it can "
-                          "be checked; archiving old sections makes the page smaller")
-    return answer["parse"]
+    return site.simple_request(**params).submit().get("parse")
 
 
 def pre_save_transform(site: pywikibot.site.APISite, title: str, text: str) -> str:

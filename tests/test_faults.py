@@ -701,25 +701,46 @@ def test_a_refusal_that_will_not_pass_by_itself_is_recorded_and_tried_again_when
     FIGURES["refusals recorded, then answered"] += 1
 
 
+CUT_PARSE = Reply(200, {"batchcomplete": True, "warnings": {"result": {"warnings": (
+    "This result was truncated because it would otherwise be larger than the limit of 8,388,608 bytes.")}}})
+
+
+def test_a_parse_over_the_apis_answer_limit_is_asked_for_in_two_parts_and_the_reply_is_checked_and_posted(rig):
+    page = "Wikidata:Faults/large page"
+    human = rig.mediawiki.human()
+    human.edit(page, LEAD)
+    assert rig.run(page, "--once", "--live").code == 0
+    human.edit(page, rig.mediawiki.page_text(page) + question("Euler", "Who advised Euler?", 8))
+    # A page near the wiki's largest (2 MiB): its HTML and the lists of what it holds, together, are more than
+    # the API answers at once (8 MiB); each alone fits. Before the reply and after it.
+    combined = rig.wiki.add(Fault("wiki parse over the answer size limit, its parts within it", lambda path, params:
+                                  params.get("action") == "parse" and "text" in params.get("prop", "").split("|")
+                                  and "|" in params.get("prop", ""), CUT_PARSE, times=100))
+    done = rig.run(page, "--once", "--live")
+    assert done.code == 0 and 'answered "Euler"' in done.stderr, done.stderr[-3000:]
+    assert combined.fired >= 2 and count_replies(rig.mediawiki.page_text(page), "Euler") == 1
+    assert [status for status, _ in rig.statuses(page).values()] == ["answered"]
+    KINDS["wiki parse over the answer size limit, its parts within it"] += combined.fired
+    FIGURES["faults injected"] += combined.fired
+
+
 def test_a_page_whose_parse_is_over_the_apis_answer_limit_is_refused_with_the_reason_and_answered_later(rig):
     page = "Wikidata:Faults/too large to check"
     human = rig.mediawiki.human()
     human.edit(page, LEAD)
     assert rig.run(page, "--once", "--live").code == 0
     human.edit(page, rig.mediawiki.page_text(page) + question("Euler", "Who advised Euler?", 8))
-    # A page of a few MB: MediaWiki cuts the parse the edit check asks for at $wgAPIMaxResultSize (8 MiB), a
-    # warning and no parse in its answer.
+    # A page whose HTML alone is more than the API answers at once (8 MiB): the parse of the revision the reply
+    # is built on is cut, whole and as HTML alone.
     cut = rig.wiki.add(Fault("wiki parse over the answer size limit", lambda path, params: params.get("action") ==
-                             "parse" and "oldid" in params and "text" in params.get("prop", ""),
-                             Reply(200, {"batchcomplete": True, "warnings": {"result": {"warnings": (
-                                 "This result was truncated because it would otherwise be larger than the limit "
-                                 "of 8,388,608 bytes.")}}}), times=100))
+                             "parse" and "oldid" in params and "text" in params.get("prop", "").split("|"),
+                             CUT_PARSE, times=100))
     for _ in range(3):
         done = rig.run(page, "--once", "--live")
         assert done.code == 0 and "unexpected error" not in done.stderr, done.stderr[-3000:]
     record = next(iter(rig.bot.records(page=page).values()))
     assert (record.status, record.attempts) == ("refused", 0) and "larger than its API" in record.last_error, record
-    assert cut.fired == 1 and rig.bot.bot_edits(page) == []
+    assert cut.fired == 2 and rig.bot.bot_edits(page) == []  # one pass: the whole parse, then its HTML alone
     KINDS["wiki parse over the answer size limit"] += cut.fired
     FIGURES["faults injected"] += cut.fired
     rig.wiki.clear()  # the page is archived: it changes, and its parse fits again
