@@ -211,12 +211,24 @@ HIDING_CLASSES = frozenset({"mw-collapsed", "hidden", "mw-hidden-catlinks", "sr-
                             "screen-reader-text"})
 
 
-def char_offset(text: str, offset: int) -> int | None:
+def line_starts(text: str) -> dict[int, int]:
+    """Where each line of *text* starts, in UTF-8 bytes (``surrogatepass``), mapped to its character offset: what a
+    ``byteoffset`` counted in bytes stands for, found for all the headings of a page in one pass over it."""
+    starts, chars, size = {}, 0, 0
+    for line in text.split("\n"):
+        starts[size] = chars
+        chars += len(line) + 1
+        size += len(line.encode("utf-8", "surrogatepass")) + 1
+    return starts
+
+
+def char_offset(text: str, offset: int, starts: dict[int, int]) -> int | None:
     """The character offset of *text* MediaWiki's ``byteoffset`` *offset* stands for, where a heading starts:
-    a code point (MediaWiki 1.39), else a UTF-8 byte (later versions); ``None`` when neither is."""
-    encoded = text.encode("utf-8", "surrogatepass")
-    for candidate in (offset, len(encoded[:offset].decode("utf-8", "ignore"))):
-        if 0 <= candidate < len(text) and text[candidate] == "=" and (candidate == 0 or text[candidate - 1] == "\n"):
+    a code point (MediaWiki 1.39), else a UTF-8 byte (later versions; *starts* is :func:`line_starts` of *text*);
+    ``None`` when neither is."""
+    for candidate in (offset, starts.get(offset)):
+        if candidate is not None and 0 <= candidate < len(text) and text[candidate] == "=" and (
+                candidate == 0 or text[candidate - 1] == "\n"):
             return candidate
     return None
 
@@ -235,15 +247,29 @@ def _hidden_by(tag: str, attrs: list[tuple[str, str | None]]) -> str | None:
     return None
 
 
-class _Where(HTMLParser):
-    """Where a word lands in parsed HTML: the elements around it that hide it, and the heading above it."""
+class _OpenElements(HTMLParser):
+    """Parsed HTML read with the elements open at each point (*stack*): each tag beside what a reader needs of it
+    (what hides it, whether it is collapsible); an end tag closes it and every element opened inside it."""
 
     VOID = {"br", "hr", "img", "input", "meta", "link", "wbr", "col", "source", "area", "base", "embed", "track"}
 
-    def __init__(self, word: str) -> None:
+    def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
+        self.stack: list[tuple[str, object]] = []
+
+    def handle_endtag(self, tag: str) -> None:
+        for index in range(len(self.stack) - 1, -1, -1):
+            if self.stack[index][0] == tag:
+                del self.stack[index:]
+                return
+
+
+class _Where(_OpenElements):
+    """Where a word lands in parsed HTML: the elements around it that hide it, and the heading above it."""
+
+    def __init__(self, word: str) -> None:
+        super().__init__()
         self.word = word
-        self.stack: list[tuple[str, str | None]] = []
         #: The latest heading (h1 or h2) begun: its anchor and what hides it.
         self.heading: tuple[str, str | None] | None = None
         self.in_heading: str | None = None
@@ -265,10 +291,7 @@ class _Where(HTMLParser):
             self.heading = (values["id"] or "", self.heading[1])
 
     def handle_endtag(self, tag: str) -> None:
-        for index in range(len(self.stack) - 1, -1, -1):
-            if self.stack[index][0] == tag:
-                del self.stack[index:]
-                break
+        super().handle_endtag(tag)
         if tag == self.in_heading:
             self.in_heading = None
 
@@ -299,21 +322,20 @@ def visibility_problems(rendered: str, word: str, anchor: str | None) -> list[st
 
 def section_anchor(parsed: dict, text: str, start: int) -> str | None:
     """The anchor of the page's own section whose heading starts at character *start* of *text*."""
+    starts = line_starts(text)
     for item in parsed.get("sections", []):
         offset = item.get("byteoffset")
-        if str(item.get("index", "")).isdigit() and offset is not None and char_offset(text, int(offset)) == start:
+        if str(item.get("index", "")).isdigit() and offset is not None and \
+                char_offset(text, int(offset), starts) == start:
             return str(item.get("anchor", ""))
     return None
 
 
-class _Outside(HTMLParser):
+class _Outside(_OpenElements):
     """The text of parsed HTML that lies outside every collapsible element."""
 
-    VOID = {"br", "hr", "img", "input", "meta", "link", "wbr", "col", "source", "area", "base", "embed", "track"}
-
     def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.stack: list[tuple[str, bool]] = []
+        super().__init__()
         self.outside: list[str] = []
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
@@ -321,12 +343,6 @@ class _Outside(HTMLParser):
             return
         collapsible = any(name == "class" and value and "mw-collapsible" in value.split() for name, value in attrs)
         self.stack.append((tag, collapsible))
-
-    def handle_endtag(self, tag: str) -> None:
-        for index in range(len(self.stack) - 1, -1, -1):
-            if self.stack[index][0] == tag:
-                del self.stack[index:]
-                return
 
     def handle_data(self, data: str) -> None:
         if not any(collapsible for _, collapsible in self.stack):

@@ -23,19 +23,11 @@ import re
 
 import pywikibot
 
-from bot.edit_check import parse
+from bot.edit_check import char_offset, line_starts, parse
 from bot.forum import Heading, Reading, find_headings, heading_text
 from bot.wikiparse import INERT_TAGS
 
 log = logging.getLogger(__name__)
-
-
-def _offset(text: str, offset: int, encoded: bytes) -> int | None:
-    """The character offset MediaWiki's *offset* stands for in *text*: a code point, else a UTF-8 byte."""
-    for candidate in (offset, len(encoded[:offset].decode("utf-8", "ignore"))):
-        if 0 <= candidate < len(text) and text[candidate] == "=" and (candidate == 0 or text[candidate - 1] == "\n"):
-            return candidate
-    return None
 
 
 def _shown(line: str) -> str:
@@ -56,7 +48,7 @@ def read_sections(site: pywikibot.site.APISite, title: str, revision: int, text:
     """MediaWiki's reading of *revision* of *title*, whose text is *text*; disagreements with the bot's
     own reading are logged."""
     listed = parse(site, title, oldid=revision, props="sections").get("sections", [])
-    encoded = text.encode("utf-8", "surrogatepass")
+    starts = line_starts(text)
     own = {heading.start: heading for heading in find_headings(text, extension_tags(site))}
     headings: list[Heading] = []
     templates: set[str] = set()
@@ -66,7 +58,7 @@ def read_sections(site: pywikibot.site.APISite, title: str, revision: int, text:
             templates.add(pywikibot.Page(site, item["fromtitle"]).title(with_ns=False))
         if not index.isdigit() or offset is None:
             continue
-        start = _offset(text, int(offset), encoded)
+        start = char_offset(text, int(offset), starts)
         if start is None:
             log.warning("MediaWiki places the heading %r of %s revision %d at offset %s, where no heading starts; "
                         "it is left out", item.get("line", ""), title, revision, offset)
