@@ -171,31 +171,34 @@ class State:
                 "VALUES (?, ?, ?, ?, ?, ?)", (page, key, heading, status, time.time(), fingerprint))
 
     def earlier(self, page: str, fingerprint: str) -> SectionRecord | None:
-        """The latest settled record (:data:`SETTLED`) of a section with this fingerprint, under any key."""
+        """The latest settled record (:data:`SETTLED`) of a section with this fingerprint, under any key (one
+        still on the page, when :meth:`adopt` found none)."""
         row = self.connection.execute(
             f"SELECT {_COLUMNS} FROM sections WHERE page = ? AND fingerprint = ? AND status IN "
             f"({', '.join('?' * len(SETTLED))}) ORDER BY updated DESC LIMIT 1",
             (page, fingerprint, *SETTLED)).fetchone()
         return _record(row) if row else None
 
-    def adopt(self, page: str, fingerprint: str, key: str, on_page: set[str]) -> SectionRecord | None:
-        """The latest unsettled record (pending, waiting, gone) of a section with this fingerprint, under a key
-        no section of the page has now (*on_page*), moved to *key*; ``None`` when there is none.
+    def adopt(self, page: str, fingerprint: str, key: str, on_page: set[str]) -> tuple[str, SectionRecord] | None:
+        """The record of a section with this fingerprint under a key no section of the page has now (*on_page*),
+        moved to *key*, with the key it had; ``None`` when there is none.  A settled record (:data:`SETTLED`)
+        comes first, then the latest.
 
-        A section read under another identity (its lines attributed afresh, at a first look after a crash
-        between a save and the pass's end) keeps its attempts, trace and refusal instead of leaving a stale
-        record behind.
+        A section read under another identity (archived and restored, or its lines attributed afresh at a
+        first look after a crash between a save and the pass's end) keeps its status, attempts, trace and
+        refusal instead of leaving a stale record behind.
         """
         rows = self.connection.execute(
-            "SELECT key FROM sections WHERE page = ? AND fingerprint = ? AND status IN ('pending', 'waiting', 'gone') "
-            "ORDER BY updated DESC", (page, fingerprint)).fetchall()
+            f"SELECT key FROM sections WHERE page = ? AND fingerprint = ? "
+            f"ORDER BY status IN ({', '.join('?' * len(SETTLED))}) DESC, updated DESC",
+            (page, fingerprint, *SETTLED)).fetchall()
         old = next((row[0] for row in rows if row[0] not in on_page), None)
         if old is None:
             return None
         with self.connection:
             self.connection.execute("UPDATE sections SET key = ?, updated = ? WHERE page = ? AND key = ?",
                                     (key, time.time(), page, old))
-        return self.section(page, key)
+        return old, self.section(page, key)
 
     def _update(self, page: str, key: str, **values) -> None:
         values["updated"] = time.time()

@@ -269,13 +269,16 @@ class Watcher:
         page, bot = self.forum.title, self.bot
         record = self.state.section(page, section.key)
         earlier = None
-        if record is None:
-            earlier = self.state.earlier(page, section.fingerprint)
-            if earlier is not None:  # the same heading, opening and signature came back under another identity
-                log.info("%r is back on the page (as %r, %s before): it stays %s", section.heading, section.key,
-                         earlier.key, earlier.status)
-            else:  # read under another identity (a first look again after a crash): its record follows it
-                record = self.state.adopt(page, section.fingerprint, section.key, on_page)
+        if record is None:  # the same heading, opening and signature under another identity: its record follows
+            moved = self.state.adopt(page, section.fingerprint, section.key, on_page)
+            if moved is not None:
+                before, record = moved
+                log.info("%r is read under another identity (%r, %r before): it stays %s", section.heading,
+                         section.key, before, record.status)
+            else:  # a copy of a section still on the page: it takes that section's settled status
+                earlier = self.state.earlier(page, section.fingerprint)
+                if earlier is not None:
+                    log.info("%r is a copy of %r: it stays %s", section.key, earlier.key, earlier.status)
         if record is None:
             status = earlier.status if earlier is not None else "backlog" if backlog else "pending"
             self.state.add(page, section.key, section.heading, status, section.fingerprint)

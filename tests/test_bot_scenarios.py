@@ -10,6 +10,7 @@ import os
 import re
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -152,6 +153,23 @@ def test_a_lost_state_write_after_the_save_causes_no_second_reply(mediawiki, for
     shutil.copy(rig.state_path("before.sqlite"), rig.state_path())
     assert rig.run(forum, "--once", "--live").code == 0
     assert len(rig.bot_edits(forum)) == 1
+
+
+def test_a_first_look_cut_short_after_the_answer_was_recorded_leaves_one_record_of_the_section(mediawiki, forum,
+                                                                                               rig):
+    """Killed after the reply's record and before the page's (the pass's last write): the next first look reads
+    the section under another identity (history from the bot's own reply on), and its record follows it."""
+    mediawiki.edit_as_human(forum, "Ask here." + new_section("Euler", "Who advised Euler?"), "one question")
+    assert rig.run(forum, "--once", "--live", "--backlog").code == 0
+    assert len(rig.bot_edits(forum)) == 1
+    with sqlite3.connect(rig.state_path()) as connection:  # the page's write, lost
+        connection.execute("DELETE FROM pages")
+    done = rig.run(forum, "--once", "--live")
+    assert done.code == 0, done.stderr
+    assert len(rig.bot_edits(forum)) == 1
+    euler = [record for record in rig.records().values() if record.heading == "Euler"]
+    assert [record.status for record in euler] == ["answered"], (euler, done.stderr[-2000:])
+    assert json.loads(euler[0].trace)["final_sparql"]  # the run's record kept, under the new identity
 
 
 def test_a_human_edit_while_the_agent_works_loses_nothing(mediawiki, forum, rig, llm_server):
