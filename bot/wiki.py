@@ -251,8 +251,9 @@ class ForumPage:
         """Log in again, from scratch, when the session was lost (pywikibot's own re-login, once failed, stays
         stuck: it keeps its login status "in progress" and the login token of the lost session).
 
-        A failed login is tried again after 5 s, then after doubling waits up to 15 minutes; meanwhile
-        this raises at once, and the pass is a wiki error like any other.
+        A failed login is tried again after pywikibot's ``retry_wait`` (the operator's wait before resending a
+        failed request, 5 s by default), then after doubling waits up to 15 minutes; meanwhile this raises at
+        once, and the pass is a wiki error like any other.
         """
         if self.site.logged_in() and self.site._loginstatus == LoginStatus.AS_USER:
             return
@@ -271,7 +272,8 @@ class ForumPage:
                 raise Error(f"cannot log in to {self.site} as {self.username}")
         except Error:
             self._login_failures += 1
-            self._next_login = time.monotonic() + min(5 * 2 ** (self._login_failures - 1), 900)
+            wait = pywikibot.config.retry_wait * 2 ** (self._login_failures - 1)
+            self._next_login = time.monotonic() + min(wait, 900)
             raise
         log.info("logged in to %s again, with a fresh session (%d failed logins before)", self.site,
                  self._login_failures)
