@@ -329,6 +329,31 @@ def test_the_test_wiki_server_leaves_no_process_behind(mediawiki):
     assert port != PORT
 
 
+def test_the_wiki_highlights_sparql_as_a_fresh_debian_pygmentize_does_with_its_server_or_without(mediawiki, tmp_path):
+    import secrets
+    import subprocess
+
+    from tests.support.pygmentize import CLIENT
+
+    query = (f"# {secrets.token_hex(6)} «never highlighted before»\nSELECT ?item ?itemLabel WHERE {{ ?item wdt:P31 "
+             f"wd:Q5 ; rdfs:label \"Ada\"@en . FILTER(?x > 3) }} LIMIT 10")
+    options = ["-l", "sparql", "-f", "html", "-O", "cssclass=mw-highlight,encoding=utf-8", "query.rq"]
+    (tmp_path / "query.rq").write_text(query)
+    fresh = subprocess.run(["/usr/bin/python3", "-c", "import sys; from pygments.cmdline import main; "
+                            "sys.exit(main(sys.argv))", *options], cwd=tmp_path, capture_output=True, timeout=60)
+    assert fresh.returncode == 0, fresh.stderr
+    pre = re.compile(r"<pre>.*?</pre>", re.DOTALL)
+    expected = pre.search(fresh.stdout.decode()).group()
+    assert '<span class="k">SELECT</span>' in expected
+    rendered = mediawiki.render(f'<syntaxhighlight lang="sparql">{query}</syntaxhighlight>')
+    assert pre.search(rendered).group() == expected
+    alone = tmp_path / "pygmentize"  # the client with no server to reach: Pygments in its own process
+    alone.write_text(CLIENT.format(socket=str(tmp_path / "no-server.sock")))
+    alone.chmod(0o755)
+    done = subprocess.run([str(alone), *options], cwd=tmp_path, capture_output=True, timeout=60)
+    assert (done.returncode, done.stdout) == (0, fresh.stdout)
+
+
 def test_without_a_wiki_the_tests_skip_saying_why_except_in_ci(monkeypatch):
     from tests.support.mediawiki import _unavailable
 

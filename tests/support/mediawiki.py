@@ -36,6 +36,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.pygmentize import CLIENT as PYGMENTIZE, start as start_pygments
+
 MEDIAWIKI = Path("/usr/share/mediawiki")
 BOT_USER = "SpinachBot"
 #: A sample of the real forum page: sections answered and not, signatures of every shape.
@@ -141,12 +143,6 @@ class MediaWiki:
     def render(self, wikitext: str) -> str:
         return self.api(action="parse", text=wikitext, contentmodel="wikitext", prop="text")["parse"]["text"]
 
-
-#: SyntaxHighlight's ``$wgPygmentizePath``: Debian's Pygments, started the way a console script of today's pip
-#: starts it. Debian's ``/usr/bin/pygmentize`` is a setuptools entry-point script that scans the installed
-#: distributions' metadata before it imports Pygments, which took two thirds of each highlighting process
-#: (one per ``{{SPARQL}}`` block of every parse); the same ``pygments.cmdline.main`` runs either way.
-PYGMENTIZE = "#!/usr/bin/python3\nimport sys\n\nfrom pygments.cmdline import main\n\nsys.exit(main(sys.argv))\n"
 
 #: The server as a production one runs: compiled code kept (OPcache), and APCu for MediaWiki's object cache
 #: (``CACHE_ACCEL``), which keeps SyntaxHighlight's Pygments output instead of running ``pygmentize`` again for
@@ -285,36 +281,42 @@ def mediawiki() -> MediaWiki:
         capture_output=True, text=True, timeout=300, env={**os.environ, "MW_CONFIG_FILE": str(config_file)})
     if done.returncode != 0:
         pytest.fail(f"MediaWiki install.php failed: {done.stdout[-2000:]}{done.stderr[-2000:]}")
-    pygmentize = directory / "pygmentize"
-    pygmentize.write_text(PYGMENTIZE)
-    pygmentize.chmod(0o755)
-    with config_file.open("a") as settings:
-        settings.write(
-            "\n$wgMetaNamespace = 'Wikidata';\n"
-            "wfLoadExtension( 'SyntaxHighlight_GeSHi' );\nwfLoadExtension( 'ParserFunctions' );\n"
-            "$wgEnableBotPasswords = true;\n$wgMainCacheType = CACHE_ACCEL;\n$wgSessionCacheType = CACHE_DB;\n"
-            "$wgRateLimits = [];\n"
-            f"$wgRawHtml = false;\n$wgPygmentizePath = '{pygmentize}';\n"
-        )
-    wiki.php("createAndPromote.php", "--bot", BOT_USER, "BotAccountPassword123")
-    wiki.php("createAndPromote.php", HUMAN_USER, "HumanAccountPassword123")
-    wiki.php("createBotPassword.php", "--appid", BOT_PASSWORD_NAME, "--grants",
-             "basic,highvolume,editpage,createeditmovepage", BOT_USER, BOT_PASSWORD)
-    wiki.php("createBotPassword.php", "--appid", HUMAN_PASSWORD_NAME, "--grants", "basic,editpage,createeditmovepage",
-             HUMAN_USER, HUMAN_PASSWORD)
-    server = PhpServer.start(PORT, config_file, directory / "server.log")
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            wiki.api(action="query", meta="siteinfo")
-            break
-        except OSError:
-            if time.monotonic() > deadline or server.process.poll() is not None:
-                server.stop()
-                pytest.fail(f"MediaWiki did not start: {(directory / 'server.log').read_text()[-2000:]}")
-            time.sleep(0.2)
-    wiki.edit_as_human("Template:SPARQL", SPARQL_TEMPLATE, "the forum's query template")
-    wiki.edit_as_human("Template:Q", "{{{1}}}", "entity template")
-    yield wiki
-    server.stop()
+    highlighter = directory / "pygments.sock"
+    pygments = start_pygments(highlighter, directory / "pygments.log")
+    try:
+        pygmentize = directory / "pygmentize"
+        pygmentize.write_text(PYGMENTIZE.format(socket=str(highlighter)))
+        pygmentize.chmod(0o755)
+        with config_file.open("a") as settings:
+            settings.write(
+                "\n$wgMetaNamespace = 'Wikidata';\n"
+                "wfLoadExtension( 'SyntaxHighlight_GeSHi' );\nwfLoadExtension( 'ParserFunctions' );\n"
+                "$wgEnableBotPasswords = true;\n$wgMainCacheType = CACHE_ACCEL;\n$wgSessionCacheType = CACHE_DB;\n"
+                "$wgRateLimits = [];\n"
+                f"$wgRawHtml = false;\n$wgPygmentizePath = '{pygmentize}';\n"
+            )
+        wiki.php("createAndPromote.php", "--bot", BOT_USER, "BotAccountPassword123")
+        wiki.php("createAndPromote.php", HUMAN_USER, "HumanAccountPassword123")
+        wiki.php("createBotPassword.php", "--appid", BOT_PASSWORD_NAME, "--grants",
+                 "basic,highvolume,editpage,createeditmovepage", BOT_USER, BOT_PASSWORD)
+        wiki.php("createBotPassword.php", "--appid", HUMAN_PASSWORD_NAME, "--grants",
+                 "basic,editpage,createeditmovepage", HUMAN_USER, HUMAN_PASSWORD)
+        server = PhpServer.start(PORT, config_file, directory / "server.log")
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                wiki.api(action="query", meta="siteinfo")
+                break
+            except OSError:
+                if time.monotonic() > deadline or server.process.poll() is not None:
+                    server.stop()
+                    pytest.fail(f"MediaWiki did not start: {(directory / 'server.log').read_text()[-2000:]}")
+                time.sleep(0.2)
+        wiki.edit_as_human("Template:SPARQL", SPARQL_TEMPLATE, "the forum's query template")
+        wiki.edit_as_human("Template:Q", "{{{1}}}", "entity template")
+        yield wiki
+        server.stop()
+    finally:  # the highlighter goes with the wiki, even one that never started
+        pygments.kill()
+        pygments.wait(timeout=10)
     shutil.rmtree(WORKDIR, ignore_errors=True)
