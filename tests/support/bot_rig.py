@@ -193,9 +193,12 @@ def wait_for(predicate: Callable[[], Any], seconds: float, what: str,
              alive: Callable[[], str | None] = lambda: None) -> Any:
     """Poll *predicate* until it is true (returned); fail saying *what* was awaited after *seconds*.
 
-    *alive* returns why waiting is pointless (the process died), or ``None``.
+    *alive* returns why waiting is pointless (the process died), or ``None``.  The pause between looks
+    doubles from 50 ms to a quarter of a second: a predicate that asks the wiki (a page's text) would
+    otherwise keep its server busy for as long as the bot takes, slowing everything else it serves.
     """
     deadline = time.monotonic() + seconds
+    pause = 0.05
     while True:
         value = predicate()
         if value:
@@ -203,7 +206,8 @@ def wait_for(predicate: Callable[[], Any], seconds: float, what: str,
         dead = alive()
         assert dead is None, f"{dead} while waiting for {what}"
         assert time.monotonic() < deadline, f"timed out after {seconds:.0f} s waiting for {what}"
-        time.sleep(0.05)
+        time.sleep(pause)
+        pause = min(2 * pause, 0.25)
 
 
 def _site_options(api_url: str | None) -> list[str]:
