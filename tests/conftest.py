@@ -1,5 +1,6 @@
 """Shared fixtures: each lives in ``tests/support/`` and is registered here."""
 
+import os
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,15 @@ pytest_plugins = [
 ]
 
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared"
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """Two workers per core for ``--numprocesses=auto``: a worker spends much of its time waiting (on its
+    MediaWiki, a bot process, a real backoff), and a second one per core keeps the cores busy.
+    ``PYTEST_XDIST_AUTO_NUM_WORKERS`` still decides when set."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None
+    return 2 * len(os.sched_getaffinity(0))
 
 
 @pytest.fixture(scope="session")
