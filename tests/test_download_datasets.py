@@ -3,15 +3,15 @@
 import hashlib
 import io
 import re
-import threading
 import zipfile
 from dataclasses import replace
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
 
 from scripts.download_datasets import KQAPRO, SOURCES, DownloadError, download, download_archive
+from tests.support.loopback import LoopbackServer
 
 
 @pytest.fixture
@@ -31,10 +31,9 @@ def mirror(shared_dir):
             self.end_headers()
             self.wfile.write(body or b"")
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}", served, hits
-    server.shutdown()
+    server = LoopbackServer(Handler)
+    yield server.base, served, hits
+    server.close()
 
 
 def test_every_file_arrives_checked_and_is_not_fetched_twice(mirror, tmp_path):
@@ -104,11 +103,10 @@ def share():
             self.wfile.flush()
             self.close_connection = True
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    state["url"] = f"http://127.0.0.1:{server.server_address[1]}/f/04ce81541e704a648b03/?dl=1"
+    server = LoopbackServer(Handler)
+    state["url"] = f"{server.base}/f/04ce81541e704a648b03/?dl=1"
     yield state
-    server.shutdown()
+    server.close()
 
 
 def fetch_release(share, data, release=FIXTURE_RELEASE, lines=None):
