@@ -19,6 +19,7 @@ has a wiki of its own.
 
 from __future__ import annotations
 
+import atexit
 import fcntl
 import http.cookiejar
 import json
@@ -62,6 +63,7 @@ def _free_port() -> int:
 
 PORT = _free_port()
 WORKDIR = Path(tempfile.mkdtemp(prefix="spinach-mediawiki-"))
+atexit.register(shutil.rmtree, WORKDIR, ignore_errors=True)  # every process that imports this makes one
 PYWIKIBOT_DIR = WORKDIR / "pywikibot"
 
 
@@ -319,4 +321,3 @@ def mediawiki() -> MediaWiki:
     finally:  # the highlighter goes with the wiki, even one that never started
         pygments.kill()
         pygments.wait(timeout=10)
-    shutil.rmtree(WORKDIR, ignore_errors=True)
