@@ -222,15 +222,22 @@ def line_starts(text: str) -> dict[int, int]:
     return starts
 
 
-def char_offset(text: str, offset: int, starts: dict[int, int]) -> int | None:
-    """The character offset of *text* MediaWiki's ``byteoffset`` *offset* stands for, where a heading starts:
-    a code point (MediaWiki 1.39), else a UTF-8 byte (later versions; *starts* is :func:`line_starts` of *text*);
-    ``None`` when neither is."""
-    for candidate in (offset, starts.get(offset)):
-        if candidate is not None and 0 <= candidate < len(text) and text[candidate] == "=" and (
-                candidate == 0 or text[candidate - 1] == "\n"):
-            return candidate
-    return None
+def heading_starts(text: str, offsets: list[int]) -> list[int | None]:
+    """The character offsets of *text* that MediaWiki's ``byteoffset`` values for its headings stand for
+    (``None`` for one where no heading starts).
+
+    MediaWiki 1.39 counts them in code points, later versions in UTF-8 bytes.  The unit is decided once for the
+    page, as the one that puts more of them at a heading's start: decided per offset, a byte offset could land
+    on another heading's code-point offset, and that heading would be read twice and this one not at all.
+    """
+    def at_heading(start: int | None) -> bool:
+        return start is not None and 0 <= start < len(text) and text[start] == "=" and (
+            start == 0 or text[start - 1] == "\n")
+
+    starts = line_starts(text)
+    in_bytes = [starts.get(offset) for offset in offsets]
+    chosen = in_bytes if sum(map(at_heading, in_bytes)) > sum(map(at_heading, offsets)) else offsets
+    return [start if at_heading(start) else None for start in chosen]
 
 
 def _hidden_by(tag: str, attrs: list[tuple[str, str | None]]) -> str | None:
@@ -322,11 +329,10 @@ def visibility_problems(rendered: str, word: str, anchor: str | None) -> list[st
 
 def section_anchor(parsed: dict, text: str, start: int) -> str | None:
     """The anchor of the page's own section whose heading starts at character *start* of *text*."""
-    starts = line_starts(text)
-    for item in parsed.get("sections", []):
-        offset = item.get("byteoffset")
-        if str(item.get("index", "")).isdigit() and offset is not None and \
-                char_offset(text, int(offset), starts) == start:
+    listed = [item for item in parsed.get("sections", [])
+              if str(item.get("index", "")).isdigit() and item.get("byteoffset") is not None]
+    for item, found in zip(listed, heading_starts(text, [int(item["byteoffset"]) for item in listed])):
+        if found == start:
             return str(item.get("anchor", ""))
     return None
 

@@ -23,7 +23,7 @@ import re
 
 import pywikibot
 
-from bot.edit_check import char_offset, line_starts, parse
+from bot.edit_check import heading_starts, parse
 from bot.forum import Heading, Reading, find_headings, heading_text
 from bot.wikiparse import INERT_TAGS
 
@@ -48,20 +48,15 @@ def read_sections(site: pywikibot.site.APISite, title: str, revision: int, text:
     """MediaWiki's reading of *revision* of *title*, whose text is *text*; disagreements with the bot's
     own reading are logged."""
     listed = parse(site, title, oldid=revision, props="sections").get("sections", [])
-    starts = line_starts(text)
     own = {heading.start: heading for heading in find_headings(text, extension_tags(site))}
     headings: list[Heading] = []
-    templates: set[str] = set()
-    for item in listed:
-        index, offset = str(item.get("index", "")), item.get("byteoffset")
-        if index.startswith("T-") and item.get("fromtitle"):
-            templates.add(pywikibot.Page(site, item["fromtitle"]).title(with_ns=False))
-        if not index.isdigit() or offset is None:
-            continue
-        start = char_offset(text, int(offset), starts)
+    templates = {pywikibot.Page(site, item["fromtitle"]).title(with_ns=False) for item in listed
+                 if str(item.get("index", "")).startswith("T-") and item.get("fromtitle")}
+    listed = [item for item in listed if str(item.get("index", "")).isdigit() and item.get("byteoffset") is not None]
+    for item, start in zip(listed, heading_starts(text, [int(item["byteoffset"]) for item in listed])):
         if start is None:
             log.warning("MediaWiki places the heading %r of %s revision %d at offset %s, where no heading starts; "
-                        "it is left out", item.get("line", ""), title, revision, offset)
+                        "it is left out", item.get("line", ""), title, revision, item["byteoffset"])
             continue
         level, shown = int(item.get("level") or 2), _shown(str(item.get("line", "")))
         if start in own:

@@ -11,6 +11,7 @@ from bot.forum import (
     mentions, page_lead, parse_sections, pending_followup, ping_in, plain_text, signatures_in, summary_section,
 )
 from bot.history import UNKNOWN, Attribution, OwnEdit
+from bot.edit_check import heading_starts
 from bot.render import edit_summary
 
 FORUM = (Path(__file__).parent / "fixtures" / "forum" / "request_a_query.wiki").read_text()
@@ -386,3 +387,16 @@ def test_hostile_text_is_read_whole_and_gives_back_what_a_reader_sees():
         + "{{a|" * 4_000 + " " + sign("Ann") + "\n"
     request = extract_request(parse_sections(page)[0])
     assert request.entities == ["Q42"] and request.queries == ["SELECT ?x WHERE { ?x wdt:P50 wd:Q42 }"]
+
+
+def test_heading_offsets_counted_in_bytes_or_in_code_points_each_find_every_heading_once():
+    """MediaWiki 1.39 counts a section's ``byteoffset`` in code points, later versions in UTF-8 bytes. Here the
+    byte offset of the first heading is the code-point offset of the second: read one offset at a time, the
+    second heading would be found twice and the first not at all."""
+    text = "é" * 9 + "\n== B ==\n\n== C ==\nx\n"
+    heads = [text.index("== B"), text.index("== C")]
+    in_bytes = [len(text[:start].encode("utf-8")) for start in heads]
+    assert in_bytes[0] == heads[1]  # the collision
+    assert heading_starts(text, in_bytes) == heads
+    assert heading_starts(text, heads) == heads
+    assert heading_starts(text, [*in_bytes, 3]) == [*heads, None]  # an offset at no heading start: left out
