@@ -211,7 +211,7 @@ HIDING_CLASSES = frozenset({"mw-collapsed", "hidden", "mw-hidden-catlinks", "sr-
                             "screen-reader-text"})
 
 
-def line_starts(text: str) -> dict[int, int]:
+def _byte_line_starts(text: str) -> dict[int, int]:
     """Where each line of *text* starts, in UTF-8 bytes (``surrogatepass``), mapped to its character offset: what a
     ``byteoffset`` counted in bytes stands for, found for all the headings of a page in one pass over it."""
     starts, chars, size = {}, 0, 0
@@ -234,7 +234,7 @@ def heading_starts(text: str, offsets: list[int]) -> list[int | None]:
         return start is not None and 0 <= start < len(text) and text[start] == "=" and (
             start == 0 or text[start - 1] == "\n")
 
-    starts = line_starts(text)
+    starts = _byte_line_starts(text)
     in_bytes = [starts.get(offset) for offset in offsets]
     chosen = in_bytes if sum(map(at_heading, in_bytes)) > sum(map(at_heading, offsets)) else offsets
     return [start if at_heading(start) else None for start in chosen]

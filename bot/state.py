@@ -63,6 +63,7 @@ CREATE TABLE IF NOT EXISTS sections (
 """
 #: Statuses a section that comes back under another key keeps: what the bot decided about it stays decided.
 SETTLED = ("answered", "backlog", "skipped", "failed", "refused")
+_IS_SETTLED = f"status IN ({', '.join('?' * len(SETTLED))})"  # with *SETTLED as its parameters
 
 
 @dataclass
@@ -174,8 +175,8 @@ class State:
         """The latest settled record (:data:`SETTLED`) of a section with this fingerprint, under any key (one
         still on the page, when :meth:`adopt` found none)."""
         row = self.connection.execute(
-            f"SELECT {_COLUMNS} FROM sections WHERE page = ? AND fingerprint = ? AND status IN "
-            f"({', '.join('?' * len(SETTLED))}) ORDER BY updated DESC LIMIT 1",
+            f"SELECT {_COLUMNS} FROM sections WHERE page = ? AND fingerprint = ? AND {_IS_SETTLED} "
+            "ORDER BY updated DESC LIMIT 1",
             (page, fingerprint, *SETTLED)).fetchone()
         return _record(row) if row else None
 
@@ -189,8 +190,7 @@ class State:
         refusal instead of leaving a stale record behind.
         """
         rows = self.connection.execute(
-            f"SELECT key FROM sections WHERE page = ? AND fingerprint = ? "
-            f"ORDER BY status IN ({', '.join('?' * len(SETTLED))}) DESC, updated DESC",
+            f"SELECT key FROM sections WHERE page = ? AND fingerprint = ? ORDER BY {_IS_SETTLED} DESC, updated DESC",
             (page, fingerprint, *SETTLED)).fetchall()
         old = next((row[0] for row in rows if row[0] not in on_page), None)
         if old is None:
