@@ -671,13 +671,20 @@ def test_a_session_the_wiki_forgot_and_a_failed_login_heal_and_questions_asked_m
     FIGURES["watcher questions"] += 2
 
 
-def test_a_refusal_that_will_not_pass_by_itself_is_recorded_and_tried_again_when_the_page_changes(rig):
-    page = "Wikidata:Faults/content model"
+def asked_after_a_first_look(rig, page: str, minute: int) -> str:
+    """*page* with its lead, looked at once by the bot, then asked "Euler" (at *minute*): the text asked."""
     human = rig.mediawiki.human()
     human.edit(page, LEAD)
     assert rig.run(page, "--once", "--live").code == 0
-    asked = rig.mediawiki.page_text(page) + question("Euler", "Who advised Euler?", 5)
+    asked = rig.mediawiki.page_text(page) + question("Euler", "Who advised Euler?", minute)
     human.edit(page, asked)
+    return asked
+
+
+def test_a_refusal_that_will_not_pass_by_itself_is_recorded_and_tried_again_when_the_page_changes(rig):
+    page = "Wikidata:Faults/content model"
+    human = rig.mediawiki.human()
+    asked = asked_after_a_first_look(rig, page, 5)
 
     def content_model(model: str, text: str) -> None:
         token = human.call(action="query", meta="tokens")["query"]["tokens"]["csrftoken"]
@@ -707,10 +714,7 @@ CUT_PARSE = Reply(200, {"batchcomplete": True, "warnings": {"result": {"warnings
 
 def test_a_parse_over_the_apis_answer_limit_is_asked_for_in_two_parts_and_the_reply_is_checked_and_posted(rig):
     page = "Wikidata:Faults/large page"
-    human = rig.mediawiki.human()
-    human.edit(page, LEAD)
-    assert rig.run(page, "--once", "--live").code == 0
-    human.edit(page, rig.mediawiki.page_text(page) + question("Euler", "Who advised Euler?", 8))
+    asked_after_a_first_look(rig, page, 8)
     # A page near the wiki's largest (2 MiB): its HTML and the lists of what it holds, together, are more than
     # the API answers at once (8 MiB); each alone fits. Before the reply and after it.
     combined = rig.wiki.add(Fault("wiki parse over the answer size limit, its parts within it", lambda path, params:
@@ -726,10 +730,7 @@ def test_a_parse_over_the_apis_answer_limit_is_asked_for_in_two_parts_and_the_re
 
 def test_a_page_whose_parse_is_over_the_apis_answer_limit_is_refused_with_the_reason_and_answered_later(rig):
     page = "Wikidata:Faults/too large to check"
-    human = rig.mediawiki.human()
-    human.edit(page, LEAD)
-    assert rig.run(page, "--once", "--live").code == 0
-    human.edit(page, rig.mediawiki.page_text(page) + question("Euler", "Who advised Euler?", 8))
+    asked_after_a_first_look(rig, page, 8)
     # A page whose HTML alone is more than the API answers at once (8 MiB): the parse of the revision the reply
     # is built on is cut, whole and as HTML alone.
     cut = rig.wiki.add(Fault("wiki parse over the answer size limit", lambda path, params: params.get("action") ==
@@ -744,7 +745,8 @@ def test_a_page_whose_parse_is_over_the_apis_answer_limit_is_refused_with_the_re
     KINDS["wiki parse over the answer size limit"] += cut.fired
     FIGURES["faults injected"] += cut.fired
     rig.wiki.clear()  # the page is archived: it changes, and its parse fits again
-    human.edit(page, rig.mediawiki.page_text(page).replace(LEAD, LEAD + "Old sections are archived.\n", 1))
+    archived = rig.mediawiki.page_text(page).replace(LEAD, LEAD + "Old sections are archived.\n", 1)
+    rig.mediawiki.human().edit(page, archived)
     done = rig.run(page, "--once", "--live")
     assert done.code == 0 and "posting the answer" in done.stderr, done.stderr[-3000:]
     assert count_replies(rig.mediawiki.page_text(page), "Euler") == 1
