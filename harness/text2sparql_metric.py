@@ -27,13 +27,13 @@ and a combined ``set_F_ndcg``; those are not computed here.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from agent.kb.base import Binding
-
 SparqlResults = Mapping[str, Any]
+#: The client release whose reading this module follows.
+CLIENT = "text2sparql-client 2.1.0"
 
 
 @dataclass(frozen=True)
@@ -55,9 +55,6 @@ class SetScores:
     precision: float | None
     recall: float | None
     f1: float | None
-
-
-EMPTY_RESULT: dict[str, Any] = {"head": {"vars": []}, "results": {"bindings": []}}
 
 
 def judged_values(results: SparqlResults) -> dict[str, int]:
@@ -92,13 +89,3 @@ def aggregate(scores: Iterable[SetScore | None]) -> SetScores:
     count = len(kept)
     return SetScores(len(scores), len(scores) - count, sum(score.precision for score in kept) / count,
                      sum(score.recall for score in kept) / count, sum(score.f1 for score in kept) / count)
-
-
-def as_results(answer: Sequence[Binding] | bool | None) -> dict[str, Any]:
-    """The project's answer (rows, an ASK's boolean, or ``None`` for no answer) as SPARQL JSON results."""
-    if answer is None:
-        return EMPTY_RESULT
-    if isinstance(answer, bool):
-        return {"head": {}, "boolean": answer}
-    variables = list(dict.fromkeys(name for row in answer for name in row))
-    return {"head": {"vars": variables}, "results": {"bindings": list(answer)}}

@@ -19,10 +19,12 @@ from pathlib import Path
 
 import pytest
 
-from harness.text2sparql_metric import EMPTY_RESULT, aggregate, as_results, judged_values, score_question
+from harness.qald_json import qald_answer
+from harness.text2sparql_metric import aggregate, judged_values, score_question
 
 CLIENT = "text2sparql-client==2.1.0"
 XSD = "http://www.w3.org/2001/XMLSchema#"
+EMPTY_RESULT = {"head": {"vars": []}, "results": {"bindings": []}}  # what the client puts for a failed query
 
 #: Turns each result into the client's relevance dictionary with the client's own code, as ``text2sparql query``
 #: does after running a query, then runs the client's ``evaluate`` command on the two files.
@@ -171,8 +173,8 @@ def test_random_answer_sets_score_as_the_client_scores_them(client, tmp_path):
 def test_the_upstream_qald10_outputs_score_as_the_client_scores_them(client, tmp_path, shared_dir):
     """The paper's 387 QALD-10 answers against their live gold: a real mix of rows, booleans and literals."""
     outputs = json.loads((shared_dir / "reference-outputs" / "qald10_spinach_output_test.json").read_text())
-    gold = {f"q{i}": as_results(o["gold_answer_tuple"]) for i, o in enumerate(outputs)}
-    predicted = {f"q{i}": as_results(o["predicted_answer_tuple"]) for i, o in enumerate(outputs)}
+    gold = {f"q{i}": qald_answer(o["gold_answer_tuple"]) for i, o in enumerate(outputs)}
+    predicted = {f"q{i}": qald_answer(o["predicted_answer_tuple"]) for i, o in enumerate(outputs)}
     client_scores = run_client(client, tmp_path, gold, predicted)
     assert_parity(client_scores, gold, predicted)
     assert round(100 * aggregate(score_question(gold[q], predicted[q]) for q in gold).f1, 2) == round(
@@ -181,7 +183,7 @@ def test_the_upstream_qald10_outputs_score_as_the_client_scores_them(client, tmp
 
 def test_our_answers_read_as_the_query_service_would_send_them():
     row = {"x": uri("Q1"), "n": literal("3", "integer")}
-    assert as_results([row]) == {"head": {"vars": ["x", "n"]}, "results": {"bindings": [row]}}
-    assert as_results(None) == EMPTY_RESULT
-    assert judged_values(as_results(False)) == {"true": 0}
-    assert judged_values(as_results([row, {"x": uri("Q1")}])) == {"http://www.wikidata.org/entity/Q1": 1, "3": 1}
+    assert qald_answer([row]) == {"head": {"vars": ["x", "n"]}, "results": {"bindings": [row]}}
+    assert qald_answer(None) == EMPTY_RESULT and qald_answer([]) == EMPTY_RESULT
+    assert judged_values(qald_answer(False)) == {"true": 0}
+    assert judged_values(qald_answer([row, {"x": uri("Q1")}])) == {"http://www.wikidata.org/entity/Q1": 1, "3": 1}
