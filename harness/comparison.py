@@ -6,6 +6,11 @@ counts each question's mean F1 across its repeats.  The test is a paired
 approximate randomization (``scipy.stats.permutation_test`` swapping each
 question's two scores, exact when there are few questions) on per-question
 row-major F1; the interval of the mean difference is a paired bootstrap.
+
+Two runs are comparable only when they measured the same thing: the same
+dataset and split, gold from the same source, numbers compared the same
+way, the same answer mode (KQA Pro's open or multiple-choice setting) and
+the same graph (:func:`comparison_gaps`).
 """
 
 from __future__ import annotations
@@ -18,6 +23,31 @@ import numpy as np
 from scipy import stats
 
 from harness.evaluation import Key, question_key
+
+
+#: The settings two compared runs must share, with the words that name them.
+COMPARED = {"dataset": "dataset", "split": "split", "gold": "gold source", "numbers": "numbers mode",
+            "setting": "answer mode", "graph": "graph"}
+
+
+def _settings(info: dict[str, Any]) -> dict[str, Any]:
+    """The last part's settings, with defaults for settings older runs did not record."""
+    settings = dict(info.get("parts", [{}])[-1].get("settings", info) if info.get("parts") else info)
+    settings.setdefault("gold", "file")
+    settings.setdefault("numbers", "lexical")
+    if settings.get("dataset") == "kqapro":
+        settings.setdefault("setting", "open")
+    if "graph" not in settings:
+        settings["graph"] = "live Wikidata" if settings.get("kb", "wikidata") == "wikidata" else "a local store"
+    return settings
+
+
+def comparison_gaps(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    """Why the runs recorded by two ``run.json`` (*before*, *after*) measured different things; empty when they
+    did not."""
+    first, second = _settings(before), _settings(after)
+    return [f"{words} {first.get(key)!r} (before) and {second.get(key)!r} (after)"
+            for key, words in COMPARED.items() if first.get(key) != second.get(key)]
 
 
 @dataclass

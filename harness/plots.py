@@ -1,8 +1,9 @@
-"""The figure of a run: each question's F1 against the number of actions it took, with the mean per count.
+"""The figure of a run: each answer's F1 against the number of actions it took, with the mean per count.
 
-Points are spread sideways (a seeded jitter) so that questions with the same
+An answer is one question's run (with ``--repeats``, each repeat gives one).
+Points are spread sideways (a seeded jitter) so that answers with the same
 count and score do not hide each other, and each count is labelled with its
-number of questions, so a mean resting on two questions reads as such.  The
+number of answers, so a mean resting on two answers reads as such.  The
 figure is written as PNG and as SVG (for papers).
 """
 
@@ -27,7 +28,7 @@ def plot_f1_against_actions(counts: list[int], f1s: list[float], title: str, ste
         by_count.setdefault(count, []).append(f1)
     figure, axes = plt.subplots(figsize=(7, 5))
     axes.scatter([count + rng.uniform(-JITTER, JITTER) for count in counts], f1s, s=18, alpha=0.45, color="C0",
-                 label="one question (spread sideways)")
+                 label="one answer (spread sideways)")
     ordered = sorted(by_count)
     means = [sum(by_count[count]) / len(by_count[count]) for count in ordered]
     axes.plot(ordered, means, color="C1", marker="o", linewidth=2, label="mean F1 at that count")
@@ -37,7 +38,7 @@ def plot_f1_against_actions(counts: list[int], f1s: list[float], title: str, ste
     axes.set_xlim(min(ordered) - 0.6, max(ordered) + 0.6)
     axes.set_ylim(-0.05, 1.13)
     axes.set_yticks([0, 0.25, 0.5, 0.75, 1.0])
-    axes.set_xlabel("actions on the final path (count per question)")
+    axes.set_xlabel("actions on the final path (count per answer)")
     axes.set_ylabel("row-major F1 (0 to 1)")
     axes.set_title(title, fontsize=10)
     axes.grid(axis="y", alpha=0.3)

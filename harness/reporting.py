@@ -262,12 +262,17 @@ def model_label(summary: RunSummary) -> str:
     return " + ".join(reported) + ("" if set(reported) <= set(asked) else f" (asked for {' + '.join(asked)})")
 
 
-def plot_title(summary: RunSummary) -> str:
+def plot_title(summary: RunSummary, answers: int) -> str:
+    """The figure's title; it counts what the figure's points and bins count: *answers*, one per question and
+    repeat."""
     info = summary.info
     system = "one-call baseline" if info.get("baseline") else "SPINACH agent"
     models = [model_label(summary)]
+    repeats = len(summary.repeat_f1)
+    counted = (f"{answers} answers: {summary.questions} questions x {repeats} repeats" if repeats > 1
+               else f"{answers} questions")
     return (f"F1 against actions: {system}, {' + '.join(models)}, {info.get('dataset', '?')} "
-            f"{info.get('split', '?')} ({summary.questions} questions)")
+            f"{info.get('split', '?')} ({counted})")
 
 
 def plot_run(summary: RunSummary) -> tuple[Path, Path]:
@@ -276,5 +281,5 @@ def plot_run(summary: RunSummary) -> tuple[Path, Path]:
 
     _, records = load_run(summary.directory)
     counts = [sum(record["actions"].values()) for record in records]
-    return plot_f1_against_actions(counts, [record["f1"] for record in records], plot_title(summary),
+    return plot_f1_against_actions(counts, [record["f1"] for record in records], plot_title(summary, len(records)),
                                    summary.directory / "f1_vs_actions")

@@ -3,7 +3,7 @@
 Each invocation of ``scripts.evaluate`` on a directory is one *part*, with its
 settings (dataset and split, the model asked for, the endpoint without its
 credentials, sampling, the knowledge base and its endpoints, the gold's
-source, the code's commit, repeats), start time and, once done, a summary
+source, the code's commit, repeats; paths relative to the run's directory), start time and, once done, a summary
 (questions, dropped, excluded, failed, the model names the endpoint reported,
 the protocol each question used).  Resuming with settings that change what is
 measured (another model, dataset, split, language, knowledge base, prompt,
@@ -58,6 +58,14 @@ def code_version() -> dict[str, Any]:
         return {"version": metadata.version("spinach-bot")}
     except metadata.PackageNotFoundError:
         return {"version": "unknown"}
+
+
+def portable_path(path: str | Path | None, out_dir: Path) -> str | None:
+    """*path* as ``run.json`` records it: relative to the run's directory, so the record names no directory of
+    the machine that made it and still finds a store moved together with the run."""
+    if path is None:
+        return None
+    return os.path.relpath(Path(path).resolve(), Path(out_dir).resolve())
 
 
 class RunMismatch(ValueError):

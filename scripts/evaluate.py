@@ -82,17 +82,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def knowledge_base(kb_dir: str | None, wikidata: Any) -> dict[str, str]:
-    """What answered the agent's lookups and queries: a local store, or Wikidata's endpoints (no credentials)."""
-    from harness.run_info import endpoint
+def knowledge_base(kb_dir: str | None, wikidata: Any, out_dir: Path) -> dict[str, str]:
+    """What answered the agent's lookups and queries: a local store (relative to the run's directory), or
+    Wikidata's endpoints (no credentials)."""
+    from harness.run_info import endpoint, portable_path
 
     if kb_dir:
-        return {"store": str(Path(kb_dir).resolve())}
+        return {"store": portable_path(kb_dir, out_dir)}
     return {"api": endpoint(wikidata.api_url), "sparql": endpoint(wikidata.sparql_url), "dialect": wikidata.dialect}
 
 
 def gold_source(dataset: str, split: str, gold: str, kb_dir: str | None) -> str:
-    """Where the gold answers come from, in words."""
+    """Where the gold answers come from, in words (*kb_dir* as ``run.json`` records it)."""
     where = f"the local store {kb_dir}" if kb_dir else "Wikidata"
     if dataset == "kqapro":
         return "KQA Pro's answers in the dataset file (its test split has none)"
@@ -157,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     from agent.llm import ChatModel, LLMConfig, LLMConfigurationError
     from agent.prompts import fingerprint
     from harness.evaluation import baseline_answerer, evaluate, now, with_gold_answers
-    from harness.run_info import begin_part, code_version, endpoint, finish_part
+    from harness.run_info import begin_part, code_version, endpoint, finish_part, portable_path
 
     if args.repeats < 1:
         print("error: --repeats needs a number of at least 1", file=sys.stderr)
@@ -192,15 +193,18 @@ def main(argv: list[str] | None = None) -> int:
         llm = ChatModel.from_config(llm_config)
         settings = {
             "dataset": args.dataset, "split": split, "language": args.language, "model": llm.resolve_model(),
-            "kb": args.kb or "wikidata", "prompt": fingerprint(), "baseline": args.baseline, "gold": args.gold,
-            "numbers": numbers, "examples": args.examples, "endpoint": endpoint(llm_config.base_url),
+            "kb": portable_path(args.kb, args.out) if args.kb else "wikidata", "prompt": fingerprint(),
+            "baseline": args.baseline, "gold": args.gold, "numbers": numbers,
+            "examples": portable_path(args.examples, args.out), "endpoint": endpoint(llm_config.base_url),
             "sampling": {"temperature": 0.0 if args.baseline else agent_config.temperature,
                          "top_p": None if args.baseline else agent_config.top_p,
                          "max_completion_tokens": None if args.baseline else agent_config.max_completion_tokens,
                          "max_path_actions": agent_config.max_path_actions,
                          "max_total_actions": agent_config.max_total_actions, "llm_timeout": llm_config.timeout},
-            "kb_source": knowledge_base(args.kb, WikidataConfig.from_env()),
-            "gold_source": gold_source(args.dataset, split, args.gold, args.kb), "code": code_version(),
+            "kb_source": knowledge_base(args.kb, WikidataConfig.from_env(), args.out),
+            "graph": f"{graph.name} (local store)" if args.kb else "live Wikidata",
+            "gold_source": gold_source(args.dataset, split, args.gold, portable_path(args.kb, args.out)),
+            "code": code_version(),
             "repeats": args.repeats, "limit": args.limit}
         if kqapro:
             settings["setting"] = "choices" if args.choices else "open"

@@ -4,8 +4,9 @@ scored so, QALD's metric, cost, actions, a plot.
     python -m scripts.report runs/qald10 runs/spinach-dev
     python -m scripts.report --questions runs/qald10          # every question with its diagnosis
     python -m scripts.report --prices my-prices.json runs/qald10
-    python -m scripts.report --compare runs/before runs/after
+    python -m scripts.report --compare runs/before runs/after     # refused when they measured different things
     python -m scripts.report --qald-json runs/qald10/qald.json runs/qald10    # for GERBIL
+    python -m scripts.report --qald-json qald-r2.json --repeat 2 runs/qald10-x3   # one repeat of a run with --repeats
     python -m scripts.report runs/kqapro-val                                  # KQA Pro: accuracy
     python -m scripts.report --kqapro-predictions predict.txt runs/kqapro-test   # for KQA Pro's leaderboard
 """
@@ -167,11 +168,17 @@ def print_report(summaries: list[RunSummary], questions: bool = False) -> None:
         print(f"\n{s.directory.name}: questions by number of actions: {histogram}\n  plot: {png} and {svg}")
 
 
-def print_comparison(before: Path, after: Path) -> None:
-    from harness.comparison import compare_records
+def print_comparison(before: Path, after: Path, force: bool = False) -> None:
+    from harness.comparison import compare_records, comparison_gaps
 
-    _, first = load_run(before)
-    _, second = load_run(after)
+    first_info, first = load_run(before)
+    second_info, second = load_run(after)
+    gaps = comparison_gaps(first_info, second_info)
+    if gaps and not force:
+        raise ValueError(f"{before} and {after} measured different things: they differ in " + "; ".join(gaps)
+                         + ". Compare anyway with --force")
+    if gaps:
+        print("warning: the runs differ in " + "; ".join(gaps) + " (compared with --force)")
     result = compare_records(first, second)
     low, high = result.difference_interval
     print(f"{result.paired} questions in both runs, paired by (dataset, split, id): "
@@ -189,22 +196,42 @@ def print_comparison(before: Path, after: Path) -> None:
                   f"{change.question[:90]}")
 
 
-def export_qald_json(path: Path, run: Path) -> None:
+def one_repeat(run: Path, records: list[dict], repeat: int | None) -> list[dict]:
+    """The records of one repeat of the split: the only one, or the one *repeat* names (an export holds each
+    question once: GERBIL matches answers by question id, KQA Pro's leaderboard by line)."""
+    repeats = sorted({int(record.get("repeat", 1)) for record in records})
+    if repeat is None:
+        if len(repeats) > 1:
+            raise ValueError(f"{run} holds {len(repeats)} repeats of the split ({', '.join(map(str, repeats))}); "
+                             "an export holds each question once: name one with --repeat N")
+        return records
+    if repeat not in repeats:
+        raise ValueError(f"{run} has no repeat {repeat} (it holds {', '.join(map(str, repeats))})")
+    return [record for record in records if int(record.get("repeat", 1)) == repeat]
+
+
+def export_qald_json(path: Path, run: Path, repeat: int | None = None) -> None:
     from harness.qald_json import to_qald_json
 
     info, records = load_run(run)
+    records = one_repeat(run, records, repeat)
     document = to_qald_json(records, f"{info.get('dataset', 'run')}-{info.get('split', '')}",
                             info.get("language", "en"))
     path.write_text(json.dumps(document, ensure_ascii=False, indent=1), encoding="utf-8")
     print(f"wrote {len(records)} questions as QALD-JSON to {path}")
 
 
-def export_kqapro_predictions(path: Path, run: Path) -> None:
+def export_kqapro_predictions(path: Path, run: Path, repeat: int | None = None) -> None:
     from harness.kqapro import leaderboard_lines
 
     info, records = load_run(run)
     if info.get("dataset") != "kqapro":
         raise ValueError(f"{run} is a run on {info.get('dataset', '?')}, not on KQA Pro")
+    records = one_repeat(run, records, repeat)
+    unread = [str(record["id"]) for record in records if "engine_answer" not in record]
+    if unread:
+        raise ValueError(f"{len(unread)} answers of {run} were recorded before KQA Pro's engine reading was "
+                         f"(e.g. {', '.join(unread[:5])}): run them again in a new --out directory to export them")
     count = left_out(info).get("in_split") or len(records)
     lines, missing = leaderboard_lines(records, count)
     path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
@@ -222,6 +249,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("runs", nargs="*", type=Path, help="output directories of scripts.evaluate")
     parser.add_argument("--compare", nargs=2, type=Path, metavar=("BEFORE", "AFTER"),
                         help="question by question, with a paired significance test")
+    parser.add_argument("--force", action="store_true",
+                        help="with --compare: compare runs that differ in dataset, split, gold source, numbers mode, "
+                             "answer mode or graph")
     parser.add_argument("--prices", type=Path, metavar="FILE",
                         help="price table, dollars per million tokens per model (default: harness/prices.json)")
     parser.add_argument("--qald-json", type=Path, metavar="FILE",
@@ -229,6 +259,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kqapro-predictions", type=Path, metavar="FILE",
                         help="write the one KQA Pro run named as its leaderboard takes it: one answer a line, in the "
                              "split's order")
+    parser.add_argument("--repeat", type=int, metavar="N",
+                        help="with --qald-json or --kqapro-predictions on a run with --repeats: export repeat N")
     parser.add_argument("--questions", action="store_true",
                         help="list every answer with its diagnosis, F1 and stop reason")
     args = parser.parse_args(argv)
@@ -238,9 +270,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--qald-json and --kqapro-predictions export one run: name exactly one run directory")
     try:
         if args.qald_json:
-            export_qald_json(args.qald_json, args.runs[0])
+            export_qald_json(args.qald_json, args.runs[0], args.repeat)
         elif args.kqapro_predictions:
-            export_kqapro_predictions(args.kqapro_predictions, args.runs[0])
+            export_kqapro_predictions(args.kqapro_predictions, args.runs[0], args.repeat)
         elif args.runs:
             from harness.kqapro_report import print_kqapro_report, summarize_kqapro
             from harness.prices import load_prices
@@ -257,7 +289,7 @@ def main(argv: list[str] | None = None) -> int:
                 if any(record.get("f1") is None for record in load_run(run)[1]):
                     raise ValueError(f"{run} holds questions without a gold answer (KQA Pro's test split): "
                                      "there is nothing to compare")
-            print_comparison(*args.compare)
+            print_comparison(*args.compare, force=args.force)
     except (ValueError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

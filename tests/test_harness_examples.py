@@ -98,10 +98,10 @@ def test_an_evaluation_never_shows_its_own_threads_or_questions_and_says_how_man
         shown = prompt.split("Similar solved requests")[1]
         assert "Euler's teachers" not in shown and "Which people advised Leonhard Euler?" not in shown
     info = json.loads((out / "run.json").read_text())
-    assert info["examples"] == str(store_path)
+    assert info["examples"] == "../examples.sqlite"  # relative to the run's directory: the record travels
     assert info["parts"][0]["summary"]["examples"] == {"excluded": 2, "same_thread": 1, "same_question": 1}
     assert report_main([str(out)]) == 0
-    assert (f"examples from {store_path}: 2 examples excluded: 1 from the evaluated split's own forum threads "
+    assert ("examples from ../examples.sqlite: 2 examples excluded: 1 from the evaluated split's own forum threads "
             "(same heading and archive month), 1 more asking one of its questions") in capsys.readouterr().out
     # Resuming with another store (or none) would mix two experiments.
     assert evaluate_main(["--dataset", "spinach", "--split", "test", "--data", str(data), "--out", str(out),

@@ -257,3 +257,51 @@ def test_qald_figures_are_gerbils_under_gerbils_names_and_the_stricter_variant_i
     table = report.splitlines()[report.splitlines().index(next(line for line in report.splitlines()
                                                                 if line.startswith("TEXT2SPARQL's set"))) + 2]
     assert table.split() == ["mix", "55.56", "50.00", "66.67", "3", "0"]
+
+
+def test_compare_refuses_runs_that_measured_different_things_and_says_which(tmp_path, capsys):
+    lines = [answered(str(n), 1.0) for n in range(3)]
+    live = settled(tmp_path / "live", lines)
+    file_gold = settled(tmp_path / "file", lines, gold="file", numbers="value")
+    assert report_main(["--compare", str(live), str(file_gold)]) == 2
+    error = capsys.readouterr().err
+    assert "measured different things: they differ in gold source 'live' (before) and 'file' (after); " \
+           "numbers mode 'lexical' (before) and 'value' (after). Compare anyway with --force" in error
+    kqapro = settled(tmp_path / "kqapro", lines, dataset="kqapro", setting="choices", graph="kqapro (local store)")
+    assert report_main(["--compare", str(live), str(kqapro)]) == 2
+    error = capsys.readouterr().err
+    assert "dataset 'qald10' (before) and 'kqapro' (after)" in error
+    assert "answer mode None (before) and 'choices' (after)" in error
+    assert "graph 'live Wikidata' (before) and 'kqapro (local store)' (after)" in error
+    assert report_main(["--compare", str(live), str(file_gold), "--force"]) == 0
+    output = capsys.readouterr().out
+    assert output.startswith("warning: the runs differ in gold source") and "3 questions in both runs" in output
+    assert report_main(["--compare", str(live), str(settled(tmp_path / "again", lines))]) == 0
+
+
+def test_an_export_of_a_run_with_repeats_names_one_repeat(tmp_path, capsys):
+    lines = [answered(str(n), f1, repeat=repeat) for repeat, f1 in ((1, 1.0), (2, 0.0)) for n in range(3)]
+    run = settled(tmp_path / "x2", lines, repeats=2)
+    target = tmp_path / "qald.json"
+    assert report_main(["--qald-json", str(target), str(run)]) == 2
+    assert "holds 2 repeats of the split (1, 2); an export holds each question once: name one with --repeat N" \
+        in capsys.readouterr().err and not target.exists()
+    assert report_main(["--qald-json", str(target), "--repeat", "2", str(run)]) == 0
+    assert [q["id"] for q in json.loads(target.read_text())["questions"]] == ["0", "1", "2"]
+    assert report_main(["--qald-json", str(target), "--repeat", "3", str(run)]) == 2
+    assert "has no repeat 3 (it holds 1, 2)" in capsys.readouterr().err
+
+
+def test_the_plot_title_counts_answers_as_its_bins_do(tmp_path, capsys):
+    lines = [answered(str(n), 1.0, repeat=repeat) for repeat in (1, 2) for n in range(3)]
+    run = settled(tmp_path / "x2", lines, repeats=2)
+    assert report_main([str(run)]) == 0
+    svg = (run / "f1_vs_actions.svg").read_text()
+    assert "(6 answers: 3 questions x 2 repeats)" in svg and "n=6" in svg
+
+
+def test_run_json_records_paths_relative_to_the_run(tmp_path):
+    from harness.run_info import portable_path
+
+    assert portable_path(tmp_path / "stores" / "kqapro", tmp_path / "runs" / "val") == "../../stores/kqapro"
+    assert portable_path(None, tmp_path) is None
