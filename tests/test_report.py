@@ -305,3 +305,21 @@ def test_run_json_records_paths_relative_to_the_run(tmp_path):
 
     assert portable_path(tmp_path / "stores" / "kqapro", tmp_path / "runs" / "val") == "../../stores/kqapro"
     assert portable_path(None, tmp_path) is None
+
+
+def test_gerbil_reading_the_qald_json_export_gets_the_reports_figures(tmp_path, capsys):
+    """The export carries every column, so the answers GERBIL reads from it score what the report prints."""
+    from harness.gerbil_metric import count_matches, gerbil_scores
+
+    x, label = {"type": "uri", "value": "http://x/1"}, {"type": "literal", "value": "one", "xml:lang": "en"}
+    lines = [{**record("1", 1.0, {}), "gold_answer": [{"x": x}], "predicted_answer": [{"x": x, "xLabel": label}],
+              "predicted_variables": ["x", "xLabel"]},
+             {**record("2", 0.0, {}), "gold_answer": True, "predicted_answer": False},
+             {**record("3", 0.0, {}), "gold_answer": [{"x": x}], "predicted_answer": None}]
+    run = write_run(tmp_path / "mix", lines)
+    assert report_main(["--qald-json", str(tmp_path / "qald.json"), str(run)]) == 0
+    exported = json.loads((tmp_path / "qald.json").read_text())["questions"]
+    read = [answer.get("boolean") if "boolean" in answer else answer["results"]["bindings"]
+            for answer in (question["answers"][0] for question in exported)]
+    scores = gerbil_scores(count_matches(answer, line["gold_answer"]) for answer, line in zip(read, lines))
+    assert scores == summarize(run).gerbil and scores.macro_precision == pytest.approx(0.5 / 3)
