@@ -61,7 +61,8 @@ def print_report(summaries: list[RunSummary], questions: bool = False) -> None:
         print(f"{s.directory.name:<28} {label:<52} {s.questions:>5} {s.em:6.1f} "
               f"{s.em_interval[0]:5.1f}-{s.em_interval[1]:5.1f}  {s.f1:6.1f} {s.f1_interval[0]:5.1f}-"
               f"{s.f1_interval[1]:5.1f}  {(f'{paper[0]:.1f}/{paper[1]:.1f}' if paper else '-'):>12}")
-    print("(95% bootstrap intervals over questions; the paper's figures are SPINACH with GPT-4o, shown only beside "
+    print("(EM and F1: the SPINACH paper's row-major metric; 95% bootstrap intervals over questions; the paper's "
+          "figures are SPINACH with GPT-4o, shown only beside "
           "a run they can be compared with)")
     for s in summaries:
         if s.paper_gaps:

@@ -119,6 +119,7 @@ def test_the_report_shows_the_baseline_without_the_agents_paper_figures_and_what
     assert "model asked gpt-4o, reported (not reported) (15)" in report
     assert "language en, numeric literals compared as written" in report
     assert "GERBIL" not in report  # not a QALD dataset
+    assert "(EM and F1: the SPINACH paper's row-major metric;" in report
     assert "$0.1253" in report
 
 
