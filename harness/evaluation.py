@@ -6,7 +6,7 @@ An output directory holds:
 * ``gold.jsonl``: gold answers fetched by running gold queries, with their
   status and retrieval time (the last line for a question wins);
 * ``results.jsonl``: one line per finished question: question, gold and
-  predicted SPARQL and answers, row-major F1 and EM, QALD's per-question
+  predicted SPARQL and answers, row-major F1 and EM, the stricter QALD variant's per-question
   precision/recall/F1, actions on the final path, stop reason, usage, and
   (``postprocessed``) the final query after upstream's post-processing with
   its answer and scores, a separate figure beside the agent's own;
@@ -186,8 +186,9 @@ def with_gold_answers(examples: list[Example], kb: KnowledgeBase, out_dir: Path,
 
 
 def score(record: dict[str, Any], numbers_by_value: bool = False) -> dict[str, Any]:
-    """Add row-major F1 and EM, and QALD's per-question figures, to a result *record* (and its post-processed
-    answer's F1 and EM, when it has one); KQA Pro's record gets its accuracy."""
+    """Add row-major F1 and EM, and the stricter QALD variant's per-question figures (:mod:`harness.qald_metric`;
+    the report computes GERBIL's and TEXT2SPARQL's from the answers), to a result *record* (and its
+    post-processed answer's F1 and EM, when it has one); KQA Pro's record gets its accuracy."""
     if record.get("source") == "kqapro":
         from harness.kqapro import score_record
 
