@@ -8,11 +8,14 @@ expectations of its tests (``QAMatchingsCounterTest``,
 
 import json
 import math
+import re
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from harness.gerbil_metric import (Counts, answer_values, count_matches, gerbil_scores, looks_like_iri, measures,
-                                   qald_measures)
+from harness.gerbil_metric import (Counts, _has_iri_pattern, answer_values, count_matches, gerbil_scores,
+                                   looks_like_iri, measures, qald_measures)
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
 
@@ -127,6 +130,14 @@ def test_what_gerbil_reads_as_a_resource():
     assert looks_like_iri("urn:isbn:0451450523") and looks_like_iri("http://de.wikipedia.org/wiki/Köln")
     for value in ("1979-01-01T00:00:00Z", "12:30", "Paris", "a:b c", "http://x/a b", "mailto:", "3.5", ""):
         assert not looks_like_iri(value), value
+
+
+GERBIL_IRI_PATTERN = re.compile(r"[^ \t\n\x0b\f\r]+:[^ \t\n\x0b\f\r]+")  # Java's [^\\s]+:[^\\s]+
+
+
+@given(st.text(alphabet="a:/ \t\né\u00a0", max_size=12))
+def test_the_one_pass_test_finds_what_gerbils_pattern_finds(value):
+    assert _has_iri_pattern(value) == bool(GERBIL_IRI_PATTERN.search(value))
 
 
 def test_a_declined_question_is_precision_0_for_gerbils_macro_and_1_for_f1_qald():
