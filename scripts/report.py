@@ -110,7 +110,8 @@ def print_report(summaries: list[RunSummary], questions: bool = False) -> None:
     qald = [s for s in summaries if s.gerbil is not None]
     if qald:
         print("\nQALD: GERBIL QA's figures, named as GERBIL names them and computed as it computes them (bare values "
-              "of every column; a declined answer is precision 0, except in Macro F1 QALD); percent")
+              "of every column; a declined answer is precision 0, except in Macro F1 QALD), over the questions "
+              "scored; percent")
         print(f"{'run':<28} " + " ".join(f"{name:>15}" for name in NAMES.values()))
         for s in qald:
             print(f"{s.directory.name:<28} "
