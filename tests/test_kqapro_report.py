@@ -8,7 +8,7 @@ import pytest
 
 from agent.graph import load_graph
 from agent.kb.local import LocalKB
-from harness.kqapro import leaderboard_lines, prediction
+from harness.kqapro import leaderboard_lines, prediction, score_record
 from harness.kqapro_report import KqaproSummary, print_kqapro_report
 from harness.reporting import ACTIONS, USAGE
 from scripts.evaluate import main as evaluate_main
@@ -140,3 +140,21 @@ def test_a_run_stands_beside_the_published_figures_only_when_comparable(capsys, 
     assert summary.comparable() == (False, "the run names no model")
     summary.info["model"], summary.judged = "gpt-4o", whole[:100]
     assert summary.comparable() == (False, "100 of the val split's 11,797 questions scored")
+
+
+def test_answers_recorded_before_the_engines_reading_get_only_the_lenient_figure(tmp_path, capsys):
+    """A line without ``engine_answer`` was read the lenient way only: no headline figure, and no export."""
+    old = {"id": "0", "question": "How many films are there?", "source": "kqapro", "split": "val", "part": 0,
+           "setting": "open", "question_type": "Count", "reasoning": ["count"], "gold_answer": "2", "answer": "2",
+           "usage": {}, "actions": {}, "stop_reason": "stop"}
+    run = tmp_path / "old"
+    run.mkdir()
+    (run / "run.json").write_text(json.dumps({"dataset": "kqapro", "split": "val", "model": "m", "setting": "open"}))
+    (run / "results.jsonl").write_text(json.dumps(score_record(dict(old))) + "\n")
+    assert report_main([str(run)]) == 0
+    report = capsys.readouterr().out
+    row = next(line for line in report.splitlines() if line.startswith("old "))
+    assert row.split()[-3:] == ["-", "-", "100.00"]  # no headline accuracy, its interval, the lenient figure
+    assert "old: 1 answers were recorded before the engine's reading was" in report
+    assert report_main(["--kqapro-predictions", str(tmp_path / "p.txt"), str(run)]) == 2
+    assert "1 answers of" in capsys.readouterr().err and not (tmp_path / "p.txt").exists()
