@@ -130,8 +130,8 @@ def print_kqapro_report(summaries: list[KqaproSummary], wrong: int = 20) -> None
               f"{len(s.records):>6} {accuracy} {interval:>13} {lenient}")
     for s in summaries:
         if s.unread:
-            print(f"  {s.directory.name}: {s.unread} answers were recorded before the engine's reading was: they "
-                  "have the lenient figure only; run them again for the headline one")
+            print(f"  {s.directory.name}: answers recorded before the engine's reading was: {s.unread}; they have "
+                  "the lenient figure only; run them again for the headline one")
     for s in summaries:
         print(f"\n{s.directory.name}")
         counts = s.left_out

@@ -232,8 +232,8 @@ def export_kqapro_predictions(path: Path, run: Path, repeat: int | None = None) 
     records = one_repeat(run, records, repeat)
     unread = [str(record["id"]) for record in records if "engine_answer" not in record]
     if unread:
-        raise ValueError(f"{len(unread)} answers of {run} were recorded before KQA Pro's engine reading was "
-                         f"(e.g. {', '.join(unread[:5])}): run them again in a new --out directory to export them")
+        raise ValueError(f"answers of {run} recorded before KQA Pro's engine reading was: {len(unread)} (e.g. "
+                         f"{', '.join(unread[:5])}); run them again in a new --out directory to export them")
     count = left_out(info).get("in_split") or len(records)
     lines, missing = leaderboard_lines(records, count)
     path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")

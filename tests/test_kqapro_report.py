@@ -155,6 +155,7 @@ def test_answers_recorded_before_the_engines_reading_get_only_the_lenient_figure
     report = capsys.readouterr().out
     row = next(line for line in report.splitlines() if line.startswith("old "))
     assert row.split()[-3:] == ["-", "-", "100.00"]  # no headline accuracy, its interval, the lenient figure
-    assert "old: 1 answers were recorded before the engine's reading was" in report
+    assert "old: answers recorded before the engine's reading was: 1;" in report
     assert report_main(["--kqapro-predictions", str(tmp_path / "p.txt"), str(run)]) == 2
-    assert "1 answers of" in capsys.readouterr().err and not (tmp_path / "p.txt").exists()
+    assert "recorded before KQA Pro's engine reading was: 1 (e.g. 0)" in capsys.readouterr().err
+    assert not (tmp_path / "p.txt").exists()
