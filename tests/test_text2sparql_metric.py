@@ -187,3 +187,38 @@ def test_our_answers_read_as_the_query_service_would_send_them():
     assert qald_answer(None) == EMPTY_RESULT and qald_answer([]) == EMPTY_RESULT
     assert judged_values(qald_answer(False)) == {"true": 0}
     assert judged_values(qald_answer([row, {"x": uri("Q1")}])) == {"http://www.wikidata.org/entity/Q1": 1, "3": 1}
+
+
+def test_ck25s_reference_queries_on_its_graph_score_as_the_client_scores_them(client, tmp_path, shared_dir):
+    """The challenge's own corporate graph and its 50 reference queries, run on Oxigraph: the reference result
+    against itself, against the reference query cut to two rows, and against the next question's result."""
+    import pyoxigraph as ox
+
+    graphs = shared_dir / "datasets" / "ck25" / "graphs"
+    catalogue = ox.Store()
+    catalogue.load(path=graphs / "queries.ttl", format=ox.RdfFormat.TURTLE)
+    queries = [row["text"].value for row in catalogue.query(
+        "SELECT ?text WHERE { ?query <http://www.w3.org/2000/01/rdf-schema#label> ?label ; "
+        "<https://vocab.eccenca.com/shui/queryText> ?text } ORDER BY ?label")]
+    assert len(queries) == 50
+    store = ox.Store()
+    for name in ("prod-inst.ttl", "text2sparql.ttl"):
+        store.load(path=graphs / name, format=ox.RdfFormat.TURTLE)
+
+    def results(sparql):
+        try:
+            return json.loads(store.query(sparql).serialize(format=ox.QueryResultsFormat.JSON))
+        except (SyntaxError, OSError, RuntimeError):  # the client, too, reads a failed query as an empty result
+            return EMPTY_RESULT
+
+    reference = [results(sparql) for sparql in queries]
+    gold, predicted = {}, {}
+    for i, sparql in enumerate(queries):
+        for variant, answer in (("same", reference[i]), ("two-rows", results(sparql + "\nLIMIT 2")),
+                                ("next", reference[(i + 1) % len(queries)])):
+            gold[f"ck25:{i}-en-{variant}"], predicted[f"ck25:{i}-en-{variant}"] = reference[i], answer
+    assert_parity(run_client(client, tmp_path, gold, predicted), gold, predicted)
+    same = aggregate(score_question(gold[key], predicted[key]) for key in gold if key.endswith("-same"))
+    # Two reference queries cast with xsd:int, which Oxigraph lacks: left out. One ASK is false: 0 against itself.
+    assert (same.f1, same.left_out) == (47 / 48, 2)
+    assert sum(1 for result in reference if result.get("boolean") is False) == 1
