@@ -23,6 +23,7 @@ import numpy as np
 from scipy import stats
 
 from harness.evaluation import Key, question_key
+from harness.reporting import last_settings
 
 
 #: The settings two compared runs must share, with the words that name them.
@@ -32,7 +33,7 @@ COMPARED = {"dataset": "dataset", "split": "split", "gold": "gold source", "numb
 
 def _settings(info: dict[str, Any]) -> dict[str, Any]:
     """The last part's settings, with defaults for settings older runs did not record."""
-    settings = dict(info.get("parts", [{}])[-1].get("settings", info) if info.get("parts") else info)
+    settings = dict(last_settings(info))
     settings.setdefault("gold", "file")
     settings.setdefault("numbers", "lexical")
     if settings.get("dataset") == "kqapro":
