@@ -68,6 +68,19 @@ def portable_path(path: str | Path | None, out_dir: Path) -> str | None:
     return os.path.relpath(Path(path).resolve(), Path(out_dir).resolve())
 
 
+#: Settings that are paths, recorded relative to the run's directory (earlier, as given on the command line).
+PATHS = ("kb", "examples")
+
+
+def _same(key: str, previous: Any, now: Any, out_dir: Path) -> bool:
+    """Whether a measured setting is unchanged; a path recorded as given (before paths were recorded relative to
+    the run) is the same when it names the same place."""
+    if previous == now or key not in PATHS or not isinstance(previous, str) or not isinstance(now, str):
+        return previous == now
+    here = (Path(out_dir) / now).resolve()
+    return here in ((Path(out_dir) / previous).resolve(), Path(previous).resolve())
+
+
 class RunMismatch(ValueError):
     """Resuming would mix runs made with different settings; the message says which and how to proceed."""
 
@@ -105,7 +118,7 @@ def begin_part(out_dir: Path, settings: dict[str, Any], started_at: str, force: 
     if parts and not force:
         previous = parts[-1]["settings"]
         changed = [f"{key} {previous[key]!r} (now {settings.get(key)!r})" for key in MEASURED
-                   if key in previous and previous[key] != settings.get(key)]
+                   if key in previous and not _same(key, previous[key], settings.get(key), out_dir)]
         if changed:
             raise RunMismatch(f"{out_dir} holds a run made with another " + ", ".join(changed)
                               + "; use a new --out directory, or --force to add a part with these settings "

@@ -301,13 +301,6 @@ def test_the_plot_title_counts_answers_as_its_bins_do(tmp_path, capsys):
     assert "(6 answers: 3 questions x 2 repeats)" in svg and "n=6" in svg
 
 
-def test_run_json_records_paths_relative_to_the_run(tmp_path):
-    from harness.run_info import portable_path
-
-    assert portable_path(tmp_path / "stores" / "kqapro", tmp_path / "runs" / "val") == "../../stores/kqapro"
-    assert portable_path(None, tmp_path) is None
-
-
 def test_gerbil_reading_the_qald_json_export_gets_the_reports_figures(tmp_path, capsys):
     """The export carries every column, so the answers GERBIL reads from it score what the report prints."""
     from harness.gerbil_metric import count_matches, gerbil_scores
