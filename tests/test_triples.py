@@ -59,7 +59,7 @@ def test_the_agent_explores_the_third_graph_with_the_same_five_actions(llm_serve
                          reply("execute_sparql", sparql=BOOKS_QUERY),
                          reply("stop", explanation="Three novels.", language="en")])
     llm = ChatModel.from_config(LLMConfig(base_url=server.base_url, api_key="test", max_retries=0, timeout=10))
-    agent = Agent(llm, kb, AgentConfig(graph=LIBRARY, scholarly_service=LIBRARY.scholarly_service,
+    agent = Agent(llm, kb, AgentConfig(
                                        answer_guaranteed=True))
     result = agent.run("Which books did Frank Herbert write, and when?")
     assert result.stop_reason == "stop" and [step.action for step in result.path] == [
