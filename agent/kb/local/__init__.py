@@ -104,7 +104,8 @@ class LocalKB:
         """Release the store, its query worker and its index, so another process may open it."""
         self.engine.restart()
         self.index.connection.close()
-        del self.store
+        self.__dict__.pop("store", None)
+        self.triples = None  # it holds the store too
 
     # -- loading ----------------------------------------------------------------------------------
 
