@@ -6,11 +6,12 @@ from pathlib import Path
 import pytest
 
 from agent import Agent, AgentConfig
-from agent.actions import check_argument
+from agent.actions import actions_for, check_argument
 from agent.graph import load_graph
 from agent.kb.local import LocalKB
 from agent.llm import ChatModel, LLMConfig
 from agent.observations import format_entry, format_property_examples, format_query_result, format_search
+from agent.prompts import render
 from tests.support.llm_server import ToolCallReply
 
 GRAPHS = Path(__file__).parent / "fixtures" / "graphs"
@@ -81,3 +82,23 @@ def test_know_before_use_names_the_graphs_own_terms(llm_server, kb):
     assert step.observation.endswith(
         rf"IDs new to this run (check them): {TEXAS} = Paris — city in Lamar County, Texas; "
         "dbo:populationTotal = population total; dbr:Nowhere does not exist; dbo:country = country.")
+
+
+def test_the_tools_and_the_policy_name_the_graph_not_wikidata(llm_server, kb):
+    server = llm_server([ToolCallReply("search_graph", {"thought": "Find her.", "query": "Marie Curie"}),
+                         ToolCallReply("get_entry", {"thought": "Her entry.", "qid": "dbr:Marie_Curie"}),
+                         ToolCallReply("get_wikidata_entry", {"thought": "The old name works too.", "qid": TEXAS}),
+                         ToolCallReply("stop", {"explanation": "None.", "language": "en"})])
+    llm = ChatModel.from_config(LLMConfig(base_url=server.base_url, api_key="test", max_retries=0, timeout=10))
+    result = Agent(llm, kb, AgentConfig(answer_guaranteed=False)).run("Where was Marie Curie born?")
+    assert [step.action for step in result.steps] == ["search_wikidata", "get_wikidata_entry", "get_wikidata_entry",
+                                                      "stop"]  # the trace keeps one vocabulary
+    assert "Warsaw (dbr:Warsaw)" in result.steps[1].observation
+    first, last = server.requests[0], server.requests[-1]
+    assert [tool["function"]["name"] for tool in first["tools"]] == [
+        "search_graph", "get_entry", "get_property_examples", "execute_sparql", "stop"]
+    assert "wikidata" not in json.dumps(last["messages"]).lower()
+    text = render("policy", answer_guaranteed=False, text_protocol=True, actions=actions_for(DBPEDIA),
+                  scholarly_service="", graph=DBPEDIA.prompt)
+    assert "- search_graph(query): items and properties by label" in text
+    assert "when the DBpedia sample cannot answer the question" in text and "Wikidata" not in text

@@ -113,5 +113,5 @@ def test_the_agent_answers_over_the_kqapro_profile_through_the_openai_client(llm
     assert answer_text(result.answer, result.variables, kb) == question["answer"] == "1946-06-14"
     request = server.requests[0]
     assert [tool["function"]["name"] for tool in request["tools"]] == [
-        "search_wikidata", "get_wikidata_entry", "get_property_examples", "execute_sparql", "stop"]
+        "search_graph", "get_entry", "get_property_examples", "execute_sparql", "stop"]
     assert request["messages"][0]["content"].startswith("Answer with a SPARQL query over the KQA Pro")
