@@ -102,3 +102,12 @@ def test_the_tools_and_the_policy_name_the_graph_not_wikidata(llm_server, kb):
                   scholarly_service="", graph=DBPEDIA.prompt)
     assert "- search_graph(query): items and properties by label" in text
     assert "when the DBpedia sample cannot answer the question" in text and "Wikidata" not in text
+
+
+def test_the_store_runs_the_profiles_dialect_not_the_query_services(kb):
+    result = kb.execute("SELECT ?c ?cLabel WHERE { ?c a dbo:City . "
+                        "SERVICE wikibase:label { bd:serviceParam wikibase:language \"en\" } }")
+    assert (result.status, result.message) == ("error", "not supported offline: SERVICE wikibase:label")
+    result = kb.execute("SELECT (SUM(xsd:int(?n)) AS ?all) WHERE { ?c dbo:populationTotal ?n }")
+    assert result.bindings == [{"all": {"type": "literal", "value": "2126821",
+                                        "datatype": "http://www.w3.org/2001/XMLSchema#integer"}}]

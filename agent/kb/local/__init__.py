@@ -97,7 +97,7 @@ class LocalKB:
         self.index = SearchIndex(self.directory / "index.sqlite", self.language, read_only=read_only,
                                  kind_of=wikidata_kind if self.wikibase else self.graph.kind_of)
         self.engine = QueryEngine(oxigraph, self.language, timeout, prefixes=self.graph.prefixes,
-                                  base_iri=self.graph.base or None)
+                                  base_iri=self.graph.base or None, dialect=self.graph.dialect)
         self.triples = None if self.wikibase else TripleEntries(self.store, self.graph, self.index)
 
     def close(self) -> None:

@@ -41,7 +41,6 @@ import io
 import json
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 from urllib.parse import quote
@@ -50,6 +49,8 @@ import pyoxigraph as ox
 
 from agent.graph import WIKIDATA, GraphProfile, unescape_local
 from agent.kb.dialect import PREFIXES
+from agent.kb.local.batches import Batch, Fact, LoadError, iri, literal
+from agent.kb.local.kqapro import kqapro_batches
 
 WD, WDT, P, PS, PQ, WDS, WDV, WDNO = (PREFIXES[name] for name in ("wd", "wdt", "p", "ps", "pq", "wds", "wdv", "wdno"))
 PSV, PQV, WIKIBASE, XSD, SCHEMA = (PREFIXES[name] for name in ("psv", "pqv", "wikibase", "xsd", "schema"))
@@ -81,11 +82,6 @@ FACT_PREDICATES = {RDFS_LABEL: "label", SCHEMA_DESCRIPTION: "description", SKOS_
                    WIKIBASE + "propertyType": "type", WIKIBASE + "sitelinks": "sitelinks", PAGERANK: "pagerank"}
 BATCH_TRIPLES = 50_000
 _ENTITY_ID = re.compile(r"^[QPL][1-9][0-9]*$")
-_NT_ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r"})
-_IRI_ESCAPES = str.maketrans({c: f"%{ord(c):02X}" for c in ' <>"{}|^`\\' + "".join(map(chr, range(33)))})
-#: A character either table rewrites: most texts and IRIs have none, and a search is far cheaper than a translate.
-_NT_ESCAPED = re.compile("[" + re.escape("".join(map(chr, _NT_ESCAPES))) + "]")
-_IRI_ESCAPED = re.compile("[" + re.escape("".join(map(chr, _IRI_ESCAPES))) + "]")
 #: Sites whose host is not ``<language>.<family>.org``.
 _SPECIAL_SITES = {"commonswiki": "commons.wikimedia.org", "wikidatawiki": "www.wikidata.org",
                   "specieswiki": "species.wikimedia.org", "metawiki": "meta.wikimedia.org",
@@ -95,26 +91,6 @@ _SPECIAL_SITES = {"commonswiki": "commons.wikimedia.org", "wikidatawiki": "www.w
 _FAMILIES = (("wikiquote", "wikiquote"), ("wikisource", "wikisource"), ("wikivoyage", "wikivoyage"),
              ("wikinews", "wikinews"), ("wikibooks", "wikibooks"), ("wikiversity", "wikiversity"),
              ("wiktionary", "wiktionary"), ("wiki", "wikipedia"))
-Fact = tuple[str, str, str, str]  # (entity id, kind, value, language)
-
-
-class LoadError(ValueError):
-    """A file that cannot be loaded; the message names the file and, where known, the line."""
-
-
-@dataclass
-class Batch:
-    """Part of one file, in the forms the store and the search index take."""
-
-    lines: list[str] = field(default_factory=list)
-    facts: list[Fact] = field(default_factory=list)
-    #: Entities the file holds whole: their earlier terms and statements go.
-    whole: list[str] = field(default_factory=list)
-    #: (entity IRI, property id) pairs with a preferred statement (KGTK files with a rank column).
-    preferred: list[tuple[str, str]] = field(default_factory=list)
-    triples: int = 0
-    #: Claims read from a KGTK file without a rank column (each taken as best rank).
-    unranked: int = 0
 
 
 def open_file(path: Path) -> IO[bytes]:
@@ -189,8 +165,6 @@ def read_batches(path: Path, size: int = BATCH_TRIPLES, graph: GraphProfile = WI
             else:
                 text = io.TextIOWrapper(stream, encoding="utf-8")
                 if kind == "json" and graph.json_format == "kqapro":
-                    from agent.kb.local.kqapro import kqapro_batches
-
                     source = kqapro_batches(text, path, graph, size,
                                             reopen=lambda: io.TextIOWrapper(open_file(path), encoding="utf-8"))
                 elif kind == "json":
@@ -208,17 +182,6 @@ def read_batches(path: Path, size: int = BATCH_TRIPLES, graph: GraphProfile = WI
 
 
 # -- N-Triples text --------------------------------------------------------------------------------
-
-def iri(value: str) -> str:
-    return f"<{value.translate(_IRI_ESCAPES) if _IRI_ESCAPED.search(value) else value}>"
-
-
-def literal(value: str, language: str | None = None, datatype: str | None = None) -> str:
-    text = f'"{value.translate(_NT_ESCAPES) if _NT_ESCAPED.search(value) else value}"'
-    if language:
-        return f"{text}@{language}"
-    return f"{text}^^<{datatype}>" if datatype else text
-
 
 def _typed(value: str, name: str) -> str:
     return literal(value, datatype=XSD + name)

@@ -134,9 +134,15 @@ def escape_dots_beside_percents(query: str) -> str:
                    and "." in token.text else token.text for token in tokenize(query))
 
 
-def rewrite(query: str, language: str = "en") -> str:
-    """The query as Oxigraph can run it; raises :class:`Unsupported` for what cannot be emulated."""
-    query = emulate_wdqs(query, language)
+def rewrite(query: str, language: str = "en", dialect: str = "wdqs") -> str:
+    """The query as Oxigraph can run it; raises :class:`Unsupported` for what cannot be emulated.
+
+    *dialect* is what the graph's queries are written in (its profile's): the
+    query service's additions are emulated unless they are plain SPARQL 1.1
+    (``sparql11``), so such a graph's query runs as written.
+    """
+    if dialect != "sparql11":
+        query = emulate_wdqs(query, language)
     service = re.search(r"(?<![?$\w:])SERVICE\s+(SILENT\s+)?(\S+)", masked(query), re.IGNORECASE)
     if service:
         start = service.start(2)
@@ -199,7 +205,7 @@ def term_json(term: Any) -> dict[str, str]:
 
 
 def run_on_store(store: ox.Store, query: str, language: str = "en", prefixes: dict[str, str] = PREFIXES,
-                 base_iri: str | None = None) -> dict[str, Any]:
+                 base_iri: str | None = None, dialect: str = "wdqs") -> dict[str, Any]:
     """A query's outcome as plain data (it crosses a process boundary).
 
     *prefixes* are declared for every query (the graph's), and relative IRIs
@@ -209,7 +215,7 @@ def run_on_store(store: ox.Store, query: str, language: str = "en", prefixes: di
     still names each.
     """
     try:
-        prepared = rewrite(query, language)
+        prepared = rewrite(query, language, dialect)
         results = store.query(prepared, prefixes=prefixes, base_iri=base_iri or None, custom_functions=FUNCTIONS,
                               use_default_graph_as_union=True)
     except Unsupported as error:
@@ -248,7 +254,8 @@ def open_read_only(path: str) -> ox.Store:
     return ox.Store.read_only(path)
 
 
-def _worker(path: str, language: str, connection: Any, prefixes: dict[str, str], base_iri: str | None) -> None:
+def _worker(path: str, language: str, connection: Any, prefixes: dict[str, str], base_iri: str | None,
+            dialect: str) -> None:
     try:
         store = open_read_only(path)
     except OSError as error:
@@ -260,22 +267,23 @@ def _worker(path: str, language: str, connection: Any, prefixes: dict[str, str],
             query = connection.recv()
         except EOFError:  # the parent has gone
             return
-        connection.send(run_on_store(store, query, language, prefixes, base_iri))
+        connection.send(run_on_store(store, query, language, prefixes, base_iri, dialect))
 
 
 class QueryEngine:
     """Queries on the store at *store_path*, each in a worker process that a timeout can end.
 
-    *prefixes* and *base_iri* are the graph's (see :func:`run_on_store`).
+    *prefixes*, *base_iri* and *dialect* are the graph's (see :func:`run_on_store`).
     """
 
     def __init__(self, store_path: Path, language: str = "en", default_timeout: float = 60.0,
-                 prefixes: dict[str, str] = PREFIXES, base_iri: str | None = None) -> None:
+                 prefixes: dict[str, str] = PREFIXES, base_iri: str | None = None, dialect: str = "wdqs") -> None:
         self.store_path = Path(store_path)
         self.language = language
         self.default_timeout = default_timeout
         self.prefixes = prefixes
         self.base_iri = base_iri
+        self.dialect = dialect
         self._lock = threading.Lock()
         self._process: multiprocessing.Process | None = None
         self._connection: Any = None
@@ -285,7 +293,8 @@ class QueryEngine:
         context = multiprocessing.get_context("spawn")
         parent, child = context.Pipe()
         self._process = context.Process(target=_worker, args=(str(self.store_path), self.language, child,
-                                                              self.prefixes, self.base_iri), daemon=True)
+                                                              self.prefixes, self.base_iri, self.dialect),
+                                        daemon=True)
         self._process.start()
         child.close()  # the worker's end: once it exits, the parent reads an end of file instead of waiting
         self._connection = parent
