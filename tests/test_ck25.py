@@ -48,6 +48,9 @@ def test_the_named_graphs_are_kept_and_the_default_graph_is_their_union(kb):
 
 def test_search_finds_instances_classes_and_properties_by_the_graphs_labels(kb):
     assert [hit.id for hit in kb.search("Karen Brant").items] == [KAREN]
+    inductor = format_search(kb.search("Inductor")).splitlines()
+    assert inductor[:2] == ["Inductor (prodi:prod-cat-Inductor): product category",  # told apart by class
+                            "L262-1109442 - Polymer Inductor Rheostat Breaker (prodi:hw-L262-1109442): hardware"]
     employee = format_search(kb.search("employee"))
     assert employee.startswith("Employee (pv:Employee): An employee in my company.")
     assert "has manager (pv:hasManager): The manager of the employee." in format_search(kb.search("manager"))
@@ -56,7 +59,7 @@ def test_search_finds_instances_classes_and_properties_by_the_graphs_labels(kb):
 
 def test_entries_and_examples_show_ids_as_queries_write_them(kb):
     entry = format_entry(kb.get_entry(KAREN))
-    assert entry.startswith(f"Karen Brant ({KAREN})\n")
+    assert entry.startswith(f"Karen Brant ({KAREN}): employee\n")  # described by its class
     assert '"member of (pv:memberOf)": "Engineering (prodi:dept-73191)"' in entry
     assert '"type (rdf:type)": "Employee (pv:Employee)"' in entry
     assert format_entry(kb.get_entry("pv:Employee")).startswith("Employee (pv:Employee): An employee in my company.")

@@ -27,7 +27,7 @@ def kb(tmp_path_factory):
 def test_search_uses_the_graphs_own_labels_and_descriptions(kb):
     assert [(hit.id, hit.description) for hit in kb.search("dune").items] == [
         ("lib:book1", "novel by Frank Herbert, 1965"), ("lib:film1", "film by Denis Villeneuve, 2021"),
-        ("lib:book2", "novel by Frank Herbert, 1969"), ("lib:book3", "")]
+        ("lib:book2", "novel by Frank Herbert, 1969"), ("lib:book3", "book")]
     assert [hit.id for hit in kb.search("author").properties] == ["schema:author"]
     assert "Properties:\nauthor (schema:author)" in format_search(kb.search("author"))
 

@@ -232,8 +232,11 @@ def _profile_facts(graph: GraphProfile) -> FactReader:
         property_id = graph.id_of(quad.predicate.value, "property")
         if property_id is not None:
             name(property_id, quad.predicate.value, batch)
-        if quad.predicate.value == type_predicate and isinstance(quad.object, ox.NamedNode) and graph.ids.classes:
-            class_id = graph.id_of(quad.object.value, "item")
+        if quad.predicate.value == type_predicate and isinstance(quad.object, ox.NamedNode):
+            typed = graph.id_of(quad.subject.value) if isinstance(quad.subject, ox.NamedNode) else None
+            if typed is not None:  # describes a hit without a description: same-name things told apart
+                batch.facts.append((typed, "class", humanised(re.split(r"[/#:]", quad.object.value)[-1]), ""))
+            class_id = graph.id_of(quad.object.value, "item") if graph.ids.classes else None
             if class_id is not None:
                 name(class_id, quad.object.value, batch)
 

@@ -110,7 +110,7 @@ class SearchIndex:
     def add(self, facts: Iterable[Fact]) -> None:
         """Index *facts* (entity id, kind, value, language); texts in other languages are left out."""
         rows: dict[str, list[tuple]] = {"label": [], "description": [], "type": [], "sitelinks": [],
-                                         "pagerank": [], "alias": [], "name": []}
+                                         "pagerank": [], "alias": [], "name": [], "class": []}
         names: list[tuple[str, str, int]] = []
         words: list[tuple[str, str, int]] = []
         generation = self.generation
@@ -143,6 +143,11 @@ class SearchIndex:
             "INSERT INTO entities (id, kind, number, label, generation) VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) "
             "DO UPDATE SET label = CASE entities.label WHEN '' THEN excluded.label ELSE entities.label END",
             rows["name"])
+        # A class describes a thing without a description (the first class read).
+        self.connection.executemany(
+            "INSERT INTO entities (id, kind, number, description, generation) VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) "
+            "DO UPDATE SET description = CASE entities.description WHEN '' THEN excluded.description "
+            "ELSE entities.description END", rows["class"])
         self.connection.executemany("INSERT INTO names VALUES (?, ?, ?)", names)
         self.connection.executemany("INSERT INTO words VALUES (?, ?, ?)", words)
 
