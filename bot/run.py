@@ -160,7 +160,7 @@ def make_answerer(config: BotConfig, llm_config):
         raise ValueError(f"kb_dir {config.kb_dir} holds the graph {kb.graph.name!r}: the bot answers about Wikidata")
     # Every answer of the model and the knowledge base is scrubbed of secrets before the agent sees it.
     agent = Agent(llm=llm, kb=Scrubbed(kb), config=AgentConfig(answer_guaranteed=False,
-                                                     scholarly_service=config.scholarly_service))
+                                                     scholarly_service=config.scholarly_service or ""))
     endpoint = endpoint_of(llm_config)
 
     def answer(request):
