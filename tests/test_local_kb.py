@@ -492,3 +492,20 @@ def test_a_query_worker_that_cannot_open_the_store_says_why_at_once(tmp_path):
     assert time.monotonic() - started < STARTUP_SECONDS / 4
     assert result.status == "error" and "could not open" in result.message
     assert "cannot open the store: " in result.message and "see its error above" not in result.message
+
+
+def test_a_graph_file_beside_a_file_names_the_graph_it_loads_into(tmp_path):
+    (tmp_path / "small.ttl").write_text(TTL)
+    (tmp_path / "small.ttl.graph").write_text("https://example.org/graphs/small\n")
+    kb = LocalKB(tmp_path / "store")
+    try:
+        kb.load([tmp_path / "small.ttl"], progress=False)
+        rows = kb.execute("SELECT DISTINCT ?g WHERE { GRAPH ?g { wd:Q64 ?p ?o } }").bindings
+        assert rows == [{"g": {"type": "uri", "value": "https://example.org/graphs/small"}}]
+        assert kb.execute("SELECT ?l WHERE { wd:Q64 rdfs:label ?l }").status == "ok"  # the default graph: the union
+        (tmp_path / "bad.ttl").write_text(TTL)
+        (tmp_path / "bad.ttl.graph").write_text("not an IRI <\n")
+        with pytest.raises(LoadError, match=r"bad\.ttl\.graph: the name of the graph bad\.ttl goes to must be one IRI"):
+            kb.load([tmp_path / "bad.ttl"], progress=False)
+    finally:
+        kb.close()
