@@ -6,14 +6,17 @@ predicate, with or without a language) and described, what the ID of an item
 or a property looks like and how people write it, how an entry is shown
 (Wikibase statements, or plain outgoing triples with value nodes and fact
 nodes carrying qualifiers), and the graph-specific lines of the policy
-prompt.  Wikidata and KQA Pro are two profiles of one agent with the same
-five actions; adding a graph is adding a profile file:
+prompt.  Wikidata, KQA Pro and CK25 are three profiles of one agent with the
+same five actions; adding a graph is adding a profile file (a misspelt key is
+an error naming it):
 
 >>> from agent.graph import load_graph
 >>> load_graph("kqapro").names.label
 'pred:name'
 >>> load_graph("wikidata").check_item("wd:q42")
 ('Q42', None)
+>>> load_graph("ck25").check_item("<http://ld.company.org/prod-instances/empl-Karen.Brant%40company.org>")
+('prodi:empl-Karen.Brant%40company.org', None)
 
 The profiles shipped with the agent live in ``agent/profiles/`` (package
 data); any other is named by its path.  Every IRI in a profile is written in
