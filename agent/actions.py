@@ -10,7 +10,7 @@ the model reads next turn, never an exception.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from agent import observations
 from agent.graph import WIKIDATA, GraphProfile
@@ -61,6 +61,13 @@ class ActionSpec:
     execute: Callable[[KnowledgeBase, str, float | None], Outcome] | None = None
     #: The tool takes the step's ``thought`` (``stop`` does not: its explanation says it all).
     thought: bool = True
+    #: The name the model sees on a graph other than Wikidata, where a name saying "wikidata" would mislead;
+    #: "" where the name says no graph.  Traces, reports and the replay keep :attr:`name`.
+    other_graphs: str = ""
+
+    def name_on(self, graph: GraphProfile) -> str:
+        """The name the model sees for the action on *graph*."""
+        return self.other_graphs if self.other_graphs and graph.name != WIKIDATA.name else self.name
 
     @property
     def signature(self) -> str:
@@ -116,9 +123,9 @@ ACTIONS: dict[str, ActionSpec] = {
     spec.name: spec
     for spec in (
         ActionSpec("search_wikidata", "items and properties by label", Parameter("query", ""),
-                   execute=_search),
+                   execute=_search, other_graphs="search_graph"),
         ActionSpec("get_wikidata_entry", "an item's statements", Parameter("qid", ""),
-                   check=_check_item, execute=_entry),
+                   check=_check_item, execute=_entry, other_graphs="get_entry"),
         ActionSpec("get_property_examples", "how a property is used", Parameter("pid", ""),
                    check=_check_property, execute=_examples),
         ActionSpec("execute_sparql", "run a query", Parameter("sparql", ""), execute=_query),
@@ -130,15 +137,27 @@ ACTIONS: dict[str, ActionSpec] = {
 }
 
 
-def tool_schemas() -> list[dict]:
-    return [spec.schema() for spec in ACTIONS.values()]
+def actions_for(graph: GraphProfile = WIKIDATA) -> list[ActionSpec]:
+    """The actions as the model sees them on *graph* (named for it: ``search_graph`` off Wikidata)."""
+    return [replace(spec, name=spec.name_on(graph)) for spec in ACTIONS.values()]
+
+
+def tool_schemas(graph: GraphProfile = WIKIDATA) -> list[dict]:
+    return [spec.schema() for spec in actions_for(graph)]
+
+
+def action_named(name: str, graph: GraphProfile = WIKIDATA) -> str:
+    """The action a model's *name* calls on *graph*: its name there, or the Wikidata name any model may know;
+    other names are returned as they are (and refused as unknown)."""
+    return next((spec.name for spec in ACTIONS.values() if name == spec.name_on(graph)), name)
 
 
 def check_argument(action: str, argument: str, graph: GraphProfile = WIKIDATA) -> tuple[str, str | None]:
     """The normalised argument, and a message for the model when it is unusable (IDs as *graph* shapes them)."""
     spec = ACTIONS.get(action)
     if spec is None:
-        return argument, f"Unknown action {action!r}. Choose one of: {', '.join(ACTIONS)}."
+        names = ", ".join(spec.name_on(graph) for spec in ACTIONS.values())
+        return argument, f"Unknown action {action!r}. Choose one of: {names}."
     if spec.argument is None:
         return "", None
     argument = argument.strip()

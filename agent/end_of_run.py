@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from agent import grounding, observations
+from agent.actions import ACTIONS
 from agent.llm import well_formed
 from agent.kb.base import QueryResult
 from agent.prompts import render
@@ -89,7 +90,8 @@ def trace_text(run: _Run) -> str:
                                            "usable query)" if step.rolled_back else "")
         if len(observation) > TRACE_OBSERVATION_CHARS:
             observation = observation[:TRACE_OBSERVATION_CHARS] + " …(cut)"
-        lines.append(f"[{number}] Thought: {step.thought}\nAction: {step.action}({step.argument})\n"
+        name = ACTIONS[step.action].name_on(run.graph) if step.action in ACTIONS else step.action
+        lines.append(f"[{number}] Thought: {step.thought}\nAction: {name}({step.argument})\n"
                      f"Observation: {observation}")
     return "\n\n".join(lines) or "(no steps were taken)"
 
@@ -104,11 +106,11 @@ def extract(run: _Run) -> Extraction | None:
     from agent.loop import _RunEnded
 
     messages = [{"role": "user", "content": render("extract", question=run.question, trace=trace_text(run),
-                                                   graph=run.config.graph.prompt)}]
+                                                   graph=run.graph.prompt)}]
     try:
         completion = run.call_llm(messages, temperature=0.0, max_tokens=run.config.max_completion_tokens)
         extraction = parse_extraction(completion.content)
-        unseen = grounding.unseen_ids(extraction.sparql, run.shown_ids())
+        unseen = grounding.unseen_ids(extraction.sparql, run.shown_ids(), run.graph)
         if not unseen:
             return extraction
         run.final_unseen_ids = unseen

@@ -50,8 +50,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agent import end_of_run, grounding, observations
-from agent.actions import ACTIONS, CANNOT_ANSWER, check_argument, is_set, same_action, tool_schemas
-from agent.graph import WIKIDATA, GraphProfile
+from agent.actions import (ACTIONS, CANNOT_ANSWER, action_named, actions_for, check_argument, is_set, same_action,
+                           tool_schemas)
 from agent.kb.base import KBUnavailable, KnowledgeBase, QueryResult
 from agent.llm import ChatModel, Completion, ContextTooLong, LLMUnavailable, ToolsUnsupported, well_formed
 from agent.parsing import ParseError, parse_step
@@ -91,11 +91,9 @@ class AgentConfig:
     #: hits and statements used since, and their query results cut to the first rows, unless the
     #: model tried to take them again since.  (Only the last step keeps its thought.)
     recent_steps: int = 2
-    #: Where the scholarly articles are, seen from the query service the agent asks (the WDQS graph
-    #: split of May 2025 took them out of the main graph); "" when that service holds them itself.
-    scholarly_service: str = "wdsubgraph:scholarly_articles"
-    #: The graph explored: its IDs and the graph-specific lines of the prompts.
-    graph: GraphProfile = WIKIDATA
+    #: Where the scholarly articles are, seen from the query service the agent asks; ``None`` for what the
+    #: graph's profile says (Wikidata's: the WDQS graph split of May 2025), "" when that service holds them.
+    scholarly_service: str | None = None
 
 
 @dataclass
@@ -155,6 +153,10 @@ class _Run:
                  on_step: Callable[[Step], None] | None) -> None:
         self.agent = agent
         self.config = agent.config
+        #: The graph explored, as the knowledge base holds it: its IDs and the graph-specific lines of the prompts.
+        self.graph = agent.kb.graph
+        self.scholarly_service = (self.graph.scholarly_service if self.config.scholarly_service is None
+                                  else self.config.scholarly_service)
         self.question = question
         self.context = context
         self.on_step = on_step
@@ -246,7 +248,8 @@ class _Run:
             elif (earlier := self.taken_before(step, index)) is not None:
                 step.rolled_back = True
                 self.repeated_at[earlier] = index
-                self.notes.append(f"{step.action}({_short(step.argument)}) repeats step {earlier + 1}: "
+                self.notes.append(f"{ACTIONS[step.action].name_on(self.graph)}({_short(step.argument)}) repeats step "
+                                  f"{earlier + 1}: "
                                   "its result is unchanged. Take a different action.")
             else:
                 step.observation = self.act(step, index)
@@ -296,7 +299,7 @@ class _Run:
             text = self.text_protocol
             try:
                 completion = self.call_llm(self.messages(), temperature=self.config.temperature,
-                                           top_p=self.config.top_p, tools=None if text else tool_schemas(),
+                                           top_p=self.config.top_p, tools=None if text else tool_schemas(self.graph),
                                            max_tokens=self.config.max_completion_tokens,
                                            stop=TEXT_STOP if text else None)
             except ToolsUnsupported:
@@ -342,32 +345,35 @@ class _Run:
                                  f"The arguments of {call.name} are not a JSON object ({error}).", malformed=True)
             thought = str(arguments.pop("thought", "") or "").strip()
             thought = "\n".join(part for part in (content, thought) if part)
-            spec = ACTIONS.get(call.name)
+            name = action_named(call.name, self.graph)
+            spec = ACTIONS.get(name)
             if spec is not None and spec.argument and spec.argument.name not in arguments:
                 others = ", ".join(f'"{name}"' for name in arguments) or "none"
                 return _Decision(thought, call.name, "", f'{call.name} takes its argument as "{spec.argument.name}"; '
                                                          f"the call gave {others}.", malformed=True)
             raw = str(arguments.get(spec.argument.name, "")) if spec and spec.argument else ""
-            argument, error = check_argument(call.name, raw, self.config.graph)
+            argument, error = check_argument(name, raw, self.graph)
             extras = {parameter.name: str(arguments.get(parameter.name) or "").strip()
                       for parameter in (spec.extras if spec else ())}
-            return _Decision(thought, call.name, argument, error, extras, malformed=spec is None)
+            return _Decision(thought, name, argument, error, extras, malformed=spec is None)
         try:
             parsed = parse_step(completion.content)
         except ParseError as error:
             if not self.text_protocol:
-                error = ParseError(f"No tool was called. Call one of: {', '.join(ACTIONS)}.")
+                error = ParseError(f"No tool was called. Call one of: "
+                                   f"{', '.join(spec.name for spec in actions_for(self.graph))}.")
             return _Decision(completion.content.strip(), "", "", str(error), malformed=not self.text_protocol)
-        argument, error = check_argument(parsed.action, parsed.argument, self.config.graph)
-        return _Decision(parsed.thought, parsed.action, argument, error, parsed.extras)
+        name = action_named(parsed.action, self.graph)
+        argument, error = check_argument(name, parsed.argument, self.graph)
+        return _Decision(parsed.thought, name, argument, error, parsed.extras)
 
     def messages(self) -> list[dict[str, Any]]:
         text = self.text_protocol
         messages: list[dict[str, Any]] = [
             {"role": "system", "content": render("policy", answer_guaranteed=self.config.answer_guaranteed,
-                                                 text_protocol=text, actions=list(ACTIONS.values()),
-                                                 scholarly_service=self.config.scholarly_service,
-                                                 graph=self.config.graph.prompt)},
+                                                 text_protocol=text, actions=actions_for(self.graph),
+                                                 scholarly_service=self.scholarly_service,
+                                                 graph=self.graph.prompt)},
             {"role": "user", "content": render("question", question=self.question, context=self.context)},
         ]
         path = self.path
@@ -392,8 +398,9 @@ class _Run:
                     observation = "\n".join(filter(None, (observations.shrink_result(result),
                                                            grounding.shorten_note(note) if note else "")))
             spec = ACTIONS.get(step.action)
+            shown = spec.name_on(self.graph) if spec else step.action
             if text or spec is None:
-                action = f"{step.action}({step.argument})" if step.action else "(none)"
+                action = f"{shown}({step.argument})" if step.action else "(none)"
                 messages.append({"role": "assistant", "content": f"Thought: {thought}\nAction: {action}"})
                 messages.append({"role": "user", "content": f"Observation: {observation}"})
                 continue
@@ -403,7 +410,7 @@ class _Run:
             call_id = f"call_{index}"
             messages.append({"role": "assistant", "content": None, "tool_calls": [
                 {"id": call_id, "type": "function",
-                 "function": {"name": step.action, "arguments": json.dumps(arguments, ensure_ascii=False)}}]})
+                 "function": {"name": shown, "arguments": json.dumps(arguments, ensure_ascii=False)}}]})
             messages.append({"role": "tool", "tool_call_id": call_id, "content": observation})
         if self.notes:
             messages.append({"role": "user", "content": "Undone so far:\n" + "\n".join(
@@ -435,7 +442,7 @@ class _Run:
             step.query_status = result.status
             step.row_count = (1 if result.boolean is not None else len(result.bindings)) \
                 if result.status in ("ok", "empty") else None
-            step.unseen_ids = grounding.unseen_ids(step.argument, self.shown_ids(before=index))
+            step.unseen_ids = grounding.unseen_ids(step.argument, self.shown_ids(before=index), self.graph)
             if step.unseen_ids:
                 try:
                     return outcome.observation + "\n" + self.name_ids(step.unseen_ids)
@@ -446,7 +453,7 @@ class _Run:
 
     def shown_ids(self, before: int | None = None) -> set[str]:
         """The IDs the observations of the run (up to step *before*) have shown."""
-        return grounding.shown_ids(step.observation or "" for step in self.steps[:before])
+        return grounding.shown_ids((step.observation or "" for step in self.steps[:before]), self.graph)
 
     def name_ids(self, ids: list[str]) -> str:
         """The note naming *ids*: one lookup through the knowledge base, no model call."""
@@ -466,7 +473,7 @@ class _Run:
         if len(entry_text) < self.config.prune_threshold:
             return entry_text
         header, _, body = entry_text.partition("\n")
-        prompt = render("prune", question=self.question, entity=header, entry=body, graph=self.config.graph.prompt)
+        prompt = render("prune", question=self.question, entity=header, entry=body, graph=self.graph.prompt)
         try:
             completion = self.call_llm([{"role": "user", "content": prompt}], temperature=0.0,
                                        max_tokens=self.config.max_completion_tokens)

@@ -69,7 +69,7 @@ def portable_path(path: str | Path | None, out_dir: Path) -> str | None:
 
 
 #: Settings that are paths, recorded relative to the run's directory (earlier, as given on the command line).
-PATHS = ("kb", "examples")
+PATHS = ("kb", "examples", "questions")
 
 
 def _same(key: str, previous: Any, now: Any, out_dir: Path) -> bool:

@@ -81,7 +81,7 @@ def _config(args: argparse.Namespace) -> BotConfig:
 def _name_properties(store: ExampleStore, args: argparse.Namespace) -> None:
     from agent.kb import open_kb
 
-    kb = open_kb(args.kb, cache_path=args.cache)
+    kb = open_kb(args.kb, cache_path=args.cache, read_only=False)
     report = name_properties(store, kb)
     print(f"properties named: {report.looked_up} looked up, {report.names} names"
           + (f"; {len(report.failed)} batches not read (looked up again next time)" if report.failed else ""))

@@ -101,9 +101,8 @@ def test_the_agent_answers_over_the_kqapro_profile_through_the_openai_client(llm
         ToolCallReply("execute_sparql", {"thought": "Ask for his birth date.", "sparql": question["sparql"]}),
         ToolCallReply("stop", {"thought": "Found.", "explanation": "Born 1946-06-14.", "language": "en"}),
     ])
-    graph = kb.graph
     agent = Agent(ChatModel.from_config(LLMConfig(base_url=server.base_url, api_key="t", max_retries=0, timeout=10)),
-                  kb, AgentConfig(graph=graph, scholarly_service=graph.scholarly_service, answer_guaranteed=True))
+                  kb, AgentConfig(answer_guaranteed=True))
     result = agent.run(question["question"])
     assert result.stop_reason == "stop"
     search, entry, query = (step.observation for step in result.steps[:3])
@@ -114,5 +113,5 @@ def test_the_agent_answers_over_the_kqapro_profile_through_the_openai_client(llm
     assert answer_text(result.answer, result.variables, kb) == question["answer"] == "1946-06-14"
     request = server.requests[0]
     assert [tool["function"]["name"] for tool in request["tools"]] == [
-        "search_wikidata", "get_wikidata_entry", "get_property_examples", "execute_sparql", "stop"]
+        "search_graph", "get_entry", "get_property_examples", "execute_sparql", "stop"]
     assert request["messages"][0]["content"].startswith("Answer with a SPARQL query over the KQA Pro")

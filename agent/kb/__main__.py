@@ -36,12 +36,16 @@ dialects it speaks (query --endpoint URL --dialect NAME):
              wikibase:mwapi, around and box say "not supported"
   sparql11   any SPARQL 1.1 endpoint holding Wikidata, prepared as for qlever
 The agent and the bot take the same two settings from WIKIDATA_SPARQL_URL and WIKIDATA_SPARQL_DIALECT.
-The local store speaks wdqs itself (it emulates the label service, hints and named subqueries).
+The local store speaks wdqs itself (it emulates the label service, hints and named subqueries) for Wikidata,
+and runs the queries of a graph whose profile says sparql11 as written.
 
 other graphs (load --graph NAME or PROFILE.toml; a store keeps its graph, so query and search need no --graph):
   kqapro     KQA Pro's kb.json, mapped as its SPARQL engine builds the graph (names, value nodes,
              fact nodes with qualifiers); its queries run as written (<pred:name>, <population>)
-  a profile  any RDF graph (.ttl, .nt) whose label predicate, IDs and entries a profile file names"""
+  ck25       CK25, the TEXT2SPARQL'25 corporate graph: load graphs/prod-inst.ttl and text2sparql.ttl
+             (never queries.ttl, which holds the reference queries)
+  a profile  any RDF graph (.ttl, .nt) whose label predicate, IDs and entries a profile file names;
+             FILE.ttl.graph beside a file names the named graph it loads into (queries see their union)"""
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -25,7 +25,8 @@ from tqdm import tqdm
 
 from agent.graph import WIKIDATA, GraphProfile, parse_profile
 from agent.kb.base import Claim, Entry, PropertyExample, Qualifier, QueryResult, SearchHit, SearchResults, Value
-from agent.kb.local.loaders import GENID, RDF_FORMATS, SCHEMA_ABOUT, LoadError, file_kind, open_file, read_batches
+from agent.kb.local.loaders import (GENID, RDF_FORMATS, SCHEMA_ABOUT, LoadError, file_kind, named_graph, open_file,
+                                   read_batches)
 from agent.kb.local.search import SearchIndex, wikidata_kind
 from agent.kb.local.triples import TripleEntries
 from agent.kb.local.sparql import PREFIXES, QueryEngine
@@ -96,14 +97,15 @@ class LocalKB:
         self.index = SearchIndex(self.directory / "index.sqlite", self.language, read_only=read_only,
                                  kind_of=wikidata_kind if self.wikibase else self.graph.kind_of)
         self.engine = QueryEngine(oxigraph, self.language, timeout, prefixes=self.graph.prefixes,
-                                  base_iri=self.graph.base or None)
+                                  base_iri=self.graph.base or None, dialect=self.graph.dialect)
         self.triples = None if self.wikibase else TripleEntries(self.store, self.graph, self.index)
 
     def close(self) -> None:
         """Release the store, its query worker and its index, so another process may open it."""
         self.engine.restart()
         self.index.connection.close()
-        del self.store
+        self.__dict__.pop("store", None)
+        self.triples = None  # it holds the store too
 
     # -- loading ----------------------------------------------------------------------------------
 
@@ -130,14 +132,27 @@ class LocalKB:
             total += added
         if unranked:
             log.warning(UNRANKED_NOTE.format(files=", ".join(unranked)))
-        self.engine.restart()
+        self.settle()
         return total
+
+    def settle(self) -> None:
+        """Let the store's files come to rest before a query worker opens them.
+
+        RocksDB goes on compacting in the background after a bulk load, moving
+        and deleting the files a reader opening at that moment lists; a full
+        compaction now (Oxigraph's advice after a batch upload) leaves nothing
+        to move, and the next query starts a worker that sees every triple.
+        """
+        self.store.flush()
+        self.store.optimize()
+        self.engine.restart()
 
     def _load_file(self, path: Path, bar: tqdm | None = None) -> tuple[int, int]:
         """Load one file: (triples read, claims read without a rank); *bar* shows the bytes read, then the store
         taking the triples."""
         kind = file_kind(path)
         scratch = None if kind in RDF_FORMATS else self.directory / "loading.nt"
+        to_graph = named_graph(path) if scratch is None else None
         had_data = next(iter(self.store.quads_for_pattern(None, None, None)), None) is not None
         triples = unranked = 0
         preferred: set[tuple[str, str]] = set()
@@ -166,7 +181,7 @@ class LocalKB:
                 if stream is None:
                     self.store.bulk_load(path=scratch, format=ox.RdfFormat.N_TRIPLES, lenient=True)
                 else:
-                    self.store.bulk_load(stream, format=RDF_FORMATS[kind], lenient=True)
+                    self.store.bulk_load(stream, format=RDF_FORMATS[kind], lenient=True, to_graph=to_graph)
             self._settle_ranks(preferred)
         except BaseException:
             self.index.rollback()
@@ -234,6 +249,8 @@ class LocalKB:
 
     def _mentioned(self, entity_id: str) -> bool:
         """The store holds *entity_id* as a subject, an object, or (a property) a ``wdt:`` predicate."""
+        if self.triples is not None:
+            return self.triples.mentioned(self.graph.iri_of(entity_id))
         direct = f" UNION {{ ?s wdt:{entity_id} ?o }}" if entity_id.startswith("P") else ""
         return bool(self.store.query(f"ASK {{ {{ wd:{entity_id} ?p ?o }} UNION {{ ?s ?p wd:{entity_id} }}{direct} }}",
                                      prefixes=PREFIXES))

@@ -49,7 +49,10 @@ from urllib.parse import quote
 import pyoxigraph as ox
 
 from agent.graph import GraphProfile
-from agent.kb.local.loaders import XSD, Batch, Fact, LoadError, iri, literal
+from agent.kb.dialect import PREFIXES
+from agent.kb.local.batches import Batch, Fact, LoadError, iri, literal
+
+XSD = PREFIXES["xsd"]
 
 NAME, INSTANCE_OF = "pred:name", "pred:instance_of"
 VALUE, UNIT, YEAR, DATE = "pred:value", "pred:unit", "pred:year", "pred:date"

@@ -41,15 +41,16 @@ import io
 import json
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 from urllib.parse import quote
 
 import pyoxigraph as ox
 
-from agent.graph import WIKIDATA, GraphProfile
+from agent.graph import WIKIDATA, GraphProfile, unescape_local
 from agent.kb.dialect import PREFIXES
+from agent.kb.local.batches import Batch, Fact, LoadError, iri, literal
+from agent.kb.local.kqapro import kqapro_batches
 
 WD, WDT, P, PS, PQ, WDS, WDV, WDNO = (PREFIXES[name] for name in ("wd", "wdt", "p", "ps", "pq", "wds", "wdv", "wdno"))
 PSV, PQV, WIKIBASE, XSD, SCHEMA = (PREFIXES[name] for name in ("psv", "pqv", "wikibase", "xsd", "schema"))
@@ -81,11 +82,6 @@ FACT_PREDICATES = {RDFS_LABEL: "label", SCHEMA_DESCRIPTION: "description", SKOS_
                    WIKIBASE + "propertyType": "type", WIKIBASE + "sitelinks": "sitelinks", PAGERANK: "pagerank"}
 BATCH_TRIPLES = 50_000
 _ENTITY_ID = re.compile(r"^[QPL][1-9][0-9]*$")
-_NT_ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r"})
-_IRI_ESCAPES = str.maketrans({c: f"%{ord(c):02X}" for c in ' <>"{}|^`\\' + "".join(map(chr, range(33)))})
-#: A character either table rewrites: most texts and IRIs have none, and a search is far cheaper than a translate.
-_NT_ESCAPED = re.compile("[" + re.escape("".join(map(chr, _NT_ESCAPES))) + "]")
-_IRI_ESCAPED = re.compile("[" + re.escape("".join(map(chr, _IRI_ESCAPES))) + "]")
 #: Sites whose host is not ``<language>.<family>.org``.
 _SPECIAL_SITES = {"commonswiki": "commons.wikimedia.org", "wikidatawiki": "www.wikidata.org",
                   "specieswiki": "species.wikimedia.org", "metawiki": "meta.wikimedia.org",
@@ -95,26 +91,6 @@ _SPECIAL_SITES = {"commonswiki": "commons.wikimedia.org", "wikidatawiki": "www.w
 _FAMILIES = (("wikiquote", "wikiquote"), ("wikisource", "wikisource"), ("wikivoyage", "wikivoyage"),
              ("wikinews", "wikinews"), ("wikibooks", "wikibooks"), ("wikiversity", "wikiversity"),
              ("wiktionary", "wiktionary"), ("wiki", "wikipedia"))
-Fact = tuple[str, str, str, str]  # (entity id, kind, value, language)
-
-
-class LoadError(ValueError):
-    """A file that cannot be loaded; the message names the file and, where known, the line."""
-
-
-@dataclass
-class Batch:
-    """Part of one file, in the forms the store and the search index take."""
-
-    lines: list[str] = field(default_factory=list)
-    facts: list[Fact] = field(default_factory=list)
-    #: Entities the file holds whole: their earlier terms and statements go.
-    whole: list[str] = field(default_factory=list)
-    #: (entity IRI, property id) pairs with a preferred statement (KGTK files with a rank column).
-    preferred: list[tuple[str, str]] = field(default_factory=list)
-    triples: int = 0
-    #: Claims read from a KGTK file without a rank column (each taken as best rank).
-    unranked: int = 0
 
 
 def open_file(path: Path) -> IO[bytes]:
@@ -139,6 +115,25 @@ def file_kind(path: Path) -> str:
 
 
 RDF_FORMATS = {"turtle": ox.RdfFormat.TURTLE, "ntriples": ox.RdfFormat.N_TRIPLES}
+#: The longest ``FILE.graph`` read: it holds one IRI.
+GRAPH_NAME_BYTES = 4096
+
+
+def named_graph(path: Path) -> ox.NamedNode | None:
+    """The named graph an RDF file goes to: the IRI in ``FILE.graph`` beside it (the convention of Virtuoso's
+    bulk loader, which CK25 ships with), or ``None`` for the default graph."""
+    name_file = path.with_name(path.name + ".graph")
+    if not name_file.is_file():
+        return None
+    with name_file.open("rb") as stream:
+        text = stream.read(GRAPH_NAME_BYTES + 1)
+    try:
+        name = text.decode("utf-8").strip()
+        if len(text) > GRAPH_NAME_BYTES or not name or any(c in name for c in ' <>"{}|^`\\\n'):
+            raise ValueError(f"not one IRI: {name[:80]!r}")
+        return ox.NamedNode(name)
+    except ValueError as error:
+        raise LoadError(f"{name_file}: the name of the graph {path.name} goes to must be one IRI ({error})") from error
 
 
 def _decompressed(path: Path, raw: IO[bytes]) -> IO[bytes]:
@@ -170,8 +165,6 @@ def read_batches(path: Path, size: int = BATCH_TRIPLES, graph: GraphProfile = WI
             else:
                 text = io.TextIOWrapper(stream, encoding="utf-8")
                 if kind == "json" and graph.json_format == "kqapro":
-                    from agent.kb.local.kqapro import kqapro_batches
-
                     source = kqapro_batches(text, path, graph, size,
                                             reopen=lambda: io.TextIOWrapper(open_file(path), encoding="utf-8"))
                 elif kind == "json":
@@ -189,17 +182,6 @@ def read_batches(path: Path, size: int = BATCH_TRIPLES, graph: GraphProfile = WI
 
 
 # -- N-Triples text --------------------------------------------------------------------------------
-
-def iri(value: str) -> str:
-    return f"<{value.translate(_IRI_ESCAPES) if _IRI_ESCAPED.search(value) else value}>"
-
-
-def literal(value: str, language: str | None = None, datatype: str | None = None) -> str:
-    text = f'"{value.translate(_NT_ESCAPES) if _NT_ESCAPED.search(value) else value}"'
-    if language:
-        return f"{text}@{language}"
-    return f"{text}^^<{datatype}>" if datatype else text
-
 
 def _typed(value: str, name: str) -> str:
     return literal(value, datatype=XSD + name)
@@ -222,22 +204,41 @@ def _wikidata_facts(quad: ox.Quad, batch: Batch) -> None:
         batch.whole.append(quad.object.value)
 
 
+def humanised(local: str) -> str:
+    """A name made of an IRI's local part, for terms without a label: ``birthPlace`` is "birth place"."""
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", local.replace("_", " "))
+    return " ".join(word if word.isupper() else word.lower() for word in spaced.split())
+
+
 def _profile_facts(graph: GraphProfile) -> FactReader:
-    """The index's facts of another graph's triple: its labels and descriptions, and every property it uses."""
+    """The index's facts of another graph's triple: its labels and descriptions, and every property and class
+    it uses (named after their local part, so a graph without labels for its vocabulary is searched too)."""
     kinds = {graph.names.label: "label", graph.names.description: "description"}
     kinds.pop("", None)
-    properties: set[str] = set()
+    type_predicate = graph.names.type or RDF_TYPE
+    named: set[str] = set()
+
+    def name(graph_id: str, iri: str, batch: Batch) -> None:
+        if graph_id not in named:
+            named.add(graph_id)
+            batch.facts.append((graph_id, "name", humanised(unescape_local(re.split(r"[/#:]", iri)[-1])), ""))
 
     def read(quad: ox.Quad, batch: Batch) -> None:
         kind = kinds.get(quad.predicate.value)
         if kind is not None and isinstance(quad.subject, ox.NamedNode) and isinstance(quad.object, ox.Literal):
-            local = graph.local_id(quad.subject.value)
-            if local is not None:
-                batch.facts.append((local, kind, quad.object.value, quad.object.language or ""))
-        property_id = graph.local_id(quad.predicate.value)
-        if property_id is not None and property_id not in properties and graph.kind_of(property_id) == "property":
-            properties.add(property_id)
-            batch.facts.append((property_id, "alias", property_id.replace("_", " "), ""))
+            graph_id = graph.id_of(quad.subject.value)
+            if graph_id is not None:
+                batch.facts.append((graph_id, kind, quad.object.value, quad.object.language or ""))
+        property_id = graph.id_of(quad.predicate.value, "property")
+        if property_id is not None:
+            name(property_id, quad.predicate.value, batch)
+        if quad.predicate.value == type_predicate and isinstance(quad.object, ox.NamedNode):
+            typed = graph.id_of(quad.subject.value) if isinstance(quad.subject, ox.NamedNode) else None
+            if typed is not None:  # describes a hit without a description: same-name things told apart
+                batch.facts.append((typed, "class", humanised(re.split(r"[/#:]", quad.object.value)[-1]), ""))
+            class_id = graph.id_of(quad.object.value, "item") if graph.ids.classes else None
+            if class_id is not None:
+                name(class_id, quad.object.value, batch)
 
     return read
 

@@ -10,6 +10,10 @@ Oxigraph (which would otherwise try to fetch ``SERVICE`` IRIs over HTTP):
   written so that Oxigraph walks it from the constant;
 * ``geof:distance``, ``geof:latitude``, ``geof:longitude`` and
   ``wikibase:decodeUri`` are functions;
+* XPath casts SPARQL 1.1 lacks (``xsd:int(?x)``) are SPARQL 1.1's ``xsd:integer``
+  (:func:`agent.kb.dialect.integer_casts`);
+* a prefixed name Oxigraph's parser misreads is written so it reads it
+  (:func:`escape_dots_beside_percents`);
 * other services (``wikibase:mwapi``, ``wikibase:around``, ``wikibase:box``,
   federation) answer "not supported offline".
 
@@ -24,6 +28,7 @@ import math
 import multiprocessing
 import re
 import threading
+import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -31,11 +36,13 @@ from urllib.parse import unquote
 import pyoxigraph as ox
 
 from agent.kb.base import QueryResult
-from agent.kb.dialect import PREFIXES, Unsupported, emulate_wdqs, masked
+from agent.kb.dialect import PREFIXES, Unsupported, emulate_wdqs, integer_casts, masked
 from agent.sparql_lexer import Token, tokenize
 
 #: How long a new query worker may take to start and open the store.
 STARTUP_SECONDS = 120
+#: Pauses between a worker's attempts to open the store, in seconds (then it gives up and says why).
+OPEN_RETRIES = (0.1, 0.3, 1.0, 3.0)
 #: Tokens that end a subject (or an object), so that what follows is a verb.
 _TERMS = ("var", "iri", "pname", "bnode", "string", "number", "langtag")
 
@@ -119,14 +126,28 @@ def paths_from_bound_end(query: str) -> str:
     return query
 
 
-def rewrite(query: str, language: str = "en") -> str:
-    """The query as Oxigraph can run it; raises :class:`Unsupported` for what cannot be emulated."""
-    query = emulate_wdqs(query, language)
-    service = re.search(r"\bSERVICE\s+(SILENT\s+)?(\S+)", masked(query), re.IGNORECASE)
+def escape_dots_beside_percents(query: str) -> str:
+    r"""Prefixed names holding a ``.`` and a ``%XX`` with the dots escaped (``prodi:empl-K.Brant%40company.org``
+    as ``prodi:empl-K\.Brant%40company\.org``): the same IRI, which Oxigraph 0.5's parser otherwise refuses
+    when a dot comes before the percent escape and another after it (CK25's employee IRIs)."""
+    return "".join(re.sub(r"(?<!\\)\.", r"\\.", token.text) if token.kind == "pname" and "%" in token.text
+                   and "." in token.text else token.text for token in tokenize(query))
+
+
+def rewrite(query: str, language: str = "en", dialect: str = "wdqs") -> str:
+    """The query as Oxigraph can run it; raises :class:`Unsupported` for what cannot be emulated.
+
+    *dialect* is what the graph's queries are written in (its profile's): the
+    query service's additions are emulated unless they are plain SPARQL 1.1
+    (``sparql11``), so such a graph's query runs as written.
+    """
+    if dialect != "sparql11":
+        query = emulate_wdqs(query, language)
+    service = re.search(r"(?<![?$\w:])SERVICE\s+(SILENT\s+)?(\S+)", masked(query), re.IGNORECASE)
     if service:
         start = service.start(2)
         raise Unsupported(f"not supported offline: SERVICE {query[start:service.end(2)]}")
-    return paths_from_bound_end(query)
+    return paths_from_bound_end(escape_dots_beside_percents(integer_casts(query)))
 
 
 # -- functions ---------------------------------------------------------------------------------------------
@@ -184,15 +205,19 @@ def term_json(term: Any) -> dict[str, str]:
 
 
 def run_on_store(store: ox.Store, query: str, language: str = "en", prefixes: dict[str, str] = PREFIXES,
-                 base_iri: str | None = None) -> dict[str, Any]:
+                 base_iri: str | None = None, dialect: str = "wdqs") -> dict[str, Any]:
     """A query's outcome as plain data (it crosses a process boundary).
 
     *prefixes* are declared for every query (the graph's), and relative IRIs
     resolve against *base_iri* (KQA Pro's queries write ``<population>``).
+    The default graph is the union of the store's graphs, so a query written
+    for a graph loaded in named graphs (CK25) runs as written; ``GRAPH``
+    still names each.
     """
     try:
-        prepared = rewrite(query, language)
-        results = store.query(prepared, prefixes=prefixes, base_iri=base_iri or None, custom_functions=FUNCTIONS)
+        prepared = rewrite(query, language, dialect)
+        results = store.query(prepared, prefixes=prefixes, base_iri=base_iri or None, custom_functions=FUNCTIONS,
+                              use_default_graph_as_union=True)
     except Unsupported as error:
         return {"status": "error", "message": str(error)}
     except SyntaxError as error:
@@ -212,30 +237,53 @@ def run_on_store(store: ox.Store, query: str, language: str = "en", prefixes: di
             "bindings": bindings}
 
 
-def _worker(path: str, language: str, connection: Any, prefixes: dict[str, str], base_iri: str | None) -> None:
-    store = ox.Store.read_only(path)
+def open_read_only(path: str) -> ox.Store:
+    """The store at *path*, read-only, tried again when it fails.
+
+    A read-only open reads the list of the store's files and then opens them;
+    a process holding the store for writing may still be compacting (RocksDB
+    does so in the background after a load), and a file it replaced between
+    the two reads fails the open ("No such file ... MANIFEST may be
+    corrupted") though nothing is wrong: the next attempt reads the new list.
+    """
+    for pause in OPEN_RETRIES:
+        try:
+            return ox.Store.read_only(path)
+        except OSError:
+            time.sleep(pause)
+    return ox.Store.read_only(path)
+
+
+def _worker(path: str, language: str, connection: Any, prefixes: dict[str, str], base_iri: str | None,
+            dialect: str) -> None:
+    try:
+        store = open_read_only(path)
+    except OSError as error:
+        connection.send(f"cannot open the store: {error}")
+        return
     connection.send("ready")  # a query's time limit starts once the store is open, not while Python starts
     while True:
         try:
             query = connection.recv()
         except EOFError:  # the parent has gone
             return
-        connection.send(run_on_store(store, query, language, prefixes, base_iri))
+        connection.send(run_on_store(store, query, language, prefixes, base_iri, dialect))
 
 
 class QueryEngine:
     """Queries on the store at *store_path*, each in a worker process that a timeout can end.
 
-    *prefixes* and *base_iri* are the graph's (see :func:`run_on_store`).
+    *prefixes*, *base_iri* and *dialect* are the graph's (see :func:`run_on_store`).
     """
 
     def __init__(self, store_path: Path, language: str = "en", default_timeout: float = 60.0,
-                 prefixes: dict[str, str] = PREFIXES, base_iri: str | None = None) -> None:
+                 prefixes: dict[str, str] = PREFIXES, base_iri: str | None = None, dialect: str = "wdqs") -> None:
         self.store_path = Path(store_path)
         self.language = language
         self.default_timeout = default_timeout
         self.prefixes = prefixes
         self.base_iri = base_iri
+        self.dialect = dialect
         self._lock = threading.Lock()
         self._process: multiprocessing.Process | None = None
         self._connection: Any = None
@@ -245,16 +293,21 @@ class QueryEngine:
         context = multiprocessing.get_context("spawn")
         parent, child = context.Pipe()
         self._process = context.Process(target=_worker, args=(str(self.store_path), self.language, child,
-                                                              self.prefixes, self.base_iri), daemon=True)
+                                                              self.prefixes, self.base_iri, self.dialect),
+                                        daemon=True)
         self._process.start()
+        child.close()  # the worker's end: once it exits, the parent reads an end of file instead of waiting
         self._connection = parent
+        said = "it did not start in time"
         try:
-            if parent.poll(STARTUP_SECONDS) and parent.recv() == "ready":
-                return None
+            if parent.poll(STARTUP_SECONDS):
+                said = parent.recv()
+                if said == "ready":
+                    return None
         except (EOFError, OSError):
-            pass
+            said = "it ended while starting"
         self.restart()
-        return f"the local store's query worker could not open {self.store_path} (see its error above)"
+        return f"the local store's query worker could not open {self.store_path}: {said}"
 
     def restart(self) -> None:
         """End the worker: the next query starts one that sees the store as it is now."""
