@@ -142,6 +142,11 @@ def test_what_cannot_run_offline_says_so(kb, query, message):
     assert result.status == "error" and message in result.message
 
 
+def test_a_name_ending_in_service_is_no_service_call(kb):
+    result = kb.execute("PREFIX pv: <http://ld.company.org/prod-vocab/> SELECT ?x WHERE { ?x a pv:Service . }")
+    assert result.status == "empty"
+
+
 def test_syntax_errors_and_empty_results(kb):
     assert kb.execute("SELECT ?x WHERE { ?x ?y }").status == "syntax_error"
     assert kb.execute("SELECT ?x WHERE { ?x wdt:P31 wd:Q999 }").status == "empty"
