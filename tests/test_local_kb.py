@@ -142,8 +142,9 @@ def test_what_cannot_run_offline_says_so(kb, query, message):
     assert result.status == "error" and message in result.message
 
 
-def test_a_name_ending_in_service_is_no_service_call(kb):
-    result = kb.execute("PREFIX pv: <http://ld.company.org/prod-vocab/> SELECT ?x WHERE { ?x a pv:Service . }")
+@pytest.mark.parametrize("pattern", ["?x a pv:Service .", "?service a pv:Product .", "$service a pv:Product ."])
+def test_a_name_ending_in_service_is_no_service_call(kb, pattern):
+    result = kb.execute(f"PREFIX pv: <http://ld.company.org/prod-vocab/> SELECT * WHERE {{ {pattern} }}")
     assert result.status == "empty"
 
 

@@ -122,8 +122,8 @@ def paths_from_bound_end(query: str) -> str:
 def rewrite(query: str, language: str = "en") -> str:
     """The query as Oxigraph can run it; raises :class:`Unsupported` for what cannot be emulated."""
     query = emulate_wdqs(query, language)
-    # The keyword, not a name ending in it: CK25's ``?x a pv:Service .`` is a triple.
-    service = re.search(r"(?<![\w:])SERVICE\s+(SILENT\s+)?(\S+)", masked(query), re.IGNORECASE)
+    # The keyword, not a name ending in it: CK25's ``?service a pv:Service .`` is a triple.
+    service = re.search(r"(?<![\w:?$])SERVICE\s+(SILENT\s+)?(\S+)", masked(query), re.IGNORECASE)
     if service:
         start = service.start(2)
         raise Unsupported(f"not supported offline: SERVICE {query[start:service.end(2)]}")
