@@ -1,0 +1,149 @@
+"""The TEXT2SPARQL API of ``spinach-serve``, judged by the challenge's official client on CK25.
+
+The client asks the server (``ask``), runs the gold queries and the answered
+ones on Oxigraph's own server holding CK25 (``query``) and scores them
+(``evaluate``).  The model is scripted per question: most questions get
+their reference query, some another question's query, one the model's
+judgement that the graph cannot answer it, and for one the model fails.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.support.llm_server import ErrorReply, SlowReply, ToolCallReply
+from tests.support.serve_rig import (CK25_DATASET, build_ck25_store, ck25_questions, run_client, start_oxigraph,
+                                     start_serve)
+
+#: Questions answered with the next question's reference query (a wrong answer).
+WRONG = {3, 13, 23, 33, 43}
+#: The model judges the graph cannot answer this one.
+CANNOT_ANSWER = 7
+#: The model fails on every call for this one.
+FAILING = 9
+
+
+def _question_of(body: dict[str, Any]) -> str:
+    for message in body["messages"]:
+        if message["role"] == "user":
+            found = re.search(r"^Question: (.*)$", message["content"], re.MULTILINE)
+            if found:
+                return found.group(1).strip()
+    raise AssertionError("no question in the request")
+
+
+def scripted_model(questions: list[dict[str, Any]]):
+    """Per question: its first call runs a query (or fails, or gives up), its second stops."""
+    by_text = {item["question"]["en"].strip(): item for item in questions}
+    ids = [item["id"] for item in questions]
+    calls: dict[str, int] = {}
+
+    def reply(body: dict[str, Any]):
+        text = _question_of(body)
+        item = by_text[text]
+        calls[text] = calls.get(text, 0) + 1
+        if item["id"] == FAILING:
+            return ErrorReply(400, "the model failed")
+        if item["id"] == CANNOT_ANSWER:
+            return ToolCallReply("stop", {"thought": "nothing in the graph says this", "cannot_answer": True,
+                                          "explanation": "The graph has no such facts.", "language": "en"})
+        if calls[text] == 1:
+            source = item
+            if item["id"] in WRONG:
+                source = next(other for other in questions if other["id"] == ids[(ids.index(item["id"]) + 1)
+                                                                                  % len(ids)])
+            return ToolCallReply("execute_sparql", {"thought": "run it", "sparql": source["query"]["sparql"]})
+        return ToolCallReply("stop", {"thought": "done", "explanation": "The query answers it.", "language": "en"})
+
+    return reply
+
+
+def _get(url: str) -> tuple[int, dict[str, Any]]:
+    try:
+        with urllib.request.urlopen(url, timeout=60) as response:
+            return response.status, json.load(response)
+    except urllib.error.HTTPError as error:
+        return error.code, json.load(error)
+
+
+@pytest.fixture(scope="module")
+def ck25(shared_dir, tmp_path_factory):
+    questions_path = ck25_questions(shared_dir)
+    store = build_ck25_store(shared_dir, tmp_path_factory.mktemp("ck25-store"))
+    oxigraph = start_oxigraph(shared_dir, tmp_path_factory.mktemp("ck25-oxigraph"))
+    yield questions_path, store, oxigraph
+    oxigraph.process.terminate()
+    oxigraph.process.wait(timeout=20)
+
+
+def test_the_official_client_scores_a_scripted_run_on_ck25(ck25, llm_server, text2sparql_client, tmp_path):
+    questions_path, store, oxigraph = ck25
+    questions = yaml.safe_load(questions_path.read_text())["questions"]
+    llm = llm_server(scripted_model(questions))
+    service = start_serve(llm.base_url, {"ck25": store}, tmp_path, {CK25_DATASET: "ck25"})
+    try:
+        asked = run_client(text2sparql_client, "ask", "--answers-db", "responses.db", "-o", "answers.json",
+                           "--retries", "0", str(questions_path), service.base + "/text2sparql", cwd=tmp_path)
+    finally:
+        log = service.stop()
+    assert asked.returncode == 0, asked.stderr[-3000:]
+    answers = {answer["qname"]: answer for answer in json.loads((tmp_path / "answers.json").read_text())}
+    # Every question but the one whose model failed is answered, the one the graph cannot answer with a query
+    # that has no solutions; the failed one is a 503 the client skips.
+    assert set(answers) == {f"ck25:{item['id']}-en" for item in questions if item["id"] != FAILING}
+    assert answers[f"ck25:{CANNOT_ANSWER}-en"]["query"] == "SELECT * WHERE { FILTER(false) }"
+    assert "validation error" in asked.stderr
+    assert "Traceback" not in log
+    assert re.search(r"text2sparql: ck25: llm_error .*" + re.escape(questions[FAILING - 1]["question"]["en"][:40]),
+                     log)
+    assert "text2sparql: ck25: cannot_answer" in log
+
+    for name, extra in (("true.json", ()), ("pred.json", ("-a", "answers.json"))):
+        queried = run_client(text2sparql_client, "query", "-e", oxigraph.endpoint, "-o", name, *extra,
+                             str(questions_path), cwd=tmp_path)
+        assert queried.returncode == 0, queried.stderr[-3000:]
+    evaluated = run_client(text2sparql_client, "evaluate", "-o", "scores.json", "spinach", "true.json", "pred.json",
+                           cwd=tmp_path)
+    assert evaluated.returncode == 0, evaluated.stderr[-3000:]
+    scores = json.loads((tmp_path / "scores.json").read_text())
+    # trec_eval leaves out a question whose reference answer is empty (two of CK25's fifty)
+    gold = json.loads((tmp_path / "true.json").read_text())
+    assert set(scores) - {"average"} == {qname for qname, answers in gold.items() if qname != "order_required"
+                                         and answers}
+    right = [qname for qname in scores if qname != "average"
+             and int(qname[5:-3]) not in WRONG | {CANNOT_ANSWER, FAILING}]
+    assert all(scores[qname]["set_F"] == 1.0 for qname in right), {q: scores[q]["set_F"] for q in right}
+    assert scores[f"ck25:{FAILING}-en"]["set_F"] == 0.0
+    assert scores[f"ck25:{CANNOT_ANSWER}-en"]["set_F"] == 0.0
+    assert all(scores[f"ck25:{item}-en"]["set_F"] < 1.0 for item in WRONG)
+    print("client's average:", json.dumps(scores["average"]))
+
+
+def test_the_api_answers_as_the_challenge_describes(ck25, llm_server, tmp_path):
+    _, store, _ = ck25
+    llm = llm_server(lambda body: SlowReply(3, ToolCallReply("stop", {"thought": "slow"})))
+    service = start_serve(llm.base_url, {"ck25": store}, tmp_path, {CK25_DATASET: "ck25"},
+                          ("--timeout", "1", "--per-client", "1"))
+    try:
+        api = service.base + "/text2sparql"
+        status, body = _get(api + "?" + urllib.parse.urlencode({"dataset": CK25_DATASET}))
+        assert status == 422 and body["detail"][0]["loc"] == ["query", "question"]
+        status, body = _get(api + "?" + urllib.parse.urlencode({"question": "Who?"}))
+        assert status == 422 and body["detail"][0]["loc"] == ["query", "dataset"]
+        status, body = _get(api + "?" + urllib.parse.urlencode(
+            {"question": "Who?", "dataset": "https://text2sparql.aksw.org/2025/dbpedia/"}))
+        assert status == 404 and CK25_DATASET in body["detail"]
+        status, body = _get(api + "?" + urllib.parse.urlencode({"question": "Who?", "dataset": CK25_DATASET}))
+        assert status == 504 and body == {"detail": "no query within 1 s"}
+    finally:
+        log = service.stop()
+    assert "Traceback" not in log
+    assert "no query within 1 s: Who?" in log
