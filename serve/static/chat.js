@@ -120,6 +120,10 @@ function newConversation() {
 }
 
 async function start() {
+  // A page left for another (or kept in the back-forward cache) ends its run: the server stops it.
+  window.addEventListener("pagehide", () => {
+    if (source) source.close();
+  });
   byId("ask").addEventListener("submit", ask);
   byId("new").addEventListener("click", newConversation);
   const response = await fetch("/chat/graphs");
