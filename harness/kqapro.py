@@ -1,11 +1,14 @@
 """KQA Pro's answers: read from a query's result as KQA Pro writes them, judged as its evaluation judges them.
 
-KQA Pro scores a prediction by one string per question.  Its SPARQL engine
-turns a query's single result into that string: an entity or concept is its
-name, a value node its value (a date ``yyyy-mm-dd``, a year, a string, or a
-number with its unit, ``"1"`` meaning none, an integral number without
-decimals), a count its number, a predicate its name with spaces, an ``ASK``
-``yes`` or ``no`` (:func:`term_text`, :func:`answer_text`).  Its evaluation
+KQA Pro scores a prediction by one string per question.  The headline
+reading is its SPARQL engine's (:mod:`harness.kqapro_engine`): the kind of
+answer from the query's form, an answer only from a result of one row.  The
+project's reading (:func:`answer_text`) is more lenient, a labelled second
+figure: the first column of the first row of any result, each term read as
+what it is: an entity or concept is its name, a value node its value (a date
+``yyyy-mm-dd``, a year, a string, or a number with its unit, ``"1"`` meaning
+none, an integral number without decimals), a literal itself, a predicate
+its name with spaces, an ``ASK`` ``yes`` or ``no`` (:func:`term_text`).  Its evaluation
 (``evaluate.py`` of the baselines) counts a prediction right when, after
 writing integral numbers without decimals, it equals the gold answer, or
 both read as dates or years that agree (a date and a year agree on the
@@ -30,11 +33,12 @@ from tqdm import tqdm
 
 import pyoxigraph as ox
 
-from agent.kb.base import QueryResult, Term
+from agent.kb.base import Term
 from agent.trace import AgentResult
 from agent.kb.local import LocalKB
 from agent.kb.local.kqapro import DATE, NAME, UNIT, VALUE, YEAR
 from harness.datasets import Example
+from harness.kqapro_engine import NO_ANSWER, number_text, read_answer
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
 #: The number of questions of each split of the release (the paper's counts): a run over fewer is no
@@ -77,12 +81,6 @@ def reasoning(functions: list[str], answer: str | None = None, train_answers: se
 
 
 # -- the answer string ---------------------------------------------------------------------------
-
-def number_text(value: float | int) -> str:
-    """A number as KQA Pro writes it: without decimals when within 1e-5 above a whole number (its rule, whose
-    comparison also drops the fraction of a negative number)."""
-    return str(int(value)) if value - int(value) < 1e-5 else str(value)
-
 
 def _literal_text(value: str, datatype: str) -> str:
     if datatype in (XSD + "double", XSD + "float", XSD + "decimal"):
@@ -196,7 +194,7 @@ class Validity:
     checked: int = 0
     agreed: int = 0
     disagreements: list[Disagreement] = field(default_factory=list)
-    #: Disagreements by kind: a query error, not one row, another answer.
+    #: Disagreements by kind: a query error, not one row, no reading (the engine reads nothing), another answer.
     kinds: Counter[str] = field(default_factory=Counter)
 
     @property
@@ -204,29 +202,25 @@ class Validity:
         return 100.0 * self.agreed / self.checked if self.checked else 0.0
 
 
-def gold_query_answer(result: QueryResult, kb: LocalKB) -> tuple[str | None, str]:
-    """The answer KQA Pro's engine reads from a gold query's result, or ``None`` and why there is none: it
-    takes one row exactly."""
-    if result.status not in ("ok", "empty"):
-        return None, f"query {result.status}: {result.message}"
-    if result.boolean is not None:
-        return answer_text(result.boolean, [], kb), ""
-    if len(result.bindings) != 1:
-        return None, f"{len(result.bindings)} rows, not one"
-    return answer_text(result.bindings, result.variables, kb), ""
-
-
 def validate(examples: Iterable[Example], kb: LocalKB, progress: bool = True) -> Validity:
-    """Run every gold query with a gold answer on *kb*; count those whose answer agrees."""
+    """Run every gold query with a gold answer on *kb*; count those whose answer, as KQA Pro's engine reads it,
+    agrees."""
     validity = Validity()
     pending = [example for example in examples if example.gold_sparql and example.answer is not None]
     for example in tqdm(pending, desc="gold queries", unit="query", disable=not progress):
         validity.checked += 1
-        found, why = gold_query_answer(kb.execute(example.gold_sparql), kb)
+        result = kb.execute(example.gold_sparql)
+        if result.status in ("ok", "empty"):
+            answer = result.boolean if result.boolean is not None else result.bindings
+            reading = read_answer(example.gold_sparql, answer, result.variables, kb)
+            found, why = reading.answer, reading.why
+        else:
+            found, why = None, f"query {result.status}: {result.message}"
         if found is not None and same_answer(example.answer, found):
             validity.agreed += 1
             continue
-        kind = "another answer" if found is not None else "query failed" if why.startswith("query") else "not one row"
+        kind = ("another answer" if found is not None else "query failed" if why.startswith("query")
+                else "not one row" if why.endswith("rows, not one") else "no reading")
         validity.kinds[kind] += 1
         validity.disagreements.append(Disagreement(example.id, example.question, example.answer, found or "",
                                                    why or "another answer"))
@@ -237,17 +231,19 @@ def validate(examples: Iterable[Example], kb: LocalKB, progress: bool = True) ->
 
 def result_record(example: Example, result: AgentResult, kb: LocalKB, setting: str = "open", part: int = 0,
                   train_answers: set[str] | None = None) -> dict[str, Any]:
-    """One line of a KQA Pro run's ``results.jsonl``: the answer string read from the final query, in the
-    multiple-choice setting the choice it is, and whether it is right (``None`` without a gold answer)."""
-    answer = answer_text(result.answer, result.variables, kb)
+    """One line of a KQA Pro run's ``results.jsonl``: the answer string KQA Pro's engine reads from the final
+    query (``engine_answer``, ``None`` when it reads none, and why), the project's more lenient reading
+    (``answer``), in the multiple-choice setting the choice each is, and whether each is right (``None``
+    without a gold answer)."""
+    engine = read_answer(result.final_sparql, result.answer, result.variables, kb)
     record = {
         "id": example.id, "question": example.question, "source": example.source, "split": example.split,
         "part": part, "setting": setting, "question_type": question_type(example.functions),
         "reasoning": reasoning(example.functions, example.answer, train_answers),
         "gold_sparql": example.gold_sparql, "gold_answer": example.answer, "choices": example.choices,
         "predicted_sparql": result.final_sparql, "predicted_answer": result.answer,
-        "predicted_variables": result.variables, "answer": answer,
-        "choice": choose(answer, example.choices) if setting == "choices" else None,
+        "predicted_variables": result.variables, "engine_answer": engine.answer, "engine_note": engine.why,
+        "answer": answer_text(result.answer, result.variables, kb),
         "steps": len(result.path), "actions": dict(Counter(step.action for step in result.path)),
         "rolled_back": sum(step.rolled_back for step in result.steps), "stop_reason": result.stop_reason,
         "usage": result.usage.to_dict(),
@@ -255,18 +251,29 @@ def result_record(example: Example, result: AgentResult, kb: LocalKB, setting: s
     return score_record(record)
 
 
-def prediction(record: dict[str, Any]) -> str:
-    """What a question's run answers: the choice in the multiple-choice setting (the free answer when it is
-    none of them), else the free answer."""
-    return record.get("choice") or record.get("answer") or ""
+def prediction(record: dict[str, Any], lenient: bool = False) -> str:
+    """What a question's run answers, by the engine's reading (``None`` written as the baselines write it), or
+    with *lenient* the project's: the choice in the multiple-choice setting (the free answer when it is none of
+    them), else the free answer."""
+    if lenient:
+        free = record.get("answer") or ""
+    else:
+        free = record.get("engine_answer") or NO_ANSWER
+    if record.get("setting") == "choices":
+        return choose(free, record.get("choices") or []) or free
+    return free
 
 
 def score_record(record: dict[str, Any]) -> dict[str, Any]:
-    """Judge a record's prediction against its gold answer; ``correct`` (and EM, F1, the same 0 or 1, which the
-    reports and the paired test read) are ``None`` for a question without a public answer."""
+    """Judge a record's prediction against its gold answer: ``correct`` by the engine's reading (and EM, F1, the
+    same 0 or 1, which the reports and the paired test read), ``correct_lenient`` by the project's; ``None`` for
+    a question without a public answer, and ``correct`` also for a line recorded before the engine's reading
+    was (it has no ``engine_answer``)."""
     gold = record.get("gold_answer")
-    correct = None if gold is None else same_answer(gold, prediction(record))
+    read = "engine_answer" in record
+    correct = None if gold is None or not read else same_answer(gold, prediction(record))
     record["correct"] = correct
+    record["correct_lenient"] = None if gold is None else same_answer(gold, prediction(record, lenient=True))
     record["em"] = record["f1"] = None if correct is None else float(correct)
     return record
 

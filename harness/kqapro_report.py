@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.kqapro import PUBLISHED_QUESTIONS, QUESTION_TYPES, REASONING, prediction
+from harness.kqapro_engine import NO_ANSWER
 from harness.prices import Price
 from harness.reporting import ACTIONS, USAGE, bootstrap_interval, left_out, load_run, model_of
 
@@ -45,6 +46,10 @@ class KqaproSummary:
     dollars: float | None
     actions: dict[str, float]
     left_out: dict[str, Any] = field(default_factory=dict)
+    #: Accuracy by the project's more lenient reading (:func:`harness.kqapro.answer_text`), a second figure.
+    lenient_accuracy: float | None = None
+    #: Answers with a gold answer recorded before the engine's reading was (no headline figure for them).
+    unread: int = 0
 
     @property
     def setting(self) -> str:
@@ -96,7 +101,13 @@ def summarize_kqapro(directory: Path, prices: dict[str, Price] | None = None) ->
         _tally(judged, lambda record: [record["question_type"]]), _tally(judged, lambda record: record["reasoning"]),
         {name: sum(record["usage"].get(name, 0) for record in records) / count for name in USAGE}, dollars,
         {name: sum(record["actions"].get(name, 0) for record in records) / count for name in ACTIONS},
-        left_out(info))
+        left_out(info), _lenient_accuracy(records),
+        sum(1 for record in records if record.get("gold_answer") is not None and "engine_answer" not in record))
+
+
+def _lenient_accuracy(records: list[dict[str, Any]]) -> float | None:
+    judged = [record["correct_lenient"] for record in records if record.get("correct_lenient") is not None]
+    return 100.0 * sum(judged) / len(judged) if judged else None
 
 
 def _share(right: int, total: int) -> str:
@@ -104,14 +115,23 @@ def _share(right: int, total: int) -> str:
 
 
 def print_kqapro_report(summaries: list[KqaproSummary], wrong: int = 20) -> None:
-    print("KQA Pro accuracy, judged as KQA Pro judges: the answer string equals the gold one once integral numbers "
-          "lose their decimals, and a date and a year agree on the year")
-    print(f"{'run':<28} {'split':<6} {'setting':<8} {'model':<24} {'n':>6} {'accuracy':>9} {'95% CI':>13}")
+    print("KQA Pro accuracy: each final query read as KQA Pro's SPARQL engine reads it (the kind of answer from "
+          "the query's form, an answer only from one row), judged as its evaluate.py judges (equal once integral "
+          "numbers lose their decimals; a date and a year agree on the year); beside it, labelled, the project's "
+          "more lenient reading (the first row's first column, whatever the query's form), never the one to "
+          "compare with the leaderboard")
+    print(f"{'run':<28} {'split':<6} {'setting':<8} {'model':<24} {'n':>6} {'accuracy':>9} {'95% CI':>13} "
+          f"{'lenient (project)':>18}")
     for s in summaries:
         interval = f"{s.interval[0]:5.1f}-{s.interval[1]:5.1f}" if s.interval else f"{'-':>11}"
         accuracy = f"{s.accuracy:9.2f}" if s.accuracy is not None else f"{'-':>9}"
+        lenient = f"{s.lenient_accuracy:18.2f}" if s.lenient_accuracy is not None else f"{'-':>18}"
         print(f"{s.directory.name:<28} {s.split:<6} {s.setting:<8} {s.info.get('model', '?'):<24} "
-              f"{len(s.records):>6} {accuracy} {interval:>13}")
+              f"{len(s.records):>6} {accuracy} {interval:>13} {lenient}")
+    for s in summaries:
+        if s.unread:
+            print(f"  {s.directory.name}: {s.unread} answers were recorded before the engine's reading was: they "
+                  "have the lenient figure only; run them again for the headline one")
     for s in summaries:
         print(f"\n{s.directory.name}")
         counts = s.left_out
@@ -141,11 +161,14 @@ def print_kqapro_report(summaries: list[KqaproSummary], wrong: int = 20) -> None
         if mistakes:
             print(f"  wrong answers ({len(mistakes)}; the first {min(wrong, len(mistakes))}):")
         for record in sorted(mistakes, key=lambda record: int(record["id"]))[:wrong]:
-            choice = ""
+            engine = record.get("engine_answer")
+            read = repr(engine) if engine is not None else f"nothing ({record.get('engine_note', '')})"
             if record.get("setting") == "choices":
-                choice = f", choice {record['choice']!r}" if record.get("choice") else ", none of the choices"
-            print(f"    #{record['id']} {record['question_type']}: gold {record['gold_answer']!r}, answered "
-                  f"{record['answer']!r}{choice} ({record['stop_reason']}): {record['question'][:90]}")
+                read += f", choice {prediction(record)!r}" if prediction(record) != (engine or NO_ANSWER) \
+                    else ", none of the choices"
+            lenient = f"; the lenient reading {record['answer']!r}" if record.get("answer") != engine else ""
+            print(f"    #{record['id']} {record['question_type']}: gold {record['gold_answer']!r}, engine read "
+                  f"{read}{lenient} ({record['stop_reason']}): {record['question'][:90]}")
         if not s.judged and s.records:
             print(f"  {len(s.records):,} predictions, e.g. #{s.records[0]['id']} {prediction(s.records[0])!r}; "
                   "export them with --kqapro-predictions FILE")

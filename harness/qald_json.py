@@ -2,16 +2,14 @@
 
 Each question carries its text in the run's language, the system's query and
 its answer as SPARQL JSON results (a boolean as ``{"head": {}, "boolean": …}``,
-no answer as an empty result).  Columns that only name or describe another
-(``?xLabel``, ``?xDescription``) are left out, as :mod:`harness.qald_metric`
-leaves them out, so GERBIL scores the same sets this harness scores.
+no answer as an empty result), every column kept: GERBIL scores every column,
+and so GERBIL's figures for the file are the ones the report prints
+(:mod:`harness.gerbil_metric`).
 """
 
 from __future__ import annotations
 
 from typing import Any
-
-from harness.metrics import ignored_variable
 
 
 def qald_answer(answer: Any, variables: list[str] | None = None) -> dict[str, Any]:
@@ -19,7 +17,7 @@ def qald_answer(answer: Any, variables: list[str] | None = None) -> dict[str, An
     if isinstance(answer, bool):
         return {"head": {}, "boolean": answer}
     rows = answer or []
-    names = [name for name in (variables or _variables(rows)) if not ignored_variable(name)]
+    names = list(variables or _variables(rows))
     bindings = [{name: row[name] for name in names if name in row} for row in rows]
     return {"head": {"vars": names}, "results": {"bindings": bindings}}
 

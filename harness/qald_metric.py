@@ -1,23 +1,24 @@
-"""QALD's official metric, "Macro F1 QALD" as GERBIL computes it, beside the paper's row-major F1.
+"""The project's stricter reading of QALD's metric, a second figure beside GERBIL's (:mod:`harness.gerbil_metric`).
 
-QALD-10's challenge ranked systems by this metric, not by SPINACH's row-major
-F1, so a QALD figure is comparable with its leaderboard only in these terms.
-
-Each answer is a *set*: every value of every row (columns that only name or
-describe another, ``?xLabel`` and ``?xDescription``, left out, as the
-row-major metric leaves them out of gold rows); a boolean is a one-element
-set; no answer at all is the empty set.  Per question, with gold set G and
-system set S:
+GERBIL QA compares bare values over every column; this variant compares
+whole SPARQL JSON terms (type, value, language, datatype, so
+``"3"^^xsd:integer`` and ``"3"`` differ), leaves out columns that only name
+or describe another (``?xLabel``, ``?xDescription``) on both sides, as the
+row-major metric leaves them out of gold rows, and can compare numeric
+literals by value (``--numbers``).  A boolean is a one-element set; no
+answer at all is the empty set.  Per question, with gold set G and system
+set S, the rules of GERBIL's ``calculateMeasuresQALD``:
 
 * G empty: precision, recall and F1 are 1 if S is empty too, else 0;
 * G not empty, S empty: precision 1, recall 0, F1 0 (the system declined);
 * otherwise precision |G∩S|/|S|, recall |G∩S|/|G|, F1 their harmonic mean.
 
-Over a dataset: macro precision and recall are the means of the per-question
-figures, and **F1 QALD** is the harmonic mean of those two means (not the
-mean of the per-question F1, which is reported beside it as macro F1).
-Micro figures pool the counts of all questions: Σ|G∩S| over Σ|S| and Σ|G|
-(1 when the sum below is 0, as for one question the system declined).
+Over a dataset: the QALD-rule precision and recall are the means of the
+per-question figures (a declined question counts as precision 1, unlike
+GERBIL's "Macro Precision"), and F1 QALD is the harmonic mean of those two
+means; macro F1 is the mean of the per-question F1.  Micro figures pool the
+counts of all questions: Σ|G∩S| over Σ|S| and Σ|G| (1 when the sum below
+is 0).
 """
 
 from __future__ import annotations

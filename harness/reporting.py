@@ -23,9 +23,14 @@ import agent.actions
 from harness.datasets import FILE_GOLD, file_gold_caveat
 from harness.diagnostics import DIAGNOSES
 from harness.evaluation import question_key, read_jsonl
+from harness.gerbil_metric import GerbilScores, count_matches, gerbil_scores
 from harness.prices import Price
 from harness.qald_metric import QaldScores, QuestionScore, aggregate, score_question
 from harness.run_info import MEASURED, read_run_info
+from harness.qald_json import qald_answer
+from harness.text2sparql_metric import SetScores
+from harness.text2sparql_metric import aggregate as set_aggregate
+from harness.text2sparql_metric import score_question as set_score
 
 #: The paper's figures (EM, F1) for the SPINACH agent with GPT-4o; the baseline's are not recorded here.
 PAPER = {
@@ -70,7 +75,7 @@ class RunSummary:
     #: Mean actions per question on the final path (rolled-back actions left out).
     actions: dict[str, float]
     steps_histogram: dict[int, int]
-    #: QALD's figures, for QALD datasets.
+    #: The project's stricter variant of QALD's figures, for QALD datasets (:mod:`harness.qald_metric`).
     qald: QaldScores | None
     #: What the last part left out: dropped, excluded, skipped, failed (see :func:`left_out`).
     left_out: dict[str, Any] = field(default_factory=dict)
@@ -90,6 +95,10 @@ class RunSummary:
     paper_gaps: list[str] = field(default_factory=list)
     #: A caveat about the run's gold answers (QALD-10's 2022 file answers), "" when none.
     gold_caveat: str = ""
+    #: GERBIL QA's figures, for QALD datasets (:mod:`harness.gerbil_metric`).
+    gerbil: GerbilScores | None = None
+    #: The TEXT2SPARQL client's set figures (:mod:`harness.text2sparql_metric`).
+    text2sparql: SetScores | None = None
 
 
 def load_run(directory: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -132,6 +141,16 @@ def _qald_scores(records: list[dict[str, Any]], numbers_by_value: bool) -> QaldS
               else score_question(record["predicted_answer"], record["gold_answer"], numbers_by_value)
               for record in records]
     return aggregate(scores)
+
+
+def _gerbil_scores(records: list[dict[str, Any]]) -> GerbilScores:
+    return gerbil_scores(count_matches(record["predicted_answer"], record["gold_answer"]) for record in records)
+
+
+def _text2sparql_scores(records: list[dict[str, Any]]) -> SetScores:
+    return set_aggregate(set_score(qald_answer(record["gold_answer"]),
+                                   qald_answer(record["predicted_answer"], record.get("predicted_variables")))
+                         for record in records)
 
 
 def per_question(records: list[dict[str, Any]], field_name: str) -> list[float]:
@@ -201,7 +220,8 @@ def summarize(directory: Path, prices: dict[str, Price] | None = None) -> RunSum
             dollars = sum(prices[model].dollars(record["usage"]) for model, record in zip(models, records)) / count
     actions = {name: sum(record["actions"].get(name, 0) for record in records) / count for name in ACTIONS}
     histogram = Counter(sum(record["actions"].values()) for record in records)
-    qald = _qald_scores(records, info.get("numbers") == "value") if info.get("dataset") in QALD_DATASETS else None
+    is_qald = info.get("dataset") in QALD_DATASETS
+    qald = _qald_scores(records, info.get("numbers") == "value") if is_qald else None
     postprocessed = None
     if any("postprocessed" in record for record in records):
         scored = [record.get("postprocessed") or record for record in records]
@@ -225,7 +245,8 @@ def summarize(directory: Path, prices: dict[str, Price] | None = None) -> RunSum
                       {name: sorted(found, key=_natural_id) for name, found in diagnosed.items() if found},
                       models, dict(Counter(record.get("protocol", "tools") for record in records)),
                       dict(Counter(record.get("stop_reason", "?") for record in records).most_common()),
-                      paper_gaps(info, left, models), gold_caveat or "")
+                      paper_gaps(info, left, models), gold_caveat or "",
+                      _gerbil_scores(records) if is_qald else None, _text2sparql_scores(records))
 
 
 def _natural_id(item: tuple[str, int]) -> tuple:

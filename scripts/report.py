@@ -21,9 +21,11 @@ from pathlib import Path
 from agent.cli import program_name
 from harness.diagnostics import DIAGNOSES
 from harness.examples import describe_exclusion
+from harness.gerbil_metric import NAMES
 from harness.reporting import (ACTIONS, PAPER, PAPER_COST, USAGE, RunSummary, last_settings, left_out, load_run,
                                model_label, plot_run, summarize)
 from harness.run_info import read_run_info
+from harness.text2sparql_metric import CLIENT as T2S_CLIENT
 from harness.upstream_postprocessing import LABEL
 
 
@@ -103,17 +105,33 @@ def print_report(summaries: list[RunSummary], questions: bool = False) -> None:
         if s.left_out.get("examples"):
             print(f"    examples from {last_settings(s.info).get('examples')}: "
                   f"{describe_exclusion(s.left_out['examples'])}")
-    qald = [s for s in summaries if s.qald is not None]
+    qald = [s for s in summaries if s.gerbil is not None]
     if qald:
-        print("\nQALD's official metric (GERBIL's Macro F1 QALD), beside the row-major F1 above; percent")
-        print(f"{'run':<28} {'F1 QALD':>8} {'macro P':>8} {'macro R':>8} {'macro F1':>9} {'micro P':>8} "
+        print("\nQALD: GERBIL QA's figures, named as GERBIL names them and computed as it computes them (bare values "
+              "of every column; a declined answer is precision 0, except in Macro F1 QALD); percent")
+        print(f"{'run':<28} " + " ".join(f"{name:>15}" for name in NAMES.values()))
+        for s in qald:
+            print(f"{s.directory.name:<28} "
+                  + " ".join(f"{100 * getattr(s.gerbil, field):15.2f}" for field in NAMES))
+        print("The project's stricter variant (whole terms: type, language and datatype count; ?xLabel and "
+              "?xDescription columns left out; a declined answer is precision 1); percent")
+        print(f"{'run':<28} {'F1 QALD':>8} {'QALD P':>8} {'QALD R':>8} {'macro F1':>9} {'micro P':>8} "
               f"{'micro R':>8} {'micro F1':>9}  numbers compared")
         for s in qald:
             q = s.qald
-            print(f"{s.directory.name:<28} {100 * q.f1_qald:8.1f} {100 * q.macro_precision:8.1f} "
-                  f"{100 * q.macro_recall:8.1f} {100 * q.macro_f1:9.1f} {100 * q.micro_precision:8.1f} "
-                  f"{100 * q.micro_recall:8.1f} {100 * q.micro_f1:9.1f}  "
+            print(f"{s.directory.name:<28} {100 * q.f1_qald:8.2f} {100 * q.macro_precision:8.2f} "
+                  f"{100 * q.macro_recall:8.2f} {100 * q.macro_f1:9.2f} {100 * q.micro_precision:8.2f} "
+                  f"{100 * q.micro_recall:8.2f} {100 * q.micro_f1:9.2f}  "
                   f"{'by value' if s.info.get('numbers') == 'value' else 'as written'}")
+    print(f"\nTEXT2SPARQL's set figures, as its client ({T2S_CLIENT}, evaluate) computes them: bare values of "
+          "every column, the mean over questions whose gold has a value; percent")
+    print(f"{'run':<28} {'set_F':>8} {'set_P':>8} {'set_recall':>10} {'scored':>7} {'left out':>9}")
+    for s in summaries:
+        t = s.text2sparql
+        figures = (" ".join(f"{100 * value:{width}.2f}" for value, width in ((t.f1, 8), (t.precision, 8),
+                                                                               (t.recall, 10)))
+                   if t.f1 is not None else f"{'-':>8} {'-':>8} {'-':>10}")
+        print(f"{s.directory.name:<28} {figures} {t.questions - t.left_out:>7} {t.left_out:>9}")
     print("\nWhy each answer scored so (answers per diagnosis; see harness/diagnostics.py)")
     print(f"{'run':<28} " + " ".join(f"{name:>13}" for name in DIAGNOSES))
     for s in summaries:

@@ -1,4 +1,4 @@
-"""QALD's official metric, rule by rule on hand-made answers, and the QALD-JSON export."""
+"""The project's stricter variant of QALD's metric, rule by rule on hand-made answers, and the QALD-JSON export."""
 
 import json
 
@@ -92,7 +92,7 @@ def test_numeric_literals_compared_by_value_only_when_asked():
     assert score_question([{"n": {"type": "literal", "value": "100"}}], strings, numbers_by_value=True).f1 == 0.0
 
 
-def test_the_export_is_qald_json_with_the_scored_columns():
+def test_the_export_is_qald_json_with_every_column():
     records = [
         {"id": "7", "question": "Who?", "predicted_sparql": "SELECT ?x ?xLabel WHERE {}",
          "predicted_answer": [{**item("Q1"), "xLabel": {"type": "literal", "value": "one"}}],
@@ -105,7 +105,8 @@ def test_the_export_is_qald_json_with_the_scored_columns():
     first, second, third = document["questions"]
     assert first["question"] == [{"language": "de", "string": "Who?"}]
     assert first["query"] == {"sparql": "SELECT ?x ?xLabel WHERE {}"}
-    assert first["answers"] == [{"head": {"vars": ["x"]}, "results": {"bindings": [item("Q1")]}}]
+    assert first["answers"] == [{"head": {"vars": ["x", "xLabel"]}, "results": {"bindings": [
+        {**item("Q1"), "xLabel": {"type": "literal", "value": "one"}}]}}]
     assert second["answers"] == [{"head": {}, "boolean": True}]
     assert third["answers"] == [{"head": {"vars": []}, "results": {"bindings": []}}] and third["query"]["sparql"] == ""
 

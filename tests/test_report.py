@@ -44,8 +44,10 @@ def test_summary_by_hand(tmp_path):
     assert summary.steps_histogram == {1: 1, 3: 1, 4: 1}
     low, high = summary.f1_interval
     assert 0 <= low < 50 < high <= 100
-    # Every prediction is empty against a non-empty gold: QALD counts it a decline (precision 1, recall 0).
+    # Every prediction is empty against a non-empty gold: the QALD rule counts it a decline (precision 1, recall 0),
+    # GERBIL's Macro Precision 0.
     assert summary.qald.macro_precision == 1.0 and summary.qald.macro_recall == 0.0 and summary.qald.f1_qald == 0.0
+    assert summary.gerbil.macro_precision == 0.0 and summary.gerbil.macro_f1_qald == 0.0
 
 
 def test_a_model_missing_from_the_price_table_gets_no_dollar_figure(tmp_path):
@@ -116,7 +118,7 @@ def test_the_report_shows_the_baseline_without_the_agents_paper_figures_and_what
     assert "15 scored" in report
     assert "model asked gpt-4o, reported (not reported) (15)" in report
     assert "language en, numeric literals compared as written" in report
-    assert "QALD's official metric" not in report  # not a QALD dataset
+    assert "GERBIL" not in report  # not a QALD dataset
     assert "$0.1253" in report
 
 
@@ -227,3 +229,31 @@ def test_compare_takes_each_questions_mean_over_its_repeats():
     after = [{**record("1", 1.0, {}), "repeat": 1}, {**record("1", 0.0, {}), "repeat": 2}]
     result = compare_records(before, after)
     assert result.paired == 1 and result.mean_after == 0.5 and [c.after for c in result.better] == [0.5]
+
+
+def test_qald_figures_are_gerbils_under_gerbils_names_and_the_stricter_variant_is_labelled(tmp_path, capsys):
+    x, three = {"type": "uri", "value": "http://x/1"}, {"type": "literal", "value": "3"}
+    lines = [{**record("1", 0.0, {}), "gold_answer": [{"n": three}],
+              "predicted_answer": [{"n": {**three, "datatype": "http://www.w3.org/2001/XMLSchema#integer"}}]},
+             {**record("2", 0.0, {}), "gold_answer": [{"x": x}], "predicted_answer": []},
+             {**record("3", 1.0, {}), "gold_answer": [{"x": x}],
+              "predicted_answer": [{"x": x, "xLabel": {"type": "literal", "value": "one", "xml:lang": "en"}}]}]
+    run = write_run(tmp_path / "mix", lines)
+    summary = summarize(run)
+    # GERBIL: a typed 3 is the plain 3; the declined answer is precision 0 (1 in F1 QALD); the label costs precision.
+    assert summary.gerbil.macro_precision == pytest.approx(1.5 / 3) and summary.gerbil.macro_recall == 2 / 3
+    assert summary.gerbil.macro_f1_qald == pytest.approx(2 * (2.5 / 3) * (2 / 3) / (2.5 / 3 + 2 / 3))
+    assert summary.qald.f1_qald == pytest.approx(4 / 9)  # QALD-rule P (0 + 1 + 1) / 3, R (0 + 0 + 1) / 3
+    assert summary.text2sparql.f1 == pytest.approx((1 + 0 + 2 / 3) / 3) and summary.text2sparql.left_out == 0
+    assert report_main([str(run)]) == 0
+    report = capsys.readouterr().out
+    header = next(line for line in report.splitlines() if line.startswith("run ") and "Macro F1 QALD" in line)
+    assert header.split()[1:] == ["Micro", "F1", "score", "Micro", "Precision", "Micro", "Recall", "Macro", "F1",
+                                  "score", "Macro", "Precision", "Macro", "Recall", "Macro", "F1", "QALD"]
+    assert report.splitlines()[report.splitlines().index(header) + 1].split() == [
+        "mix", "66.67", "66.67", "66.67", "55.56", "50.00", "66.67", "74.07"]
+    assert "The project's stricter variant (whole terms" in report
+    assert "TEXT2SPARQL's set figures, as its client (text2sparql-client 2.1.0, evaluate)" in report
+    table = report.splitlines()[report.splitlines().index(next(line for line in report.splitlines()
+                                                                if line.startswith("TEXT2SPARQL's set"))) + 2]
+    assert table.split() == ["mix", "55.56", "50.00", "66.67", "3", "0"]
