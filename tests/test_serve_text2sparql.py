@@ -2,7 +2,8 @@
 
 The client asks the server (``ask``), runs the gold queries and the answered
 ones on Oxigraph's own server holding CK25 (``query``) and scores them
-(``evaluate``).  The model is scripted per question: most questions get
+(``evaluate``); the harness's set-F1 on the same answers gives the same
+figures.  The model is scripted per question: most questions get
 their reference query, some another question's query, one the model's
 judgement that the graph cannot answer it, and for one the model fails.
 """
@@ -10,6 +11,7 @@ judgement that the graph cannot answer it, and for one the model fails.
 from __future__ import annotations
 
 import json
+import math
 import re
 import urllib.error
 import urllib.parse
@@ -19,10 +21,13 @@ from typing import Any
 import pytest
 import yaml
 
+from harness.text2sparql_metric import aggregate, score_question
 from tests.support.llm_server import ErrorReply, SlowReply, ToolCallReply
 from tests.support.serve_rig import (CK25_DATASET, build_ck25_store, ck25_questions, run_client, start_oxigraph,
                                      start_serve)
 
+#: What the client puts for a query that failed or was never answered.
+EMPTY_RESULT = {"head": {"vars": []}, "results": {"bindings": []}}
 #: Questions answered with the next question's reference query (a wrong answer).
 WRONG = {3, 13, 23, 33, 43}
 #: The model judges the graph cannot answer this one.
@@ -64,6 +69,18 @@ def scripted_model(questions: list[dict[str, Any]]):
         return ToolCallReply("stop", {"thought": "done", "explanation": "The query answers it.", "language": "en"})
 
     return reply
+
+
+def endpoint_results(endpoint: str, query: str) -> dict[str, Any]:
+    """SPARQL JSON results of *query* on *endpoint*; a query the endpoint refuses is an empty result, as the client
+    reads it."""
+    request = urllib.request.Request(endpoint + "?" + urllib.parse.urlencode({"query": query}),
+                                     headers={"Accept": "application/sparql-results+json"})
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return json.load(response)
+    except urllib.error.HTTPError:
+        return EMPTY_RESULT
 
 
 def _get(url: str) -> tuple[int, dict[str, Any]]:
@@ -125,6 +142,20 @@ def test_the_official_client_scores_a_scripted_run_on_ck25(ck25, llm_server, tex
     assert scores[f"ck25:{CANNOT_ANSWER}-en"]["set_F"] == 0.0
     assert all(scores[f"ck25:{item}-en"]["set_F"] < 1.0 for item in WRONG)
     print("client's average:", json.dumps(scores["average"]))
+
+    # The harness's set-F1 on the same answers, each query run on the same endpoint: the client's figures.
+    ours = {f"ck25:{item['id']}-en": score_question(
+        endpoint_results(oxigraph.endpoint, item["query"]["sparql"]),
+        endpoint_results(oxigraph.endpoint, answers[f"ck25:{item['id']}-en"]["query"])
+        if f"ck25:{item['id']}-en" in answers else EMPTY_RESULT) for item in questions}
+    assert {qname for qname, score in ours.items() if score is not None} == set(scores) - {"average"}
+    for qname, score in ours.items():
+        if score is not None:
+            assert math.isclose(score.f1, scores[qname]["set_F"]), qname
+    figure = aggregate(ours.values())
+    assert math.isclose(figure.f1, scores["average"]["set_F"])
+    assert math.isclose(figure.precision, scores["average"]["set_P"])
+    assert math.isclose(figure.recall, scores["average"]["set_recall"])
 
 
 def test_the_api_answers_as_the_challenge_describes(ck25, llm_server, tmp_path):
