@@ -63,8 +63,10 @@ class Ticket:
 
     def check(self) -> None:
         """Raise :class:`RunStopped` when the run was cancelled or is past its deadline."""
-        if self.stop.is_set() or time.monotonic() > self.deadline:
-            raise RunStopped("cancelled" if self.stop.is_set() else "past its deadline")
+        if time.monotonic() > self.deadline:
+            raise RunStopped("past its deadline")
+        if self.stop.is_set():
+            raise RunStopped("cancelled")
 
 
 class RunPool:

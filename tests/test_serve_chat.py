@@ -253,3 +253,21 @@ def _stops_when_gone(browser, service, leave) -> None:
 def test_a_run_stops_when_its_page_goes_away(browser, another_browser, service):
     _stops_when_gone(browser, service, lambda: browser.call("Page.navigate", url="about:blank"))
     _stops_when_gone(another_browser, service, another_browser.close)
+
+
+def test_a_run_past_its_deadline_says_so(browser, llm_server, wikidata_store, tmp_path):
+    llm = llm_server(scripted)
+    service = start_serve(llm.base_url, {"wikidata": wikidata_store}, tmp_path, options=("--timeout", "2"))
+    try:
+        open_page(browser, service)
+        ask(browser, "endless question")
+        wait_done(browser, 1)
+        shown = turn(browser, 0)
+        deadline = time.monotonic() + 10  # the worker stops the run at its next step
+        while "run stopped (past its deadline)" not in service.log.read_text():
+            assert time.monotonic() < deadline, "the run went on past its deadline"
+            time.sleep(0.1)
+    finally:
+        log = service.stop()
+    assert shown["failed"] == ["No answer within 2 seconds."] and shown["steps"]
+    assert "no answer within 2 s" in log

@@ -10,12 +10,15 @@ judgement that the graph cannot answer it, and for one the model fails.
 
 from __future__ import annotations
 
+import http.client
 import json
 import math
 import re
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -178,3 +181,40 @@ def test_the_api_answers_as_the_challenge_describes(ck25, llm_server, tmp_path):
         log = service.stop()
     assert "Traceback" not in log
     assert "no query within 1 s: Who?" in log
+
+
+def _get_from(base: str, source: str, question: str) -> tuple[int, dict[str, str], dict[str, Any]]:
+    """The API's answer to *question* asked from the loopback address *source* (another client)."""
+    host, port = base.removeprefix("http://").split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=60, source_address=(source, 0))
+    connection.request("GET", "/text2sparql?" + urllib.parse.urlencode({"question": question,
+                                                                        "dataset": CK25_DATASET}))
+    response = connection.getresponse()
+    body = json.load(response)
+    connection.close()
+    return response.status, dict(response.headers), body
+
+
+def test_a_full_queue_and_a_busy_client_are_refused_with_retry_after(ck25, llm_server, tmp_path):
+    _, store, _ = ck25
+    stop = ToolCallReply("stop", {"thought": "no", "cannot_answer": True, "explanation": "No.", "language": "en"})
+    llm = llm_server(lambda body: SlowReply(2, stop))
+    service = start_serve(llm.base_url, {"ck25": store}, tmp_path, {CK25_DATASET: "ck25"},
+                          ("--workers", "1", "--queue", "1", "--per-client", "1"))
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            running = pool.submit(_get_from, service.base, "127.0.0.1", "first")
+            time.sleep(0.5)
+            waiting = pool.submit(_get_from, service.base, "127.0.0.2", "second")
+            time.sleep(0.5)
+            busy_client = _get_from(service.base, "127.0.0.1", "third")
+            full_queue = _get_from(service.base, "127.0.0.3", "fourth")
+            answered = [running.result(), waiting.result()]
+    finally:
+        log = service.stop()
+    assert busy_client[0] == 429 and busy_client[1]["retry-after"] == "10"
+    assert full_queue[0] == 503 and full_queue[1]["retry-after"] == "30"
+    assert "as many questions as it can" in full_queue[2]["detail"]
+    assert [status for status, _, _ in answered] == [200, 200]
+    assert [body["question"] for _, _, body in answered] == ["first", "second"]
+    assert "refused (429) for 127.0.0.1" in log and "refused (503) for 127.0.0.3" in log
