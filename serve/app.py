@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -21,6 +22,7 @@ def build_app(graphs: dict[str, ServedGraph], llm: ChatModel, limits: PoolLimits
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await asyncio.gather(*(asyncio.to_thread(graph.warm_up) for graph in graphs.values()))
         yield
         pool.close()
 

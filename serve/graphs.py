@@ -27,6 +27,14 @@ class ServedGraph:
     profile: GraphProfile
     #: TEXT2SPARQL dataset IRIs that select this graph.
     datasets: list[str] = field(default_factory=list)
+    #: A local store (its queries run in a worker process of their own), not a remote service.
+    local: bool = False
+
+    def warm_up(self) -> None:
+        """Start a local store's query worker now: it starts on the first query, which would make the first asker
+        wait about a second longer than the next ones.  A remote service is left alone."""
+        if self.local:
+            self.kb.execute("ASK {}")
 
     @property
     def title(self) -> str:
@@ -58,7 +66,7 @@ def open_graph(name: str, source: str) -> ServedGraph:
         raise GraphSpecError(f"--graph {name}={source}: no store in {source} (build one with "
                              f"`python -m agent.kb load --store {source} FILE...`, or write {LIVE} for Wikidata)")
     kb = LocalKB(source, read_only=True)
-    return ServedGraph(name, kb, kb.graph)
+    return ServedGraph(name, kb, kb.graph, local=True)
 
 
 def open_graphs(graph_specs: list[str], dataset_specs: list[str]) -> dict[str, ServedGraph]:

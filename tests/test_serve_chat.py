@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from agent.graph import load_graph
 from agent.kb.local import LocalKB
 from agent.llm import well_formed
 from bot.wikitext import clean
@@ -22,6 +23,7 @@ from tests.support.llm_server import ErrorReply, SlowReply, ToolCallReply
 from tests.support.serve_rig import KEY, start_serve
 
 HOSTILE = Path(__file__).parent / "fixtures" / "hostile"
+GRAPHS = Path(__file__).parent / "fixtures" / "graphs"
 QUERY = "SELECT ?x WHERE { VALUES ?x { \"Zurich\" \"Geneva\" } }"
 REVISED = "SELECT ?x WHERE { VALUES ?x { \"Zurich\" \"Geneva\" \"Basel\" } }"
 #: Seconds the model takes over its last reply in the slow run: the page must show steps before it ends.
@@ -97,10 +99,20 @@ def wikidata_store(tmp_path_factory) -> Path:
     return directory / "store"
 
 
+@pytest.fixture(scope="module")
+def library_store(tmp_path_factory) -> Path:
+    """The tests' third graph, a library catalogue with a profile of its own: no query service to link to."""
+    kb = LocalKB(tmp_path_factory.mktemp("library") / "store", graph=load_graph(GRAPHS / "library.toml"))
+    kb.load([GRAPHS / "library.ttl"], progress=False)
+    kb.close()
+    return kb.directory
+
+
 @pytest.fixture
-def service(llm_server, wikidata_store, tmp_path):
+def service(llm_server, wikidata_store, library_store, tmp_path):
     llm = llm_server(scripted)
-    started = start_serve(llm.base_url, {"wikidata": wikidata_store}, tmp_path, options=("--timeout", "60"))
+    started = start_serve(llm.base_url, {"wikidata": wikidata_store, "library": library_store}, tmp_path,
+                          options=("--timeout", "60"))
     started.llm = llm
     yield started
     started.stop()
@@ -176,6 +188,23 @@ def test_steps_appear_before_the_run_ends_and_a_follow_up_keeps_the_context(brow
     assert "Asked: slow question about cities\nAnswered: Two cities." in prompt
     assert QUERY in prompt, "the follow-up's prompt lacks the query it revises"
     assert browser.evaluate("document.getElementById('graph').disabled")
+
+
+def test_the_graph_is_picked_from_those_served_and_kept_for_the_conversation(browser, service):
+    open_page(browser, service)
+    options = browser.evaluate("[...document.querySelectorAll('#graph option')].map((o) => [o.value, o.text])")
+    assert options == [["wikidata", "Wikidata"], ["library", "the library catalogue"]]
+    browser.evaluate("document.getElementById('graph').value = 'library'")
+    ask(browser, "slow question about the library")
+    wait_done(browser, 1)
+    shown = turn(browser, 0)
+    assert shown["query"] == [QUERY] and shown["links"] == [], "a Try-it link for a graph without a query service"
+    asked = [body for body in service.llm.requests if _question(body).startswith("slow question about the library")]
+    assert "the library catalogue" in asked[0]["messages"][0]["content"]
+    assert browser.evaluate("document.getElementById('graph').disabled")
+    browser.evaluate("document.getElementById('new').click()")
+    assert not browser.evaluate("document.getElementById('graph').disabled")
+    assert browser.evaluate("document.querySelectorAll('#log .turn').length") == 0
 
 
 def test_hostile_text_stays_text(browser, service):
