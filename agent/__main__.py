@@ -17,7 +17,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from agent import Agent, AgentConfig
-from agent.graph import WIKIDATA
 from agent.kb import open_kb
 from agent.cli import program_name
 from agent.kb.live import WikidataConfig
@@ -114,10 +113,9 @@ def main(argv: list[str] | None = None) -> int:
     except (LLMConfigurationError, ValueError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    graph = getattr(kb, "graph", WIKIDATA)  # a local store knows the graph it holds
     agent = Agent(llm=llm, kb=kb, config=AgentConfig(
         answer_guaranteed=args.answer_guaranteed, max_path_actions=args.max_path_actions,
-        max_total_actions=args.max_total_actions, graph=graph, scholarly_service=graph.scholarly_service))
+        max_total_actions=args.max_total_actions))
     result = agent.run(args.question, on_step=None if args.json else step_printer())
     if args.json:
         print(json.dumps(result.to_dict(), ensure_ascii=False, indent=1))

@@ -104,7 +104,7 @@ def extract(run: _Run) -> Extraction | None:
     from agent.loop import _RunEnded
 
     messages = [{"role": "user", "content": render("extract", question=run.question, trace=trace_text(run),
-                                                   graph=run.config.graph.prompt)}]
+                                                   graph=run.graph.prompt)}]
     try:
         completion = run.call_llm(messages, temperature=0.0, max_tokens=run.config.max_completion_tokens)
         extraction = parse_extraction(completion.content)

@@ -62,16 +62,28 @@ class PromptLines:
 
 @dataclass(frozen=True)
 class Ids:
-    """What an item's and a property's ID look like, and the other ways people write them."""
+    """What an item's, a class's and a property's ID look like, and the other ways people write them.
 
-    items: str
+    Each kind lives in one or more namespaces (DBpedia's properties in
+    ``dbo:`` and ``dbp:``); an ID is written as the graph's queries write it,
+    with the namespace's prefix (``dbr:Paris\\,_Texas``), bare where the
+    namespace has no prefix (KQA Pro's base) and in a Wikibase graph (``Q42``).
+    """
+
+    items: tuple[str, ...]
     item_pattern: str
     item_example: str
-    properties: str
+    properties: tuple[str, ...]
     property_pattern: str
     property_example: str
     item_forms: tuple[str, ...] = ()
     property_forms: tuple[str, ...] = ()
+    #: Where the graph's classes are, and what their local names look like; a class is shown and searched
+    #: as an item.  Empty when classes are items of the graph (KQA Pro, Wikidata).
+    classes: tuple[str, ...] = ()
+    class_pattern: str = ""
+    #: IDs differ by case (RDF IRIs do); Wikidata's and KQA Pro's ``q42`` is taken as ``Q42``.
+    case_sensitive: bool = True
 
 
 @dataclass(frozen=True)
@@ -138,55 +150,111 @@ class GraphProfile:
 
     # -- IDs ---------------------------------------------------------------------------------------
 
-    def item_iri(self, item_id: str) -> str:
-        return self.ids.items + item_id
+    def _spaces(self, kind: str) -> tuple[tuple[str, str], ...]:
+        """(namespace, local-name pattern) of an ``item`` (classes included) or a ``property``, in order."""
+        ids = self.ids
+        if kind == "property":
+            return tuple((namespace, ids.property_pattern) for namespace in ids.properties)
+        return (*((namespace, ids.item_pattern) for namespace in ids.items),
+                *((namespace, ids.class_pattern) for namespace in ids.classes))
 
-    def property_iri(self, property_id: str) -> str:
-        return self.ids.properties + property_id
-
-    def local_id(self, iri: str) -> str | None:
-        """The item or property ID an IRI names in this graph, or ``None``."""
-        for namespace, pattern in ((self.ids.items, self.ids.item_pattern),
-                                   (self.ids.properties, self.ids.property_pattern)):
-            if iri.startswith(namespace) and re.fullmatch(pattern, iri[len(namespace):]):
-                return iri[len(namespace):]
+    def id_of(self, iri: str, kind: str | None = None) -> str | None:
+        """The ID of the item, class or property *iri* names in this graph (of *kind* when given), or ``None``."""
+        for each in (kind,) if kind else ("item", "property"):
+            for namespace, pattern in self._spaces(each):
+                local = iri[len(namespace):]
+                if iri.startswith(namespace) and local and re.fullmatch(pattern, local):
+                    return self._written_id(namespace, local)
         return None
 
-    def kind_of(self, local_id: str) -> str | None:
-        """``item`` or ``property`` for an ID of this graph (items win where both patterns match), or ``None``."""
-        if re.fullmatch(self.ids.item_pattern, local_id):
-            return "item"
-        if re.fullmatch(self.ids.property_pattern, local_id):
-            return "property"
+    def _written_id(self, namespace: str, local: str) -> str:
+        if self.entries.model == "wikibase":
+            return local
+        prefix = self._prefix_of(namespace)
+        if prefix is None:
+            return local
+        written = _local_name(local)
+        return f"{prefix}:{written}" if written is not None else f"<{namespace}{local}>"
+
+    def _prefix_of(self, namespace: str) -> str | None:
+        return next((prefix for prefix, iri in self.prefixes.items() if iri == namespace), None)
+
+    def iri_of(self, graph_id: str) -> str:
+        """The IRI an ID of this graph names (see :meth:`id_of`)."""
+        if graph_id.startswith("<") and graph_id.endswith(">"):
+            return graph_id[1:-1]
+        prefix, colon, local = graph_id.partition(":")
+        if colon and prefix in self.prefixes and self.entries.model != "wikibase":
+            return self.prefixes[prefix] + unescape_local(local)
+        return self.bare_namespace + graph_id
+
+    @property
+    def bare_namespace(self) -> str:
+        """Where bare IDs live: the one ID namespace without a prefix (the items' in a Wikibase graph)."""
+        if self.entries.model == "wikibase":
+            return self.ids.items[0]
+        bare = [namespace for namespace in (*self.ids.items, *self.ids.classes, *self.ids.properties)
+                if self._prefix_of(namespace) is None]
+        return bare[0] if bare else self.ids.items[0]
+
+    def kind_of(self, graph_id: str) -> str | None:
+        """``item`` (classes too) or ``property`` for an ID of this graph (items win where both match), or ``None``."""
+        iri = self.iri_of(graph_id)
+        for kind in ("item", "property"):
+            if self.id_of(iri, kind) == graph_id:
+                return kind
         return None
 
     def check_item(self, text: str) -> tuple[str, str | None]:
-        """The item ID *text* writes (bare, prefixed, as an IRI or a page), and a message when it writes none."""
-        found = _read_id(text, self.ids.item_pattern, self._forms(self.ids.items, self.ids.item_forms), self.base)
+        """The item (or class) ID *text* writes: bare, prefixed, as an IRI or a page; a message when it writes none."""
+        found = self._read_id(text, "item", self.ids.item_forms)
         if found is None:
             return text, (f"{text!r} is not an item ID. Give one such as {self.ids.item_example} "
                           "(search first if needed).")
         return found, None
 
     def check_property(self, text: str) -> tuple[str, str | None]:
-        found = _read_id(text, self.ids.property_pattern, self._forms(self.ids.properties, self.ids.property_forms),
-                         self.base)
+        found = self._read_id(text, "property", self.ids.property_forms)
         if found is None:
             return text, (f"{text!r} is not a property ID. Give one such as {self.ids.property_example} "
                           "(search first if needed).")
         return found, None
 
-    def _forms(self, namespace: str, forms: tuple[str, ...]) -> tuple[str, ...]:
-        """What may stand before an ID: the namespace, its prefixes, and the profile's other forms."""
-        return (*forms, namespace, *(f"{prefix}:" for prefix, iri in self.prefixes.items() if iri == namespace))
+    def _read_id(self, text: str, kind: str, forms: tuple[str, ...]) -> str | None:
+        """The ID of *kind* that *text* writes; the longest way of writing matches first, so a full IRI or
+        a prefixed name is never read as a bare ID.  Case is folded only in a graph whose IDs ignore it."""
+        text = text.strip()
+        if text.startswith("<") and text.endswith(">"):
+            text = text[1:-1]
+        home = self._spaces(kind)[0][0]
+        starts = [(form, home) for form in forms]
+        starts += [(namespace, namespace) for namespace, _ in self._spaces(kind)]
+        starts += [(f"{prefix}:", namespace) for prefix, namespace in self.prefixes.items()
+                   if any(namespace == space for space, _ in self._spaces(kind))]
+        if self.base:
+            starts.append((self.base, self.base))
+        starts.sort(key=lambda start: -len(start[0]))
+        fold = not self.ids.case_sensitive
+        for form, namespace in [*starts, ("", home)]:
+            if not (text.lower().startswith(form.lower()) if fold else text.startswith(form)):
+                continue
+            local = text[len(form):]
+            if form.endswith(":") and not form.startswith(("http:", "https:")):
+                local = unescape_local(local)
+            for candidate in (local, local.upper()) if fold else (local,):
+                found = self.id_of(namespace + candidate, kind)
+                if found is not None:
+                    return found
+        return None
 
     def written(self, iri: str) -> str:
         """An IRI as a query of this graph writes it: a prefixed name, relative to the base, or in full."""
-        best = ""
+        best, written = "", ""
         for prefix, namespace in self.prefixes.items():
-            if iri.startswith(namespace) and len(namespace) > len(best) \
-                    and re.fullmatch(r"[\w.-]*", iri[len(namespace):]):
-                best, written = namespace, f"{prefix}:{iri[len(namespace):]}"
+            if iri.startswith(namespace) and len(namespace) > len(best):
+                local = _local_name(iri[len(namespace):])
+                if local is not None:
+                    best, written = namespace, f"{prefix}:{local}"
         if best:
             return written
         if self.base and iri.startswith(self.base) and len(iri) > len(self.base):
@@ -194,21 +262,44 @@ class GraphProfile:
         return f"<{iri}>"
 
 
-def _read_id(text: str, pattern: str, forms: tuple[str, ...], base: str) -> str | None:
-    text = text.strip()
-    candidates = [text]
-    if text.startswith("<") and text.endswith(">"):
-        candidates.append(text[1:-1])
-    for candidate in candidates:
-        for form in ("", *forms, *((base,) if base else ())):
-            if not candidate.lower().startswith(form.lower()):
-                continue
-            rest = candidate[len(form):]
-            if re.fullmatch(pattern, rest):
-                return rest
-            if re.fullmatch(pattern, rest.upper()):
-                return rest.upper()
-    return None
+#: What a prefixed name's local part may hold after a backslash (SPARQL's PN_LOCAL_ESC).
+_LOCAL_ESCAPABLE = "_~.-!$&'()*+,;=/?#@%"
+_LOCAL_ESCAPE = re.compile(r"\\([" + re.escape(_LOCAL_ESCAPABLE) + "])")
+_PERCENT = re.compile(r"%[0-9A-Fa-f]{2}")
+
+
+def unescape_local(local: str) -> str:
+    r"""A prefixed name's local part as its IRI holds it: ``Paris\,_Texas`` is ``Paris,_Texas``."""
+    return _LOCAL_ESCAPE.sub(r"\1", local)
+
+
+def _local_name(local: str) -> str | None:
+    r"""*local* as a prefixed name's local part (``Paris,_Texas`` as ``Paris\,_Texas``), or ``None`` when a
+    character cannot be written there (a space, a quote): then only the full IRI names it."""
+    out = []
+    for index, char in enumerate(local):
+        if char.isalnum() or char == "_" or char == ":" or char == "-" and index > 0 \
+                or char == "." and 0 < index < len(local) - 1 \
+                or char == "%" and _PERCENT.match(local, index):
+            out.append(char)
+        elif char in _LOCAL_ESCAPABLE:
+            out.append("\\" + char)
+        else:
+            return None
+    return "".join(out)
+
+
+#: Every key a profile may hold, by table ("" for the top level): a misspelt key is an error, as in bot.ini.
+KNOWN_KEYS = {
+    "": {"name", "title", "sparql", "prefixes", "ids", "names", "entries", "prompt", "store"},
+    "sparql": {"endpoint", "api", "dialect", "base", "scholarly_service"},
+    "ids": {"items", "item_pattern", "item_example", "item_forms", "properties", "property_pattern",
+            "property_example", "property_forms", "classes", "class_pattern", "case_sensitive"},
+    "names": {"label", "language", "description", "class"},
+    "entries": {"model", "value_text", "unit", "no_unit", "fact_head", "fact_predicate", "fact_tail"},
+    "store": {"json"},
+    "prompt": {"query", "service", "checks", "projection", "rules"},
+}
 
 
 def _section(data: dict[str, Any], name: str, origin: str) -> dict[str, Any]:
@@ -218,10 +309,56 @@ def _section(data: dict[str, Any], name: str, origin: str) -> dict[str, Any]:
     return section
 
 
+def _check_keys(data: dict[str, Any], origin: str) -> None:
+    for table, known in KNOWN_KEYS.items():
+        section = _section(data, table, origin) if table else data
+        unknown = sorted(set(section) - known)
+        if unknown:
+            where = f" in [{table}]" if table else ""
+            raise ProfileError(f"{origin}: unknown keys{where}: {', '.join(unknown)} "
+                               f"(known: {', '.join(sorted(known))})")
+
+
 def _required(section: dict[str, Any], key: str, where: str) -> Any:
     if key not in section:
         raise ProfileError(f"{where}: {key} is missing")
     return section[key]
+
+
+def _namespaces(section: dict[str, Any], key: str, where: str, required: bool = True) -> tuple[str, ...]:
+    """One namespace or a list of them."""
+    value = _required(section, key, where) if required else section.get(key, [])
+    value = [value] if isinstance(value, str) else value
+    if not isinstance(value, list) or not all(isinstance(each, str) and each for each in value) \
+            or required and not value:
+        raise ProfileError(f"{where}: {key} must be a namespace IRI or a list of them")
+    return tuple(value)
+
+
+def _ids(ids: dict[str, Any], prefixes: dict[str, str], origin: str) -> Ids:
+    where = f"{origin} [ids]"
+    patterns = ["item_pattern", "property_pattern"] + (["class_pattern"] if "classes" in ids else [])
+    for key in patterns:
+        try:
+            re.compile(_required(ids, key, where))
+        except re.error as error:
+            raise ProfileError(f"{origin}: [ids] {key} is not a regular expression: {error}") from error
+    result = Ids(items=_namespaces(ids, "items", where), item_pattern=ids["item_pattern"],
+                 item_example=_required(ids, "item_example", where), properties=_namespaces(ids, "properties", where),
+                 property_pattern=ids["property_pattern"], property_example=_required(ids, "property_example", where),
+                 item_forms=tuple(ids.get("item_forms", ())), property_forms=tuple(ids.get("property_forms", ())),
+                 classes=_namespaces(ids, "classes", where, required=False), class_pattern=ids.get("class_pattern", ""),
+                 case_sensitive=bool(ids.get("case_sensitive", True)))
+    return result
+
+
+def _check_bare(ids: Ids, prefixes: dict[str, str], origin: str) -> None:
+    """Bare IDs are read in one namespace: every other namespace of IDs needs a prefix."""
+    bare = {namespace for namespace in (*ids.items, *ids.classes, *ids.properties)
+            if namespace not in prefixes.values()}
+    if len(bare) > 1:
+        raise ProfileError(f"{origin}: [ids] IDs of {' and '.join(sorted(bare))} would be written alike: "
+                           "give all but one of these namespaces a prefix in [prefixes]")
 
 
 def parse_profile(text: str, origin: str = "<profile>") -> GraphProfile:
@@ -230,6 +367,7 @@ def parse_profile(text: str, origin: str = "<profile>") -> GraphProfile:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise ProfileError(f"{origin}: not valid TOML: {error}") from error
+    _check_keys(data, origin)
     sparql, ids, names = (_section(data, name, origin) for name in ("sparql", "ids", "names"))
     entries, prompt, store = (_section(data, name, origin) for name in ("entries", "prompt", "store"))
     model = entries.get("model", "triples")
@@ -238,25 +376,19 @@ def parse_profile(text: str, origin: str = "<profile>") -> GraphProfile:
     json_format = store.get("json", "wikidata")
     if json_format not in JSON_FORMATS:
         raise ProfileError(f"{origin}: [store] json must be one of {', '.join(JSON_FORMATS)}, not {json_format!r}")
-    for key in ("item_pattern", "property_pattern"):
-        try:
-            re.compile(_required(ids, key, f"{origin} [ids]"))
-        except re.error as error:
-            raise ProfileError(f"{origin}: [ids] {key} is not a regular expression: {error}") from error
     dialect = sparql.get("dialect", "sparql11")
     if dialect not in DIALECTS:
         raise ProfileError(f"{origin}: [sparql] dialect must be one of {', '.join(DIALECTS)}, not {dialect!r}")
-    where = f"{origin} [ids]"
+    prefixes = dict(_section(data, "prefixes", origin))
+    ids_read = _ids(ids, prefixes, origin)
+    label = _required(names, "label", f"{origin} [names]")
+    _check_bare(ids_read, prefixes, origin)
     return GraphProfile(
         name=_required(data, "name", origin), title=data.get("title") or data["name"],
         endpoint=sparql.get("endpoint", ""), dialect=dialect, api=sparql.get("api", ""),
         base=sparql.get("base", ""), scholarly_service=sparql.get("scholarly_service", ""),
-        prefixes=dict(data.get("prefixes", {})),
-        ids=Ids(items=_required(ids, "items", where), item_pattern=ids["item_pattern"],
-                item_example=_required(ids, "item_example", where), properties=_required(ids, "properties", where),
-                property_pattern=ids["property_pattern"], property_example=_required(ids, "property_example", where),
-                item_forms=tuple(ids.get("item_forms", ())), property_forms=tuple(ids.get("property_forms", ()))),
-        names=Names(label=_required(names, "label", f"{origin} [names]"), language=names.get("language", ""),
+        prefixes=prefixes, ids=ids_read,
+        names=Names(label=label, language=names.get("language", ""),
                     description=names.get("description", ""), type=names.get("class", "")),
         entries=Entries(model=model, value_text=tuple(entries.get("value_text", ())), unit=entries.get("unit", ""),
                         no_unit=entries.get("no_unit", ""), fact_head=entries.get("fact_head", ""),

@@ -51,7 +51,6 @@ from typing import TYPE_CHECKING, Any
 
 from agent import end_of_run, grounding, observations
 from agent.actions import ACTIONS, CANNOT_ANSWER, check_argument, is_set, same_action, tool_schemas
-from agent.graph import WIKIDATA, GraphProfile
 from agent.kb.base import KBUnavailable, KnowledgeBase, QueryResult
 from agent.llm import ChatModel, Completion, ContextTooLong, LLMUnavailable, ToolsUnsupported, well_formed
 from agent.parsing import ParseError, parse_step
@@ -91,11 +90,9 @@ class AgentConfig:
     #: hits and statements used since, and their query results cut to the first rows, unless the
     #: model tried to take them again since.  (Only the last step keeps its thought.)
     recent_steps: int = 2
-    #: Where the scholarly articles are, seen from the query service the agent asks (the WDQS graph
-    #: split of May 2025 took them out of the main graph); "" when that service holds them itself.
-    scholarly_service: str = "wdsubgraph:scholarly_articles"
-    #: The graph explored: its IDs and the graph-specific lines of the prompts.
-    graph: GraphProfile = WIKIDATA
+    #: Where the scholarly articles are, seen from the query service the agent asks; ``None`` for what the
+    #: graph's profile says (Wikidata's: the WDQS graph split of May 2025), "" when that service holds them.
+    scholarly_service: str | None = None
 
 
 @dataclass
@@ -155,6 +152,10 @@ class _Run:
                  on_step: Callable[[Step], None] | None) -> None:
         self.agent = agent
         self.config = agent.config
+        #: The graph explored, as the knowledge base holds it: its IDs and the graph-specific lines of the prompts.
+        self.graph = agent.kb.graph
+        self.scholarly_service = (self.graph.scholarly_service if self.config.scholarly_service is None
+                                  else self.config.scholarly_service)
         self.question = question
         self.context = context
         self.on_step = on_step
@@ -348,7 +349,7 @@ class _Run:
                 return _Decision(thought, call.name, "", f'{call.name} takes its argument as "{spec.argument.name}"; '
                                                          f"the call gave {others}.", malformed=True)
             raw = str(arguments.get(spec.argument.name, "")) if spec and spec.argument else ""
-            argument, error = check_argument(call.name, raw, self.config.graph)
+            argument, error = check_argument(call.name, raw, self.graph)
             extras = {parameter.name: str(arguments.get(parameter.name) or "").strip()
                       for parameter in (spec.extras if spec else ())}
             return _Decision(thought, call.name, argument, error, extras, malformed=spec is None)
@@ -358,7 +359,7 @@ class _Run:
             if not self.text_protocol:
                 error = ParseError(f"No tool was called. Call one of: {', '.join(ACTIONS)}.")
             return _Decision(completion.content.strip(), "", "", str(error), malformed=not self.text_protocol)
-        argument, error = check_argument(parsed.action, parsed.argument, self.config.graph)
+        argument, error = check_argument(parsed.action, parsed.argument, self.graph)
         return _Decision(parsed.thought, parsed.action, argument, error, parsed.extras)
 
     def messages(self) -> list[dict[str, Any]]:
@@ -366,8 +367,8 @@ class _Run:
         messages: list[dict[str, Any]] = [
             {"role": "system", "content": render("policy", answer_guaranteed=self.config.answer_guaranteed,
                                                  text_protocol=text, actions=list(ACTIONS.values()),
-                                                 scholarly_service=self.config.scholarly_service,
-                                                 graph=self.config.graph.prompt)},
+                                                 scholarly_service=self.scholarly_service,
+                                                 graph=self.graph.prompt)},
             {"role": "user", "content": render("question", question=self.question, context=self.context)},
         ]
         path = self.path
@@ -466,7 +467,7 @@ class _Run:
         if len(entry_text) < self.config.prune_threshold:
             return entry_text
         header, _, body = entry_text.partition("\n")
-        prompt = render("prune", question=self.question, entity=header, entry=body, graph=self.config.graph.prompt)
+        prompt = render("prune", question=self.question, entity=header, entry=body, graph=self.graph.prompt)
         try:
             completion = self.call_llm([{"role": "user", "content": prompt}], temperature=0.0,
                                        max_tokens=self.config.max_completion_tokens)

@@ -26,7 +26,8 @@ review                  false                            draft replies on the re
 review_page             User:{username}/Review           where drafts wait for an approval
 reviewers               (none)                           who may approve or reject, comma-separated
 short_links             https://w.wiki                   where https://w.wiki/… links in requests resolve
-scholarly_service       wdsubgraph:scholarly_articles    the SERVICE holding scholarly articles ("" none)
+scholarly_service       (the graph profile's:            the SERVICE holding scholarly articles ("" none)
+                        wdsubgraph:scholarly_articles)
 kb_dir                  (live Wikidata)                  answer from a local Oxigraph store
 cache_path              (none)                           SQLite cache of Wikidata responses
 examples_path           (none)                           example store (spinach-examples) for the prompt
@@ -77,7 +78,7 @@ class BotConfig:
     review_page: str = "User:{username}/Review"
     reviewers: str | None = None
     short_links: str = "https://w.wiki"
-    scholarly_service: str | None = "wdsubgraph:scholarly_articles"
+    scholarly_service: str | None = None
     kb_dir: str | None = None
     cache_path: str | None = None
     examples_path: str | None = None
@@ -106,6 +107,8 @@ class BotConfig:
                 value = int(raw)
             elif isinstance(default, float):
                 value = float(raw)
+            elif name == "scholarly_service":  # empty: no such service; unset: the graph profile's
+                value = raw
             else:
                 value = raw or None
             setattr(config, name, value)

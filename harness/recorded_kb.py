@@ -26,6 +26,7 @@ from typing import Any
 
 import pyoxigraph
 
+from agent.graph import WIKIDATA
 from agent.kb.base import (
     Claim, Entry, PropertyExample, Qualifier, QueryResult, SearchHit, SearchResults, Value,
 )
@@ -82,6 +83,8 @@ def same_query(first: str, second: str) -> bool:
 
 class RecordedKB:
     """Serves the first recorded observation of each (action, argument) of *run*; *output* answers its final query."""
+
+    graph = WIKIDATA
 
     def __init__(self, run: dict[str, Any], output: dict[str, Any] | None = None) -> None:
         self.output = output

@@ -270,8 +270,7 @@ def run_kqapro(args: argparse.Namespace, examples: list, loaded, kb, llm, part: 
     train = Path(args.data) / "kqapro" / "train.json"
     train_answers = {example.answer for example in read_dataset("kqapro", "train", args.data).examples} \
         if train.exists() else None
-    agent = Agent(llm=llm, kb=kb, config=AgentConfig(answer_guaranteed=True, graph=kb.graph,
-                                                     scholarly_service=kb.graph.scholarly_service))
+    agent = Agent(llm=llm, kb=kb, config=AgentConfig(answer_guaranteed=True))
 
     def answer(example):
         return agent.run(with_choices(example.question, example.choices) if args.choices else example.question)

@@ -24,7 +24,6 @@ class ServedGraph:
 
     name: str
     kb: KnowledgeBase = field(repr=False)
-    profile: GraphProfile
     #: TEXT2SPARQL dataset IRIs that select this graph.
     datasets: list[str] = field(default_factory=list)
     #: A local store (its queries run in a worker process of their own), not a remote service.
@@ -35,6 +34,11 @@ class ServedGraph:
         wait about a second longer than the next ones.  A remote service is left alone."""
         if self.local:
             self.kb.execute("ASK {}")
+
+    @property
+    def profile(self) -> GraphProfile:
+        """The graph's profile, as its knowledge base holds it."""
+        return self.kb.graph
 
     @property
     def title(self) -> str:
@@ -59,14 +63,14 @@ def open_graph(name: str, source: str) -> ServedGraph:
     """*source* ``live`` for live Wikidata, else the directory of a local store (opened read-only: a bot or a load
     may hold it)."""
     if source == LIVE:
-        return ServedGraph(name, open_kb(), WIKIDATA)
+        return ServedGraph(name, open_kb())
     from agent.kb.local import LocalKB
 
     if not Path(source).is_dir():
         raise GraphSpecError(f"--graph {name}={source}: no store in {source} (build one with "
                              f"`python -m agent.kb load --store {source} FILE...`, or write {LIVE} for Wikidata)")
     kb = LocalKB(source, read_only=True)
-    return ServedGraph(name, kb, kb.graph, local=True)
+    return ServedGraph(name, kb, local=True)
 
 
 def open_graphs(graph_specs: list[str], dataset_specs: list[str]) -> dict[str, ServedGraph]:

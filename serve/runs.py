@@ -114,9 +114,7 @@ class RunPool:
         def work() -> AgentResult | None:
             try:
                 ticket.check()  # cancelled, or out of time, while it waited
-                agent = Agent(self.llm, graph.kb, AgentConfig(
-                    answer_guaranteed=answer_guaranteed, graph=graph.profile,
-                    scholarly_service=graph.profile.scholarly_service))
+                agent = Agent(self.llm, graph.kb, AgentConfig(answer_guaranteed=answer_guaranteed))
                 return agent.run(question, context, on_step=step)
             except RunStopped as stopped:
                 log.info("run stopped (%s): %s", stopped, question[:200])

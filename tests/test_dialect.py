@@ -2,7 +2,7 @@
 
 import pytest
 
-from agent.kb.dialect import Unsupported, prepare
+from agent.kb.dialect import Unsupported, integer_casts, prepare
 from agent.kb.http import HttpClient
 from agent.kb.live import LiveWikidata, WikidataConfig
 from agent.kb.local import LocalKB
@@ -149,3 +149,13 @@ def test_every_gold_query_prepared_for_qlever_parses_without_implicit_prefixes(s
     assert total == 714 and unsupported == 6  # wikibase:around
     assert not any("prefix" in message.lower() for _, message in refused), refused
     assert len(refused) <= 2, refused  # two queries Oxigraph's own parser refuses (as the embedded store does)
+
+
+def test_xpath_integer_casts_become_sparql_11_casts():
+    query = ('PREFIX x: <http://www.w3.org/2001/XMLSchema#>\nSELECT (SUM(x:int(?q)) AS ?n) '
+             '(<http://www.w3.org/2001/XMLSchema#long>(?q) AS ?l) (xsd:short (?q) AS ?s) WHERE { ?a ?b "xsd:int(" }')
+    assert integer_casts(query) == (
+        'PREFIX x: <http://www.w3.org/2001/XMLSchema#>\nSELECT (SUM(x:integer(?q)) AS ?n) '
+        '(<http://www.w3.org/2001/XMLSchema#integer>(?q) AS ?l) (xsd:integer (?q) AS ?s) WHERE { ?a ?b "xsd:int(" }')
+    assert "xsd:integer(?q)" in prepare("SELECT (xsd:int(?q) AS ?n) WHERE {}", "sparql11")
+    assert "xsd:int(?q)" in prepare("SELECT (xsd:int(?q) AS ?n) WHERE {}", "wdqs")

@@ -82,3 +82,11 @@ def test_a_broken_profile_names_its_file_and_what_is_wrong(tmp_path):
         parse_profile("name = ")
     with pytest.raises(ProfileError, match="no graph profile 'dbpedia': name one of"):
         load_graph("dbpedia")
+
+
+def test_a_misspelt_key_is_an_error_naming_it():
+    text = (load_graph("ck25").source.replace("case_sensitive = true", "case_sensitve = true"))
+    with pytest.raises(ProfileError, match=r"mine\.toml: unknown keys in \[ids\]: case_sensitve \(known: "):
+        parse_profile(text, "mine.toml")
+    with pytest.raises(ProfileError, match=r"unknown keys: titel"):
+        parse_profile('titel = "x"\n' + load_graph("ck25").source)

@@ -101,9 +101,8 @@ def test_the_agent_answers_over_the_kqapro_profile_through_the_openai_client(llm
         ToolCallReply("execute_sparql", {"thought": "Ask for his birth date.", "sparql": question["sparql"]}),
         ToolCallReply("stop", {"thought": "Found.", "explanation": "Born 1946-06-14.", "language": "en"}),
     ])
-    graph = kb.graph
     agent = Agent(ChatModel.from_config(LLMConfig(base_url=server.base_url, api_key="t", max_retries=0, timeout=10)),
-                  kb, AgentConfig(graph=graph, scholarly_service=graph.scholarly_service, answer_guaranteed=True))
+                  kb, AgentConfig(answer_guaranteed=True))
     result = agent.run(question["question"])
     assert result.stop_reason == "stop"
     search, entry, query = (step.observation for step in result.steps[:3])

@@ -26,20 +26,20 @@ def kb(tmp_path_factory):
 
 def test_search_uses_the_graphs_own_labels_and_descriptions(kb):
     assert [(hit.id, hit.description) for hit in kb.search("dune").items] == [
-        ("book1", "novel by Frank Herbert, 1965"), ("film1", "film by Denis Villeneuve, 2021"),
-        ("book2", "novel by Frank Herbert, 1969"), ("book3", "")]
-    assert [hit.id for hit in kb.search("author").properties] == ["author"]
-    assert "Properties:\nauthor (author)" in format_search(kb.search("author"))
+        ("lib:book1", "novel by Frank Herbert, 1965"), ("lib:film1", "film by Denis Villeneuve, 2021"),
+        ("lib:book2", "novel by Frank Herbert, 1969"), ("lib:book3", "")]
+    assert [hit.id for hit in kb.search("author").properties] == ["schema:author"]
+    assert "Properties:\nauthor (schema:author)" in format_search(kb.search("author"))
 
 
 def test_an_entry_is_the_items_outgoing_triples_as_its_queries_write_them(kb):
     entry = format_entry(kb.get_entry("book1"))
-    assert entry.startswith("Dune (book1): novel by Frank Herbert, 1965\n")
+    assert entry.startswith("Dune (lib:book1): novel by Frank Herbert, 1965\n")
     assert json.loads(entry.split("\n", 1)[1]) == {
-        "author (schema:author)": "Frank Herbert (person1)", "datePublished (schema:datePublished)": "1965-08-01",
-        "numberOfPages (schema:numberOfPages)": "412", "type (rdf:type)": "schema:Book"}
-    assert format_property_examples("director", kb.property_examples("director")) == \
-        "Dune (film1) director Denis Villeneuve (person2)"
+        "author (schema:author)": "Frank Herbert (lib:person1)", "date published (schema:datePublished)": "1965-08-01",
+        "number of pages (schema:numberOfPages)": "412", "type (rdf:type)": "schema:Book"}
+    assert format_property_examples("schema:director", kb.property_examples("schema:director")) == \
+        "Dune (lib:film1) schema:director Denis Villeneuve (lib:person2)"
     assert kb.get_entry("book9") is None and kb.property_examples("editor") is None
 
 
@@ -59,14 +59,14 @@ def test_the_agent_explores_the_third_graph_with_the_same_five_actions(llm_serve
                          reply("execute_sparql", sparql=BOOKS_QUERY),
                          reply("stop", explanation="Three novels.", language="en")])
     llm = ChatModel.from_config(LLMConfig(base_url=server.base_url, api_key="test", max_retries=0, timeout=10))
-    agent = Agent(llm, kb, AgentConfig(graph=LIBRARY, scholarly_service=LIBRARY.scholarly_service,
+    agent = Agent(llm, kb, AgentConfig(
                                        answer_guaranteed=True))
     result = agent.run("Which books did Frank Herbert write, and when?")
     assert result.stop_reason == "stop" and [step.action for step in result.path] == [
         "search_wikidata", "get_wikidata_entry", "get_property_examples", "execute_sparql", "stop"]
-    assert "Frank Herbert (person1): American writer" in result.steps[0].observation
-    assert result.steps[1].argument == "book2" and "Dune Messiah (book2)" in result.steps[1].observation
-    assert result.steps[2].argument == "author"
+    assert "Frank Herbert (lib:person1): American writer" in result.steps[0].observation
+    assert result.steps[1].argument == "lib:book2" and "Dune Messiah (lib:book2)" in result.steps[1].observation
+    assert result.steps[2].argument == "schema:author"
     assert sorted(row["book"]["value"] for row in result.answer) == [
         f"http://example.org/library/book{n}" for n in (1, 2, 3)]
     policy = server.requests[0]["messages"][0]["content"]

@@ -18,6 +18,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Literal, Protocol, runtime_checkable
 
+from agent.graph import GraphProfile
+
 QueryStatus = Literal["ok", "empty", "syntax_error", "timeout", "error"]
 
 #: A SPARQL JSON term: ``{"type": "uri", "value": ...}``, with optional
@@ -138,6 +140,9 @@ class QueryResult:
 @runtime_checkable
 class KnowledgeBase(Protocol):
     """What the agent needs from Wikidata, or from anything shaped like it."""
+
+    #: The graph it holds: its IDs, names and the graph-specific lines of the agent's prompts.
+    graph: GraphProfile
 
     def search(self, text: str) -> SearchResults:
         """Items (at most 8) and properties (at most 4) matching *text*, best first."""

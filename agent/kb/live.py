@@ -61,6 +61,8 @@ class WikidataConfig:
 class LiveWikidata:
     """A :class:`~agent.kb.base.KnowledgeBase` over the Action API and a SPARQL endpoint."""
 
+    graph = WIKIDATA
+
     def __init__(self, config: WikidataConfig | None = None, cache: ResponseCache | None = None,
                  http: HttpClient | None = None) -> None:
         self.config = config or WikidataConfig.from_env()

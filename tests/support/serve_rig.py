@@ -29,7 +29,10 @@ import pytest
 #: The challenge's official client, as its organisers run it.
 CLIENT = "text2sparql-client==2.1.0"
 CK25_DATASET = "https://text2sparql.aksw.org/2025/corporate/"
+#: CK25's files, each loaded into the named graph its ``.graph`` file names, as the challenge's endpoint holds them.
 CK25_DATA = ("prod-inst.ttl", "text2sparql.ttl", "queries.ttl")
+#: What the agent's store holds (the reference queries and questions would give the answers away).
+CK25_AGENT_DATA = ("prod-inst.ttl", "text2sparql.ttl")
 #: The stand-in model's key: nothing the page receives may hold it.
 KEY = "sk-serve-stand-in-key"
 
@@ -98,11 +101,13 @@ def ck25_questions(shared_dir: Path) -> Path:
 
 
 def build_ck25_store(shared_dir: Path, directory: Path) -> Path:
-    """CK25's files in a local store, loaded as any RDF graph is (into its default graph)."""
+    """CK25 in a local store by its profile, as its profile says to build it: the instances and the challenge's
+    vocabulary, never the graph of reference queries and questions."""
+    from agent.graph import load_graph
     from agent.kb.local import LocalKB
 
-    kb = LocalKB(directory)
-    kb.load([shared_dir / "datasets" / "ck25" / "graphs" / name for name in CK25_DATA], progress=False)
+    kb = LocalKB(directory, graph=load_graph("ck25"))
+    kb.load([shared_dir / "datasets" / "ck25" / "graphs" / name for name in CK25_AGENT_DATA], progress=False)
     kb.close()
     return directory
 

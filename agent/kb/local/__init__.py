@@ -25,7 +25,8 @@ from tqdm import tqdm
 
 from agent.graph import WIKIDATA, GraphProfile, parse_profile
 from agent.kb.base import Claim, Entry, PropertyExample, Qualifier, QueryResult, SearchHit, SearchResults, Value
-from agent.kb.local.loaders import GENID, RDF_FORMATS, SCHEMA_ABOUT, LoadError, file_kind, open_file, read_batches
+from agent.kb.local.loaders import (GENID, RDF_FORMATS, SCHEMA_ABOUT, LoadError, file_kind, named_graph, open_file,
+                                   read_batches)
 from agent.kb.local.search import SearchIndex, wikidata_kind
 from agent.kb.local.triples import TripleEntries
 from agent.kb.local.sparql import PREFIXES, QueryEngine
@@ -138,6 +139,7 @@ class LocalKB:
         taking the triples."""
         kind = file_kind(path)
         scratch = None if kind in RDF_FORMATS else self.directory / "loading.nt"
+        to_graph = named_graph(path) if scratch is None else None
         had_data = next(iter(self.store.quads_for_pattern(None, None, None)), None) is not None
         triples = unranked = 0
         preferred: set[tuple[str, str]] = set()
@@ -166,7 +168,7 @@ class LocalKB:
                 if stream is None:
                     self.store.bulk_load(path=scratch, format=ox.RdfFormat.N_TRIPLES, lenient=True)
                 else:
-                    self.store.bulk_load(stream, format=RDF_FORMATS[kind], lenient=True)
+                    self.store.bulk_load(stream, format=RDF_FORMATS[kind], lenient=True, to_graph=to_graph)
             self._settle_ranks(preferred)
         except BaseException:
             self.index.rollback()

@@ -48,7 +48,7 @@ from urllib.parse import quote
 
 import pyoxigraph as ox
 
-from agent.graph import WIKIDATA, GraphProfile
+from agent.graph import WIKIDATA, GraphProfile, unescape_local
 from agent.kb.dialect import PREFIXES
 
 WD, WDT, P, PS, PQ, WDS, WDV, WDNO = (PREFIXES[name] for name in ("wd", "wdt", "p", "ps", "pq", "wds", "wdv", "wdno"))
@@ -139,6 +139,25 @@ def file_kind(path: Path) -> str:
 
 
 RDF_FORMATS = {"turtle": ox.RdfFormat.TURTLE, "ntriples": ox.RdfFormat.N_TRIPLES}
+#: The longest ``FILE.graph`` read: it holds one IRI.
+GRAPH_NAME_BYTES = 4096
+
+
+def named_graph(path: Path) -> ox.NamedNode | None:
+    """The named graph an RDF file goes to: the IRI in ``FILE.graph`` beside it (the convention of Virtuoso's
+    bulk loader, which CK25 ships with), or ``None`` for the default graph."""
+    name_file = path.with_name(path.name + ".graph")
+    if not name_file.is_file():
+        return None
+    with name_file.open("rb") as stream:
+        text = stream.read(GRAPH_NAME_BYTES + 1)
+    try:
+        name = text.decode("utf-8").strip()
+        if len(text) > GRAPH_NAME_BYTES or not name or any(c in name for c in ' <>"{}|^`\\\n'):
+            raise ValueError(f"not one IRI: {name[:80]!r}")
+        return ox.NamedNode(name)
+    except ValueError as error:
+        raise LoadError(f"{name_file}: the name of the graph {path.name} goes to must be one IRI ({error})") from error
 
 
 def _decompressed(path: Path, raw: IO[bytes]) -> IO[bytes]:
@@ -222,22 +241,38 @@ def _wikidata_facts(quad: ox.Quad, batch: Batch) -> None:
         batch.whole.append(quad.object.value)
 
 
+def humanised(local: str) -> str:
+    """A name made of an IRI's local part, for terms without a label: ``birthPlace`` is "birth place"."""
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", local.replace("_", " "))
+    return " ".join(word if word.isupper() else word.lower() for word in spaced.split())
+
+
 def _profile_facts(graph: GraphProfile) -> FactReader:
-    """The index's facts of another graph's triple: its labels and descriptions, and every property it uses."""
+    """The index's facts of another graph's triple: its labels and descriptions, and every property and class
+    it uses (named after their local part, so a graph without labels for its vocabulary is searched too)."""
     kinds = {graph.names.label: "label", graph.names.description: "description"}
     kinds.pop("", None)
-    properties: set[str] = set()
+    type_predicate = graph.names.type or RDF_TYPE
+    named: set[str] = set()
+
+    def name(graph_id: str, iri: str, batch: Batch) -> None:
+        if graph_id not in named:
+            named.add(graph_id)
+            batch.facts.append((graph_id, "name", humanised(unescape_local(re.split(r"[/#:]", iri)[-1])), ""))
 
     def read(quad: ox.Quad, batch: Batch) -> None:
         kind = kinds.get(quad.predicate.value)
         if kind is not None and isinstance(quad.subject, ox.NamedNode) and isinstance(quad.object, ox.Literal):
-            local = graph.local_id(quad.subject.value)
-            if local is not None:
-                batch.facts.append((local, kind, quad.object.value, quad.object.language or ""))
-        property_id = graph.local_id(quad.predicate.value)
-        if property_id is not None and property_id not in properties and graph.kind_of(property_id) == "property":
-            properties.add(property_id)
-            batch.facts.append((property_id, "alias", property_id.replace("_", " "), ""))
+            graph_id = graph.id_of(quad.subject.value)
+            if graph_id is not None:
+                batch.facts.append((graph_id, kind, quad.object.value, quad.object.language or ""))
+        property_id = graph.id_of(quad.predicate.value, "property")
+        if property_id is not None:
+            name(property_id, quad.predicate.value, batch)
+        if quad.predicate.value == type_predicate and isinstance(quad.object, ox.NamedNode) and graph.ids.classes:
+            class_id = graph.id_of(quad.object.value, "item")
+            if class_id is not None:
+                name(class_id, quad.object.value, batch)
 
     return read
 

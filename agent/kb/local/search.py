@@ -110,15 +110,15 @@ class SearchIndex:
     def add(self, facts: Iterable[Fact]) -> None:
         """Index *facts* (entity id, kind, value, language); texts in other languages are left out."""
         rows: dict[str, list[tuple]] = {"label": [], "description": [], "type": [], "sitelinks": [],
-                                         "pagerank": [], "alias": []}
+                                         "pagerank": [], "alias": [], "name": []}
         names: list[tuple[str, str, int]] = []
         words: list[tuple[str, str, int]] = []
         generation = self.generation
         for entity_id, kind, value, language in facts:
             entity_kind = self.kind_of(entity_id)
-            if entity_kind is None or (language and language != self.language):
+            if entity_kind is None or (language and self.language and language != self.language):
                 continue
-            if kind in ("label", "alias"):
+            if kind in ("label", "alias", "name"):
                 folded = fold(value)
                 names.append((entity_id, folded, generation))
                 words.extend((entity_id, word, generation) for word in _words(folded))
@@ -138,6 +138,11 @@ class SearchIndex:
                 f"INSERT INTO entities (id, kind, number, {column}, generation) VALUES (?, ?, ?, ?, ?) "
                 f"ON CONFLICT (id) DO UPDATE SET {column} = excluded.{column}, generation = excluded.generation",
                 rows[kind])
+        # A name made from an IRI (a property or class without a label) labels it until a label comes.
+        self.connection.executemany(
+            "INSERT INTO entities (id, kind, number, label, generation) VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) "
+            "DO UPDATE SET label = CASE entities.label WHEN '' THEN excluded.label ELSE entities.label END",
+            rows["name"])
         self.connection.executemany("INSERT INTO names VALUES (?, ?, ?)", names)
         self.connection.executemany("INSERT INTO words VALUES (?, ?, ?)", words)
 

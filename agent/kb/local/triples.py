@@ -44,10 +44,10 @@ class TripleEntries:
         self.hidden = {graph.names.label, graph.names.description} - {""}
 
     def _rows(self, query: str) -> list[Any]:
-        return list(self.store.query(query))
+        return list(self.store.query(query, use_default_graph_as_union=True))
 
     def exists(self, iri: str) -> bool:
-        return bool(self.store.query(f"ASK {{ <{iri}> ?p ?o }}"))
+        return bool(self.store.query(f"ASK {{ <{iri}> ?p ?o }}", use_default_graph_as_union=True))
 
     def outgoing(self, iri: str) -> list[tuple[str, Any]]:
         """(predicate IRI, object) of every triple *iri* is the subject of."""
@@ -83,9 +83,9 @@ class TripleEntries:
         return texts
 
     def predicate_label(self, iri: str) -> str:
-        local = self.graph.local_id(iri)
-        if local is not None:
-            hit = self.index.connection.execute("SELECT label FROM entities WHERE id = ?", (local,)).fetchone()
+        graph_id = self.graph.id_of(iri, "property")
+        if graph_id is not None:
+            hit = self.index.connection.execute("SELECT label FROM entities WHERE id = ?", (graph_id,)).fetchone()
             if hit and hit[0]:
                 return hit[0]
         return re.split(r"[:/#]", iri)[-1].replace("_", " ")
@@ -94,10 +94,10 @@ class TripleEntries:
         if isinstance(term, ox.NamedNode):
             if term.value in texts:
                 return Value(texts[term.value])
-            local = self.graph.local_id(term.value)
+            graph_id = self.graph.id_of(term.value)
             if term.value in labels:
-                return Value(labels[term.value], local)
-            return Value(self.graph.written(term.value), local)
+                return Value(labels[term.value], graph_id)
+            return Value(self.graph.written(term.value), graph_id)
         return Value(_text(term))
 
     def _referenced(self, terms: Iterable[Any]) -> tuple[dict[str, str], dict[str, str]]:
@@ -128,7 +128,7 @@ class TripleEntries:
     # -- the lookups -------------------------------------------------------------------------------
 
     def entry(self, item_id: str) -> Entry | None:
-        iri = self.graph.item_iri(item_id)
+        iri = self.graph.iri_of(item_id)
         if not self.exists(iri):
             return None
         triples = [(p, o) for p, o in self.outgoing(iri) if p not in self.hidden and p not in self.structural]
@@ -137,6 +137,7 @@ class TripleEntries:
         labels, texts = self._referenced([ox.NamedNode(iri), *(o for _, o in triples), *qualifier_values])
         claims = sorted((self._claim(iri, p, o, facts, labels, texts) for p, o in triples),
                         key=lambda claim: (claim.property_label, claim.value.text))
+        item_id = self.graph.id_of(iri) or item_id  # as the graph writes it, however the caller wrote it
         hit = self.index.connection.execute("SELECT description FROM entities WHERE id = ?", (item_id,)).fetchone()
         description = hit[0] if hit else ""
         if not description and self.graph.names.description:
@@ -144,7 +145,7 @@ class TripleEntries:
         return Entry(item_id, labels.get(iri, item_id), description, claims)
 
     def property_examples(self, property_id: str) -> list[PropertyExample] | None:
-        predicate = self.graph.property_iri(property_id)
+        predicate = self.graph.iri_of(property_id)
         rows = self._rows(f"SELECT ?s ?o WHERE {{ ?s <{predicate}> ?o }} LIMIT {EXAMPLES}")
         if not rows:
             return None
