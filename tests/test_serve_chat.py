@@ -46,6 +46,18 @@ def hostile_payloads() -> list[str]:
     return list(dict.fromkeys(payloads))
 
 
+def label_payloads() -> list[str]:
+    """The first payload of each family that a Turtle file can hold (no lone surrogate): labels and descriptions."""
+    chosen = []
+    for path in sorted(HOSTILE.glob("*.json")):
+        for case in json.loads(path.read_text()):
+            text = case["payload"]
+            if 0 < len(text) <= 200 and not any("\ud800" <= char <= "\udfff" for char in text):
+                chosen.append(text)
+                break
+    return chosen
+
+
 def _question(body: dict[str, Any]) -> str:
     return re.search(r"^Question: (.*)$", body["messages"][1]["content"], re.MULTILINE).group(1)
 
@@ -73,6 +85,11 @@ def scripted(body: dict[str, Any]):
     if question.startswith("hostile"):
         payloads = hostile_payloads()
         chunks = [payloads[start:start + 25] for start in range(0, len(payloads), 25)]
+        if taken == 0:  # the graph's labels and descriptions
+            return ToolCallReply("search_wikidata", {"thought": payloads[2], "query": "hostile"})
+        if taken == 1:
+            return ToolCallReply("get_wikidata_entry", {"thought": payloads[3], "qid": "Q90001"})
+        taken -= 2
         if taken < len(chunks):
             values = " ".join(_sparql_string(text) for text in chunks[taken])
             return ToolCallReply("execute_sparql", {"thought": " ".join(chunks[taken][:3]),
@@ -92,7 +109,13 @@ def scripted(body: dict[str, Any]):
 def wikidata_store(tmp_path_factory) -> Path:
     directory = tmp_path_factory.mktemp("chat-store")
     data = directory / "cities.ttl"
-    data.write_text('<http://www.wikidata.org/entity/Q72> <http://www.w3.org/2000/01/rdf-schema#label> "Zurich"@en .\n')
+    lines = ['<http://www.wikidata.org/entity/Q72> <http://www.w3.org/2000/01/rdf-schema#label> "Zurich"@en .']
+    for number, text in enumerate(label_payloads()):  # entities whose labels and descriptions are hostile
+        subject = f"<http://www.wikidata.org/entity/Q{90000 + number}>"
+        lines.append(f"{subject} <http://www.w3.org/2000/01/rdf-schema#label> "
+                     f"{json.dumps('hostile ' + text, ensure_ascii=False)}@en .")
+        lines.append(f"{subject} <http://schema.org/description> {json.dumps(text, ensure_ascii=False)}@en .")
+    data.write_text("\n".join(lines) + "\n", encoding="utf-8")
     kb = LocalKB(directory / "store")
     kb.load([data], progress=False)
     kb.close()
@@ -229,6 +252,9 @@ def test_hostile_text_stays_text(browser, service):
     shown_turn = turn(browser, 0)
     assert shown_turn["explanation"], shown_turn["note"]
     explanation = shown_turn["explanation"][0]
+    search, entry = shown_turn["steps"][:2]
+    assert "search_wikidata(hostile)" in search and "(Q90000)" in search and "(Q90003)" in search, search
+    assert "(Q90001)" in entry and visible(label_payloads()[1]).splitlines()[0][:40] in entry, entry
     missing = [text for text in payloads
                if not all(line.strip() in explanation for line in visible(text).splitlines())]
     assert not missing, f"{len(missing)} payloads not shown as text, e.g. {missing[:3]!r}"
