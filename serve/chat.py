@@ -2,7 +2,7 @@
 
 ``POST /chat/runs`` admits a run and starts it at once; the page then opens
 ``GET /chat/runs/{id}/events`` (server-sent events) and reads ``accepted``,
-one ``step`` per step as the agent takes it, then ``final`` (or ``failed``)
+``started`` once a worker takes the run, one ``step`` per step as the agent takes it, then ``final`` (or ``failed``)
 and ``end``.  Events that happened before the page connected are sent
 first.  A run whose page does not connect within :data:`CONNECT_SECONDS`,
 or goes away before the end, is cancelled.  A run's events can be read
@@ -137,7 +137,8 @@ async def _drive(state: Any, run: ChatRun, graph: ServedGraph, conversation: Con
         loop.call_soon_threadsafe(run.push, "step", event)
 
     try:
-        result = await state.pool.run(run.ticket, graph, question, conversation.context(), on_step=on_step)
+        result = await state.pool.run(run.ticket, graph, question, conversation.context(), on_step=on_step,
+                                      on_start=lambda: loop.call_soon_threadsafe(run.push, "started", {}))
         if result is None:
             run.push("failed", {"message": "The question was cancelled."})
         else:

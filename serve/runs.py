@@ -99,12 +99,13 @@ class RunPool:
                 del self.per_client[ticket.client]
 
     async def run(self, ticket: Ticket, graph: ServedGraph, question: str, context: AgentContext | None = None,
-                  *, answer_guaranteed: bool = False,
+                  *, answer_guaranteed: bool = False, on_start: Callable[[], None] | None = None,
                   on_step: Callable[[Step], None] | None = None) -> AgentResult | None:
         """The agent's result, or ``None`` when the run was cancelled; :class:`TimeoutError` past the deadline.
 
-        *on_step* is called in the worker thread.  The ticket is released when the worker is done with the run
-        (also when its asker stopped waiting), so the pool never holds more runs than it admitted.
+        *on_start* (when a worker takes the run) and *on_step* are called in the worker thread.  The ticket is
+        released when the worker is done with the run (also when its asker stopped waiting), so the pool never
+        holds more runs than it admitted.
         """
         def step(taken: Step) -> None:
             if on_step:
@@ -114,6 +115,8 @@ class RunPool:
         def work() -> AgentResult | None:
             try:
                 ticket.check()  # cancelled, or out of time, while it waited
+                if on_start:
+                    on_start()
                 agent = Agent(self.llm, graph.kb, AgentConfig(answer_guaranteed=answer_guaranteed))
                 return agent.run(question, context, on_step=step)
             except RunStopped as stopped:

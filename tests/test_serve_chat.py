@@ -305,6 +305,33 @@ def _stops_when_gone(browser, service, leave) -> None:
     assert service.log.read_text().count("cancelled: its page went away") == before + 1
 
 
+def test_a_question_waiting_for_a_worker_says_so(browser, another_browser, llm_server, wikidata_store, tmp_path):
+    llm = llm_server(scripted)
+    service = start_serve(llm.base_url, {"wikidata": wikidata_store}, tmp_path, options=("--workers", "1"))
+    try:
+        open_page(browser, service)
+        open_page(another_browser, service)
+        ask(browser, "slow question that holds the only worker")
+        while browser.evaluate("window.seen.firstStep") is None:
+            time.sleep(0.05)
+        ask(another_browser, "slow question that waits")
+        time.sleep(1)
+        waiting = another_browser.evaluate("document.querySelector('#log .status')?.textContent")
+        assert not another_browser.evaluate("document.querySelectorAll('#log .step').length")
+        wait_done(browser, 1)
+        deadline = time.monotonic() + 10
+        while another_browser.evaluate("document.querySelector('#log .status')?.textContent") != \
+                "The agent is exploring the graph…":
+            assert time.monotonic() < deadline, "the waiting question never started"
+            time.sleep(0.02)
+        wait_done(another_browser, 1)
+    finally:
+        service.stop()
+    assert waiting == "Waiting for a free agent…"
+    assert turn(another_browser, 0)["query"] == [QUERY]
+    assert another_browser.evaluate("document.querySelector('#log .status')") is None
+
+
 def test_a_run_stops_when_its_page_goes_away(browser, another_browser, service):
     _stops_when_gone(browser, service, lambda: browser.call("Page.navigate", url="about:blank"))
     _stops_when_gone(another_browser, service, another_browser.close)

@@ -95,10 +95,14 @@ async function ask(event) {
   byId("question").value = "";
   const events = new EventSource(`/chat/runs/${encodeURIComponent(body.run)}/events`);
   source = events;
+  const status = textElement("p", "Waiting for a free agent…", "status");
+  turn.append(status);
+  events.addEventListener("started", () => { status.textContent = "The agent is exploring the graph…"; });
   events.addEventListener("step", (message) => showStep(steps, JSON.parse(message.data)));
   events.addEventListener("final", (message) => showFinal(turn, JSON.parse(message.data)));
   events.addEventListener("failed", (message) => fail(turn, JSON.parse(message.data).message));
   events.addEventListener("end", () => {
+    status.remove();
     events.close();
     source = null;
     turn.dataset.done = "true";
@@ -106,6 +110,7 @@ async function ask(event) {
   });
   events.onerror = () => {
     if (source !== events) return;
+    status.remove();
     events.close();
     source = null;
     fail(turn, "The connection to the server was lost.");

@@ -74,23 +74,29 @@ class Service:
 
 def start_serve(llm_base_url: str, graphs: dict[str, Path | str], log_dir: Path,
                 datasets: dict[str, str] | None = None, options: tuple[str, ...] = ()) -> Service:
-    """``python -m serve`` on a free port, answering with the model at *llm_base_url*."""
-    port = free_port()
-    arguments = [sys.executable, "-m", "serve", "--port", str(port), *options]
-    for name, source in graphs.items():
-        arguments += ["--graph", f"{name}={source}"]
-    for iri, name in (datasets or {}).items():
-        arguments += ["--dataset", f"{iri}={name}"]
-    environment = {**os.environ, "OPENAI_BASE_URL": llm_base_url, "OPENAI_API_KEY": KEY}
-    log = log_dir / f"serve-{port}.log"
-    with log.open("w") as output:
-        process = subprocess.Popen(arguments, env=environment, stdout=output, stderr=subprocess.STDOUT, text=True)
-    service = Service(process, f"http://127.0.0.1:{port}", log)
-    try:
-        wait_for(service.base + "/chat/graphs", process)
-    except RuntimeError as error:
-        raise RuntimeError(f"{error}\n{service.stop()[-3000:]}") from None
-    return service
+    """``python -m serve`` on a free port, answering with the model at *llm_base_url* (another port if a process
+    took the free one before the server could bind it)."""
+    for _ in range(5):
+        port = free_port()
+        arguments = [sys.executable, "-m", "serve", "--port", str(port), *options]
+        for name, source in graphs.items():
+            arguments += ["--graph", f"{name}={source}"]
+        for iri, name in (datasets or {}).items():
+            arguments += ["--dataset", f"{iri}={name}"]
+        environment = {**os.environ, "OPENAI_BASE_URL": llm_base_url, "OPENAI_API_KEY": KEY}
+        log = log_dir / f"serve-{port}.log"
+        with log.open("w") as output:
+            process = subprocess.Popen(arguments, env=environment, stdout=output, stderr=subprocess.STDOUT,
+                                       text=True)
+        service = Service(process, f"http://127.0.0.1:{port}", log)
+        try:
+            wait_for(service.base + "/chat/graphs", process)
+            return service
+        except RuntimeError as error:
+            output = service.stop()
+            if "address already in use" not in output:
+                raise RuntimeError(f"{error}\n{output[-3000:]}") from None
+    raise RuntimeError("no free port for the server after 5 tries")
 
 
 def ck25_questions(shared_dir: Path) -> Path:
