@@ -13,6 +13,7 @@ which ends it, so no question is asked twice.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import logging
 import secrets
@@ -22,7 +23,7 @@ from importlib import resources
 from typing import Any
 
 from fastapi import APIRouter, Request
-from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 from pydantic import BaseModel, Field
 from sse_starlette import EventSourceResponse
 
@@ -113,7 +114,7 @@ async def ask(request: Request, asked: Ask) -> JSONResponse:
     conversation.busy = True
     run = ChatRun(secrets.token_urlsafe(16), ticket)
     request.app.state.chat_runs[run.id] = run
-    run.push("accepted", {"question": asked.question, "graph": graph.title})
+    run.push("accepted", {"graph": graph.title})
     asyncio.get_running_loop().call_later(CONNECT_SECONDS, _cancel_unwatched, run)
     task = asyncio.create_task(_drive(request.app.state, run, graph, conversation, asked.question))
     request.app.state.tasks.add(task)  # the loop keeps only a weak reference to a task
@@ -130,7 +131,7 @@ def _cancel_unwatched(run: ChatRun) -> None:
 async def _drive(state: Any, run: ChatRun, graph: ServedGraph, conversation: Conversation, question: str) -> None:
     """Run the agent, pushing each step to *run* as the worker takes it, then the answer."""
     loop = asyncio.get_running_loop()
-    numbers = iter(range(1, 10_000))
+    numbers = itertools.count(1)
 
     def on_step(step: Step) -> None:  # in the worker thread
         event = step_event(next(numbers), step)
@@ -160,7 +161,7 @@ async def _drive(state: Any, run: ChatRun, graph: ServedGraph, conversation: Con
 
 
 @router.get("/chat/runs/{run_id}/events")
-async def events(request: Request, run_id: str):
+async def events(request: Request, run_id: str) -> Response:
     run: ChatRun | None = request.app.state.chat_runs.get(run_id)
     if run is None or run.connected:
         return JSONResponse({"detail": "no such run, or its events were read already"}, status_code=404)
