@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -242,6 +243,7 @@ def test_hostile_text_stays_text(browser, service):
                 attributes: [...new Set(elements.flatMap((node) => [...node.attributes].map((a) => a.name)))],
                 links: [...log.querySelectorAll('a')].map((a) => [a.className, a.href]),
                 text: log.textContent, alerted: window.alerted, title: document.title,
+                loaded: performance.getEntriesByType('resource').map((entry) => entry.name),
                 scripts: document.scripts.length, html: document.documentElement.outerHTML};
     })()""")
     assert set(shown["tags"]) <= PAGE_TAGS, shown["tags"]
@@ -259,6 +261,11 @@ def test_hostile_text_stays_text(browser, service):
                if not all(line.strip() in explanation for line in visible(text).splitlines())]
     assert not missing, f"{len(missing)} payloads not shown as text, e.g. {missing[:3]!r}"
     assert KEY not in shown["html"]
+    # Nothing from elsewhere: every file the page loaded is the server's, and its policy forbids the rest.
+    assert shown["loaded"] and all(url.startswith(service.base + "/") for url in shown["loaded"]), shown["loaded"]
+    with urllib.request.urlopen(service.base + "/", timeout=30) as response:
+        policy = response.headers["Content-Security-Policy"]
+    assert "default-src 'none'" in policy and "script-src 'self'" in policy
 
 
 def visible(text: str) -> str:
