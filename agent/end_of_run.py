@@ -108,7 +108,7 @@ def extract(run: _Run) -> Extraction | None:
     try:
         completion = run.call_llm(messages, temperature=0.0, max_tokens=run.config.max_completion_tokens)
         extraction = parse_extraction(completion.content)
-        unseen = grounding.unseen_ids(extraction.sparql, run.shown_ids())
+        unseen = grounding.unseen_ids(extraction.sparql, run.shown_ids(), run.graph)
         if not unseen:
             return extraction
         run.final_unseen_ids = unseen

@@ -197,6 +197,13 @@ class GraphProfile:
                 if self._prefix_of(namespace) is None]
         return bare[0] if bare else self.ids.items[0]
 
+    @property
+    def bare_ids(self) -> bool:
+        """Some IDs of this graph are written without a prefix (Wikibase's, KQA Pro's)."""
+        return self.entries.model == "wikibase" or any(
+            self._prefix_of(namespace) is None for namespace in (*self.ids.items, *self.ids.classes,
+                                                                 *self.ids.properties))
+
     def kind_of(self, graph_id: str) -> str | None:
         """``item`` (classes too) or ``property`` for an ID of this graph (items win where both match), or ``None``."""
         iri = self.iri_of(graph_id)

@@ -13,14 +13,19 @@ before use".
 Only IDs written as Wikidata terms count (``wd:Q42``, ``wdt:P31``,
 ``<http://www.wikidata.org/entity/Q42>``, ...): a ``"Q42"`` inside a string
 is text.  An ID counts as shown once any earlier observation of the run holds
-it (a search hit, an entry, a result row, an earlier note).
+it (a search hit, an entry, a result row, an earlier note).  On another graph
+the terms that count are those its profile names as items, classes or
+properties (``dbr:Paris\\,_Texas``, ``pv:memberOf``, KQA Pro's ``<Q30>``),
+written as the graph writes its IDs.
 """
 
 from __future__ import annotations
 
 import re
+from urllib.parse import urljoin
 from collections.abc import Iterable
 
+from agent.graph import WIKIDATA, GraphProfile, unescape_local
 from agent.kb.base import SearchHit
 from agent.kb.dialect import PREFIXES
 from agent.sparql_lexer import tokenize
@@ -37,8 +42,10 @@ DESCRIPTION_CHARS = 80
 DESCRIPTION_MARK = " — "
 
 
-def query_ids(sparql: str) -> list[str]:
-    """The entity IDs *sparql* names as Wikidata terms, each once, in order."""
+def query_ids(sparql: str, graph: GraphProfile = WIKIDATA) -> list[str]:
+    """The entity IDs *sparql* names as terms of *graph* (Wikidata's by default), each once, in order."""
+    if graph.entries.model != "wikibase":
+        return _graph_query_ids(sparql, graph)
     found: dict[str, None] = {}
     for token in tokenize(sparql):
         if token.kind == "pname":
@@ -52,14 +59,47 @@ def query_ids(sparql: str) -> list[str]:
     return list(found)
 
 
-def shown_ids(texts: Iterable[str]) -> set[str]:
-    """Every entity ID written as a word in *texts* (observations the model has read)."""
-    return {match.group(0) for text in texts for match in _WORD_ID.finditer(text)}
+def _graph_query_ids(sparql: str, graph: GraphProfile) -> list[str]:
+    prefixes = dict(graph.prefixes)
+    found: dict[str, None] = {}
+    tokens = [token for token in tokenize(sparql) if token.kind not in ("space", "comment")]
+    for index, token in enumerate(tokens):
+        if token.kind == "pname" and index > 0 and tokens[index - 1].text.upper() == "PREFIX" \
+                and index + 1 < len(tokens) and tokens[index + 1].kind == "iri":
+            prefixes[token.text.rstrip(":")] = tokens[index + 1].text[1:-1]
+            continue
+        iri = None
+        if token.kind == "pname":
+            prefix, _, local = token.text.partition(":")
+            if prefix in prefixes:
+                iri = prefixes[prefix] + unescape_local(local)
+        elif token.kind == "iri" and (index == 0 or tokens[index - 1].kind != "pname"):
+            iri = urljoin(graph.base, token.text[1:-1]) if graph.base else token.text[1:-1]
+        graph_id = graph.id_of(iri) if iri else None
+        if graph_id is not None:
+            found[graph_id] = None
+    return list(found)
 
 
-def unseen_ids(sparql: str, shown: set[str]) -> list[str]:
+def _graph_id_words(graph: GraphProfile) -> re.Pattern[str]:
+    """IDs of *graph* as words of a text: its prefixed names (escapes included), and bare IDs of its patterns."""
+    prefixes = "|".join(re.escape(prefix) for prefix in sorted(graph.prefixes, key=len, reverse=True))
+    local = r"(?:[\w:%-]|\\[_~.\-!$&'()*+,;=/?#@%]|\.(?=[\w:%\\-]))+"
+    bare = r"|[^\s()\[\]{},;:\"'<>]+" if graph.bare_ids else ""  # any word may be a bare ID (KQA Pro's Q30)
+    return re.compile(rf"(?<![\w:%\\-])(?:(?:{prefixes}):{local}|<[^<>\s]+>{bare})(?![\w%-])")
+
+
+def shown_ids(texts: Iterable[str], graph: GraphProfile = WIKIDATA) -> set[str]:
+    """Every entity ID of *graph* written as a word in *texts* (observations the model has read)."""
+    if graph.entries.model == "wikibase":
+        return {match.group(0) for text in texts for match in _WORD_ID.finditer(text)}
+    found = {match.group(0) for text in texts for match in _graph_id_words(graph).finditer(text)}
+    return found | {word[1:-1] for word in found if word.startswith("<")}  # KQA Pro's <population> is population
+
+
+def unseen_ids(sparql: str, shown: set[str], graph: GraphProfile = WIKIDATA) -> list[str]:
     """The IDs of *sparql* that are not in *shown*, in order."""
-    return [entity_id for entity_id in query_ids(sparql) if entity_id not in shown]
+    return [entity_id for entity_id in query_ids(sparql, graph) if entity_id not in shown]
 
 
 def naming_note(ids: list[str], hits: list[SearchHit]) -> str:

@@ -436,7 +436,7 @@ class _Run:
             step.query_status = result.status
             step.row_count = (1 if result.boolean is not None else len(result.bindings)) \
                 if result.status in ("ok", "empty") else None
-            step.unseen_ids = grounding.unseen_ids(step.argument, self.shown_ids(before=index))
+            step.unseen_ids = grounding.unseen_ids(step.argument, self.shown_ids(before=index), self.graph)
             if step.unseen_ids:
                 try:
                     return outcome.observation + "\n" + self.name_ids(step.unseen_ids)
@@ -447,7 +447,7 @@ class _Run:
 
     def shown_ids(self, before: int | None = None) -> set[str]:
         """The IDs the observations of the run (up to step *before*) have shown."""
-        return grounding.shown_ids(step.observation or "" for step in self.steps[:before])
+        return grounding.shown_ids((step.observation or "" for step in self.steps[:before]), self.graph)
 
     def name_ids(self, ids: list[str]) -> str:
         """The note naming *ids*: one lookup through the knowledge base, no model call."""

@@ -155,7 +155,7 @@ def make_answerer(config: BotConfig, llm_config):
 
     llm = Scrubbed(ChatModel.from_config(llm_config))
     kb = (LocalKB(Path(config.kb_dir), read_only=True) if config.kb_dir and not config.live
-          else open_kb(config.kb_dir, cache_path=config.cache_path))
+          else open_kb(config.kb_dir, cache_path=config.cache_path, read_only=False))
     if kb.graph.name != "wikidata":
         raise ValueError(f"kb_dir {config.kb_dir} holds the graph {kb.graph.name!r}: the bot answers about Wikidata")
     # Every answer of the model and the knowledge base is scrubbed of secrets before the agent sees it.

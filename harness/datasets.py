@@ -103,19 +103,19 @@ def read_dataset(dataset: str, split: str | None, data_dir: str | Path, language
         raise DatasetError(f"{path} is not valid JSON: {error}") from error
     try:
         if dataset == "qald10":
-            examples = [_qald(item, language, dataset, split) for item in data["questions"]]
+            examples = [qald_example(item, language, dataset, split) for item in data["questions"]]
             if not any(examples):
                 raise DatasetError(f"{path}: no question has text in {language!r}")
             return LoadedDataset([example for example in examples if example],
                                  [str(item["id"]) for item, example in zip(data["questions"], examples) if not example])
         if dataset == "kqapro":
-            return LoadedDataset([_kqapro(index, item, split) for index, item in enumerate(data)], [])
-        return LoadedDataset([_flat(item, dataset, split) for item in data], [])
+            return LoadedDataset([kqapro_example(index, item, split) for index, item in enumerate(data)], [])
+        return LoadedDataset([flat_example(item, dataset, split) for item in data], [])
     except (KeyError, TypeError, IndexError) as error:
         raise DatasetError(f"{path}: an entry lacks a field or has the wrong shape ({error!r})") from error
 
 
-def _flat(item: dict[str, Any], dataset: str, split: str) -> Example:
+def flat_example(item: dict[str, Any], dataset: str, split: str) -> Example:
     question = item.get("question") or item["utterance"]
     results = item.get("results")
     return Example(id=str(item["id"]), question=question, gold_sparql=item["sparql"],
@@ -123,7 +123,7 @@ def _flat(item: dict[str, Any], dataset: str, split: str) -> Example:
                    title=str(item.get("title") or ""), url=str(item.get("url") or ""))
 
 
-def _kqapro(index: int, item: dict[str, Any], split: str) -> Example:
+def kqapro_example(index: int, item: dict[str, Any], split: str) -> Example:
     choices = item["choices"]
     if not isinstance(item["question"], str) or not isinstance(choices, list):
         raise TypeError(f"question {index}: question must be text and choices a list")
@@ -132,7 +132,7 @@ def _kqapro(index: int, item: dict[str, Any], split: str) -> Example:
                    functions=[step["function"] for step in item.get("program", [])])
 
 
-def _qald(item: dict[str, Any], language: str, dataset: str, split: str) -> Example | None:
+def qald_example(item: dict[str, Any], language: str, dataset: str, split: str) -> Example | None:
     strings = {entry["language"]: entry["string"] for entry in item["question"]}
     if not strings.get(language):
         return None

@@ -8,6 +8,7 @@
     python -m scripts.evaluate --rescore runs/qald10-gpt4o     # score stored predictions again, no model, no network
     python -m scripts.evaluate --dataset kqapro --split val --kb stores/kqapro --out runs/kqapro-val
     python -m scripts.evaluate --dataset kqapro --split val --kb stores/kqapro --choices --out runs/kqapro-val-mc
+    python -m scripts.evaluate --questions ck25/questions.yml --kb stores/ck25 --out runs/ck25   # any graph's file
 
 Run the same command again after an interruption: finished questions are kept,
 failed ones (model, knowledge base, gold query) are tried again.  Resuming a
@@ -36,6 +37,9 @@ def build_parser() -> argparse.ArgumentParser:
                                             "WIKIDATA_API_URL, WIKIDATA_SPARQL_URL, WIKIDATA_SPARQL_DIALECT "
                                             "(wdqs, qlever or sparql11), SPINACH_CONTACT.")
     parser.add_argument("--dataset", choices=sorted(SPLITS), help="which benchmark")
+    parser.add_argument("--questions", type=Path, metavar="FILE",
+                        help="instead of --dataset, the questions in FILE, for the graph of --kb: QALD-JSON, a "
+                             "TEXT2SPARQL questions YAML (CK25's questions.yml), KQA Pro's JSON or SPINACH's")
     parser.add_argument("--split", help="dev, val, test or train (default: test, or the only split; val for kqapro)")
     parser.add_argument("--data", default="data", metavar="DIR",
                         help="where the dataset files are (default: data; see scripts/download_datasets.py)")
@@ -145,13 +149,13 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.rescore:
         return rescore_main(args.rescore)
-    if not args.dataset or not args.out:
-        print("error: --dataset and --out are needed (or --rescore DIR)", file=sys.stderr)
+    if not (args.dataset or args.questions) or not args.out or args.dataset and args.questions:
+        print("error: --dataset or --questions, and --out, are needed (or --rescore DIR)", file=sys.stderr)
         return 2
     from agent import Agent, AgentConfig, AgentContext
     from agent.examples import prompt_examples
-    from agent.graph import WIKIDATA
     from harness.examples import thread_of
+    from harness.question_files import read_question_file
     from agent.kb import open_kb
     from agent.kb.live import WikidataConfig
     from agent.llm import ChatModel, LLMConfig, LLMConfigurationError
@@ -162,9 +166,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.repeats < 1:
         print("error: --repeats needs a number of at least 1", file=sys.stderr)
         return 2
-    split = args.split or default_split(args.dataset)
-    numbers = args.numbers or default_numbers(args.dataset, args.gold)
-    kqapro = args.dataset == "kqapro"
+    try:
+        kind, loaded = read_question_file(args.questions, args.language) if args.questions else (None, None)
+    except DatasetError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    dataset = args.dataset or ("kqapro" if kind == "kqapro" else args.questions.stem)
+    split = "file" if args.questions else args.split or default_split(args.dataset)
+    numbers = args.numbers or default_numbers(dataset, args.gold)
+    kqapro = dataset == "kqapro"
     if kqapro and (args.baseline or args.gold == "live" or not args.kb):
         print("error: KQA Pro runs the agent on its converted store: give --kb DIR (built with `python -m "
               "agent.kb load --graph kqapro`), without --baseline or --gold live", file=sys.stderr)
@@ -174,24 +184,23 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     agent_config = AgentConfig(answer_guaranteed=True)
     try:
-        loaded = read_dataset(args.dataset, split, args.data, args.language)
+        loaded = loaded or read_dataset(args.dataset, split, args.data, args.language)
         examples = loaded.examples[: args.limit]
         retriever, exclusion = open_examples(args.examples, loaded.examples) if args.examples else (None, None)
-        caveat = file_gold_caveat(args.dataset, [example.gold_answer for example in examples]) \
+        caveat = file_gold_caveat(dataset, [example.gold_answer for example in examples]) \
             if args.gold == "file" else None
         if args.gold == "live":
             examples = [replace(example, gold_answer=None) for example in examples]
         kb = open_kb(args.kb, cache_path=args.cache or args.out / "wikidata-cache.sqlite", offline=args.offline)
-        graph = getattr(kb, "graph", WIKIDATA)
-        if kqapro != (graph.name == "kqapro"):
-            raise ValueError(f"{args.kb or 'Wikidata'} holds the graph {graph.name!r}; {args.dataset} needs "
+        if kqapro != (kb.graph.name == "kqapro") and (args.dataset or kqapro):
+            raise ValueError(f"{args.kb or 'Wikidata'} holds the graph {kb.graph.name!r}; {dataset} needs "
                              + ("KQA Pro's" if kqapro else "Wikidata"))
         api_key = Path(args.api_key_file).read_text().strip() if args.api_key_file else None
         llm_config = LLMConfig.from_env(os.environ, api_key=api_key, base_url=args.base_url, model=args.model,
                                         timeout=args.llm_timeout)
         llm = ChatModel.from_config(llm_config)
         settings = {
-            "dataset": args.dataset, "split": split, "language": args.language, "model": llm.resolve_model(),
+            "dataset": dataset, "split": split, "language": args.language, "model": llm.resolve_model(),
             "kb": args.kb or "wikidata", "prompt": fingerprint(), "baseline": args.baseline, "gold": args.gold,
             "numbers": numbers, "examples": args.examples, "endpoint": endpoint(llm_config.base_url),
             "sampling": {"temperature": 0.0 if args.baseline else agent_config.temperature,
@@ -200,8 +209,10 @@ def main(argv: list[str] | None = None) -> int:
                          "max_path_actions": agent_config.max_path_actions,
                          "max_total_actions": agent_config.max_total_actions, "llm_timeout": llm_config.timeout},
             "kb_source": knowledge_base(args.kb, WikidataConfig.from_env()),
-            "gold_source": gold_source(args.dataset, split, args.gold, args.kb), "code": code_version(),
+            "gold_source": gold_source(dataset, split, args.gold, args.kb), "code": code_version(),
             "repeats": args.repeats, "limit": args.limit}
+        if args.questions:
+            settings["questions"] = str(args.questions.resolve())
         if kqapro:
             settings["setting"] = "choices" if args.choices else "open"
         part = begin_part(args.out, settings, now(), force=args.force)

@@ -468,3 +468,33 @@ def test_help_names_the_formats_and_the_dialects(capsys):
     text = capsys.readouterr().out
     for word in (".ndjson", "KGTK", "rank column", "qlever", "sparql11", "wdqs", "not supported"):
         assert word in text
+
+
+def test_any_number_of_agents_read_one_store(tmp_path):
+    from agent.kb import open_kb
+
+    (tmp_path / "small.ttl").write_text(TTL)
+    loader = LocalKB(tmp_path / "store")
+    loader.load([tmp_path / "small.ttl"], progress=False)
+    loader.close()
+    first, second = open_kb(tmp_path / "store"), open_kb(tmp_path / "store")
+    try:
+        for agent_kb in (first, second):
+            assert agent_kb.execute("SELECT ?l WHERE { wd:Q64 rdfs:label ?l }").status == "ok"
+            assert [hit.id for hit in agent_kb.search("Berlin").items][:1] == ["Q64"]
+    finally:
+        first.close()
+        second.close()
+
+
+def test_a_query_worker_that_cannot_open_the_store_says_why_at_once(tmp_path):
+    import time
+
+    from agent.kb.local.sparql import STARTUP_SECONDS, QueryEngine
+
+    (tmp_path / "not-a-store").mkdir()
+    started = time.monotonic()
+    result = QueryEngine(tmp_path / "not-a-store").execute("ASK {}")
+    assert time.monotonic() - started < STARTUP_SECONDS / 4
+    assert result.status == "error" and "could not open" in result.message
+    assert "cannot open the store: " in result.message and "see its error above" not in result.message

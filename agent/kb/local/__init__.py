@@ -104,7 +104,8 @@ class LocalKB:
         """Release the store, its query worker and its index, so another process may open it."""
         self.engine.restart()
         self.index.connection.close()
-        del self.store
+        self.__dict__.pop("store", None)
+        self.triples = None  # it holds the store too
 
     # -- loading ----------------------------------------------------------------------------------
 
@@ -131,8 +132,20 @@ class LocalKB:
             total += added
         if unranked:
             log.warning(UNRANKED_NOTE.format(files=", ".join(unranked)))
-        self.engine.restart()
+        self.settle()
         return total
+
+    def settle(self) -> None:
+        """Let the store's files come to rest before a query worker opens them.
+
+        RocksDB goes on compacting in the background after a bulk load, moving
+        and deleting the files a reader opening at that moment lists; a full
+        compaction now (Oxigraph's advice after a batch upload) leaves nothing
+        to move, and the next query starts a worker that sees every triple.
+        """
+        self.store.flush()
+        self.store.optimize()
+        self.engine.restart()
 
     def _load_file(self, path: Path, bar: tqdm | None = None) -> tuple[int, int]:
         """Load one file: (triples read, claims read without a rank); *bar* shows the bytes read, then the store
@@ -236,6 +249,8 @@ class LocalKB:
 
     def _mentioned(self, entity_id: str) -> bool:
         """The store holds *entity_id* as a subject, an object, or (a property) a ``wdt:`` predicate."""
+        if self.triples is not None:
+            return self.triples.mentioned(self.graph.iri_of(entity_id))
         direct = f" UNION {{ ?s wdt:{entity_id} ?o }}" if entity_id.startswith("P") else ""
         return bool(self.store.query(f"ASK {{ {{ wd:{entity_id} ?p ?o }} UNION {{ ?s ?p wd:{entity_id} }}{direct} }}",
                                      prefixes=PREFIXES))

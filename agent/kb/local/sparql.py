@@ -28,6 +28,7 @@ import math
 import multiprocessing
 import re
 import threading
+import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -40,6 +41,8 @@ from agent.sparql_lexer import Token, tokenize
 
 #: How long a new query worker may take to start and open the store.
 STARTUP_SECONDS = 120
+#: Pauses between a worker's attempts to open the store, in seconds (then it gives up and says why).
+OPEN_RETRIES = (0.1, 0.3, 1.0, 3.0)
 #: Tokens that end a subject (or an object), so that what follows is a verb.
 _TERMS = ("var", "iri", "pname", "bnode", "string", "number", "langtag")
 
@@ -228,8 +231,29 @@ def run_on_store(store: ox.Store, query: str, language: str = "en", prefixes: di
             "bindings": bindings}
 
 
+def open_read_only(path: str) -> ox.Store:
+    """The store at *path*, read-only, tried again when it fails.
+
+    A read-only open reads the list of the store's files and then opens them;
+    a process holding the store for writing may still be compacting (RocksDB
+    does so in the background after a load), and a file it replaced between
+    the two reads fails the open ("No such file ... MANIFEST may be
+    corrupted") though nothing is wrong: the next attempt reads the new list.
+    """
+    for pause in OPEN_RETRIES:
+        try:
+            return ox.Store.read_only(path)
+        except OSError:
+            time.sleep(pause)
+    return ox.Store.read_only(path)
+
+
 def _worker(path: str, language: str, connection: Any, prefixes: dict[str, str], base_iri: str | None) -> None:
-    store = ox.Store.read_only(path)
+    try:
+        store = open_read_only(path)
+    except OSError as error:
+        connection.send(f"cannot open the store: {error}")
+        return
     connection.send("ready")  # a query's time limit starts once the store is open, not while Python starts
     while True:
         try:
@@ -263,14 +287,18 @@ class QueryEngine:
         self._process = context.Process(target=_worker, args=(str(self.store_path), self.language, child,
                                                               self.prefixes, self.base_iri), daemon=True)
         self._process.start()
+        child.close()  # the worker's end: once it exits, the parent reads an end of file instead of waiting
         self._connection = parent
+        said = "it did not start in time"
         try:
-            if parent.poll(STARTUP_SECONDS) and parent.recv() == "ready":
-                return None
+            if parent.poll(STARTUP_SECONDS):
+                said = parent.recv()
+                if said == "ready":
+                    return None
         except (EOFError, OSError):
-            pass
+            said = "it ended while starting"
         self.restart()
-        return f"the local store's query worker could not open {self.store_path} (see its error above)"
+        return f"the local store's query worker could not open {self.store_path}: {said}"
 
     def restart(self) -> None:
         """End the worker: the next query starts one that sees the store as it is now."""

@@ -49,6 +49,11 @@ class TripleEntries:
     def exists(self, iri: str) -> bool:
         return bool(self.store.query(f"ASK {{ <{iri}> ?p ?o }}", use_default_graph_as_union=True))
 
+    def mentioned(self, iri: str) -> bool:
+        """The graph holds *iri* as a subject, a predicate or an object."""
+        return bool(self.store.query(f"ASK {{ {{ <{iri}> ?p ?o }} UNION {{ ?s <{iri}> ?o }} "
+                                     f"UNION {{ ?s ?p <{iri}> }} }}", use_default_graph_as_union=True))
+
     def outgoing(self, iri: str) -> list[tuple[str, Any]]:
         """(predicate IRI, object) of every triple *iri* is the subject of."""
         return [(row["p"].value, row["o"]) for row in self._rows(f"SELECT ?p ?o WHERE {{ <{iri}> ?p ?o }}")]
@@ -60,8 +65,13 @@ class TripleEntries:
             return {}
         language = self.graph.names.language
         condition = f'FILTER(LANG(?l) = "{language}")' if language else ""
-        return {row["e"].value: row["l"].value for row in self._rows(
+        labels = {row["e"].value: row["l"].value for row in self._rows(
             f"SELECT ?e ?l WHERE {{ VALUES ?e {{ {_values(iris)} }} ?e <{self.graph.names.label}> ?l {condition} }}")}
+        # Classes and properties without a label have the name the index made of their IRI.
+        unlabelled = {graph_id: iri for iri in iris - set(labels) if (graph_id := self.graph.id_of(iri))}
+        labels.update((unlabelled[hit.id], hit.label) for hit in self.index.describe(list(unlabelled))
+                      if hit.label != hit.id)
+        return labels
 
     def value_texts(self, iris: set[str]) -> dict[str, str]:
         """The text of each value node among *iris*: its value, with its unit when it has one."""

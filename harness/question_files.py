@@ -1,0 +1,86 @@
+"""A graph's questions read from a file given on the command line, in the formats researchers keep them in.
+
+============================  ====================================================  ==================
+format                        shape                                                 gold answers
+============================  ====================================================  ==================
+QALD-JSON (``.json``)         ``{"questions": [{id, question: [{language,           where ``answers``
+                              string}], query: {sparql}, answers}]}``               holds them
+TEXT2SPARQL (``.yml``)        ``questions: [{id, question: {en: ...},               no (run the query)
+                              query: {sparql}}]``, as CK25's ``questions.yml``
+KQA Pro (``.json``)           ``[{question, choices, answer, sparql, program}]``    ``answer`` strings
+SPINACH (``.json``)           ``[{id, question, sparql}]``                          no
+============================  ====================================================  ==================
+
+The examples are those :mod:`harness.datasets` reads for its named
+benchmarks, so a run over a file is scored, reported and resumed like one
+over a named split (its ``source`` is the file's name, its split ``file``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness.datasets import DatasetError, LoadedDataset, flat_example, kqapro_example, qald_example
+
+#: The largest question file read (a parse of a file someone else wrote is bounded).
+MAX_BYTES = 64 * 1024 * 1024
+FORMATS = ("qald-json", "text2sparql", "kqapro", "spinach")
+
+
+def question_format(path: Path, data: Any) -> str:
+    """Which of :data:`FORMATS` *data* (read from *path*) is in; :class:`DatasetError` naming what it saw."""
+    if path.suffix.lower() in (".yml", ".yaml"):
+        return "text2sparql"
+    if isinstance(data, dict) and isinstance(data.get("questions"), list):
+        return "qald-json"
+    if isinstance(data, list) and data and isinstance(data[0], dict):
+        if "choices" in data[0]:
+            return "kqapro"
+        if "sparql" in data[0]:
+            return "spinach"
+    raise DatasetError(f"{path}: not a question file this harness reads: expected QALD-JSON ({{\"questions\": "
+                       "[...]}}), a TEXT2SPARQL questions YAML, KQA Pro's JSON list or a SPINACH-style list "
+                       "of {id, question, sparql}")
+
+
+def read_question_file(path: str | Path, language: str = "en") -> tuple[str, LoadedDataset]:
+    """The format and the examples of the question file at *path* in *language* (others counted as left out)."""
+    path = Path(path)
+    try:
+        if path.stat().st_size > MAX_BYTES:
+            raise DatasetError(f"{path}: larger than {MAX_BYTES // 2 ** 20} MB, too large for a question file")
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise DatasetError(f"cannot read {path}: {error}") from error
+    try:
+        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) \
+            if path.suffix.lower() in (".yml", ".yaml") else json.loads(text)
+    except (yaml.YAMLError, ValueError) as error:
+        raise DatasetError(f"{path} is not valid {'YAML' if path.suffix.lower() in ('.yml', '.yaml') else 'JSON'}: "
+                           f"{error}") from error
+    kind = question_format(path, data)
+    source = path.stem
+    try:
+        if kind == "kqapro":
+            return kind, LoadedDataset([kqapro_example(index, item, "file") for index, item in enumerate(data)], [])
+        if kind == "spinach":
+            return kind, LoadedDataset([flat_example(item, source, "file") for item in data], [])
+        if kind == "text2sparql":
+            data = {"questions": [_text2sparql(item) for item in data["questions"]]}
+        examples = [qald_example(item, language, source, "file") for item in data["questions"]]
+    except (KeyError, TypeError, IndexError, AttributeError) as error:
+        raise DatasetError(f"{path}: a question lacks a field or has the wrong shape ({error!r})") from error
+    if not any(examples):
+        raise DatasetError(f"{path}: no question has text in {language!r}")
+    return kind, LoadedDataset([example for example in examples if example],
+                               [str(item["id"]) for item, example in zip(data["questions"], examples) if not example])
+
+
+def _text2sparql(item: dict[str, Any]) -> dict[str, Any]:
+    """A TEXT2SPARQL question as a QALD-JSON one (``question: {en: ...}`` becomes a list of language strings)."""
+    return {"id": item["id"], "query": {"sparql": item["query"]["sparql"]},
+            "question": [{"language": language, "string": text} for language, text in item["question"].items()]}

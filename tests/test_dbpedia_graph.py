@@ -1,0 +1,83 @@
+"""A DBpedia-style graph by its profile alone: case-sensitive IDs with escapes, two property namespaces, classes."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agent import Agent, AgentConfig
+from agent.actions import check_argument
+from agent.graph import load_graph
+from agent.kb.local import LocalKB
+from agent.llm import ChatModel, LLMConfig
+from agent.observations import format_entry, format_property_examples, format_query_result, format_search
+from tests.support.llm_server import ToolCallReply
+
+GRAPHS = Path(__file__).parent / "fixtures" / "graphs"
+DBPEDIA = load_graph(GRAPHS / "dbpedia.toml")
+TEXAS = r"dbr:Paris\,_Texas"
+
+
+@pytest.fixture(scope="module")
+def kb(tmp_path_factory):
+    store = LocalKB(tmp_path_factory.mktemp("dbpedia") / "store", graph=DBPEDIA, timeout=20)
+    store.load([GRAPHS / "dbpedia.ttl"], progress=False)
+    yield store
+    store.close()
+
+
+@pytest.mark.parametrize("written, expected", [
+    ("dbr:Marie_Curie", "dbr:Marie_Curie"), ("<http://dbpedia.org/resource/Marie_Curie>", "dbr:Marie_Curie"),
+    ("http://dbpedia.org/resource/Marie_Curie", "dbr:Marie_Curie"), ("Marie_Curie", "dbr:Marie_Curie"),
+    ("dbr:marie_curie", "dbr:marie_curie"),  # another IRI, not upper-cased into a third one
+    (TEXAS, TEXAS), ("<http://dbpedia.org/resource/Paris,_Texas>", TEXAS),
+    ("dbr:Paris_(mythology)", r"dbr:Paris_\(mythology\)"), ("dbo:Scientist", "dbo:Scientist")])
+def test_items_and_classes_as_people_write_them(written, expected):
+    assert check_argument("get_wikidata_entry", written, DBPEDIA) == (expected, None)
+
+
+def test_properties_of_both_namespaces_are_told_apart():
+    assert check_argument("get_property_examples", "dbp:nickname", DBPEDIA) == ("dbp:nickname", None)
+    assert check_argument("get_property_examples", "http://dbpedia.org/property/nickname", DBPEDIA) == \
+        ("dbp:nickname", None)
+    assert check_argument("get_property_examples", "birthPlace", DBPEDIA) == ("dbo:birthPlace", None)
+    _, error = check_argument("get_property_examples", "dbo:Scientist", DBPEDIA)
+    assert error == "'dbo:Scientist' is not a property ID. Give one such as dbo:birthPlace (search first if needed)."
+
+
+def test_search_tells_same_name_entities_apart_and_finds_classes_and_raw_properties(kb):
+    assert [(hit.id, hit.description) for hit in kb.search("Paris").items] == [
+        ("dbr:Paris", "capital of France"), (TEXAS, "city in Lamar County, Texas"),
+        (r"dbr:Paris_\(mythology\)", "Trojan prince in Greek mythology")]
+    assert [hit.id for hit in kb.search("Parigi").items] == []  # labels in other languages are not English names
+    assert format_search(kb.search("scientist")).splitlines()[0] == "scientist (dbo:Scientist)"
+    assert [hit.id for hit in kb.search("city").items] == ["dbo:City"]  # no label: named after its IRI
+    assert "nickname (dbp:nickname)" in format_search(kb.search("nickname"))
+
+
+def test_entries_examples_and_queries_write_escaped_names(kb):
+    entry = format_entry(kb.get_entry(TEXAS))
+    assert entry.startswith(rf"Paris ({TEXAS}): city in Lamar County, Texas")
+    assert json.loads(entry.split("\n", 1)[1]) == {
+        "country (dbo:country)": "United States (dbr:United_States)", "population total (dbo:populationTotal)": "24171",
+        "type (rdf:type)": "city (dbo:City)"}
+    assert kb.get_entry("dbr:marie_curie") is None
+    assert format_property_examples("dbp:nickname", kb.property_examples("dbp:nickname")).splitlines() == [
+        "Marie Curie (dbr:Marie_Curie) dbp:nickname Madame Curie",
+        "Pierre Curie (dbr:Pierre_Curie) dbp:nickname Pierre"]
+    result = kb.execute(rf"SELECT ?c ?n WHERE {{ {TEXAS} dbo:country ?c ; dbo:populationTotal ?n }}")
+    assert format_query_result(result).splitlines()[1:] == ["United States dbr:United_States\t24171", "(1 row)"]
+
+
+def test_know_before_use_names_the_graphs_own_terms(llm_server, kb):
+    query = rf"SELECT ?n WHERE {{ {TEXAS} dbo:populationTotal ?n . dbr:Nowhere dbo:country ?c }}"
+    server = llm_server([ToolCallReply("search_wikidata", {"thought": "Which Paris?", "query": "Texas"}),
+                         ToolCallReply("execute_sparql", {"thought": "Its population.", "sparql": query}),
+                         ToolCallReply("stop", {"explanation": "None.", "language": "en"})])
+    llm = ChatModel.from_config(LLMConfig(base_url=server.base_url, api_key="test", max_retries=0, timeout=10))
+    result = Agent(llm, kb, AgentConfig(answer_guaranteed=True)).run("How many live in Paris, Texas?")
+    step = result.steps[1]
+    assert step.unseen_ids == [TEXAS, "dbo:populationTotal", "dbr:Nowhere", "dbo:country"]
+    assert step.observation.endswith(
+        rf"IDs new to this run (check them): {TEXAS} = Paris — city in Lamar County, Texas; "
+        "dbo:populationTotal = population total; dbr:Nowhere does not exist; dbo:country = country.")
