@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from agent import Agent, AgentConfig, AgentContext, AgentResult, Step
+from agent.examples.queries import shorten_text
 from agent.llm import ChatModel
 from serve.graphs import ServedGraph
 
@@ -120,7 +121,7 @@ class RunPool:
                 agent = Agent(self.llm, graph.kb, AgentConfig(answer_guaranteed=answer_guaranteed))
                 return agent.run(question, context, on_step=step)
             except RunStopped as stopped:
-                log.info("run stopped (%s): %s", stopped, question[:200])
+                log.info("run stopped (%s): %s", stopped, shorten_text(question, 200))
                 return None
 
         future = asyncio.get_running_loop().run_in_executor(self.executor, work)

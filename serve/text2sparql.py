@@ -21,6 +21,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
+from agent.examples.queries import shorten_text
 from serve.runs import Busy, RunPool
 
 log = logging.getLogger(__name__)
@@ -70,14 +71,15 @@ async def text2sparql(request: Request, question: str = Query(min_length=1), dat
     except TimeoutError:
         result = None
     seconds = time.monotonic() - started
+    logged = shorten_text(question, 200)  # one line: a question cannot forge log lines
     if result is None:
-        log.warning("text2sparql: %s: no query within %.0f s: %s", graph.name, pool.limits.timeout, question[:200])
+        log.warning("text2sparql: %s: no query within %.0f s: %s", graph.name, pool.limits.timeout, logged)
         return _error(504, f"no query within {pool.limits.timeout:.0f} s")
     if result.stop_reason in FAILURES:
         log.warning("text2sparql: %s: %s after %.1f s (%s): %s", graph.name, result.stop_reason, seconds,
-                    result.stop_message, question[:200])
+                    shorten_text(result.stop_message, 300), logged)
         return _error(503, "the language model or the knowledge graph failed; ask again later", 30)
     query = result.final_sparql or NO_ANSWER_QUERY
     log.info("text2sparql: %s: %s in %.1f s%s: %s", graph.name, result.stop_reason, seconds,
-             "" if result.final_sparql else " (no query: answered with an empty one)", question[:200])
+             "" if result.final_sparql else " (no query: answered with an empty one)", logged)
     return Text2SparqlAnswer(dataset=dataset, question=question, query=query)

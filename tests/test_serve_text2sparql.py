@@ -175,12 +175,13 @@ def test_the_api_answers_as_the_challenge_describes(ck25, llm_server, tmp_path):
         status, body = _get(api + "?" + urllib.parse.urlencode(
             {"question": "Who?", "dataset": "https://text2sparql.aksw.org/2025/dbpedia/"}))
         assert status == 404 and CK25_DATASET in body["detail"]
-        status, body = _get(api + "?" + urllib.parse.urlencode({"question": "Who?", "dataset": CK25_DATASET}))
+        status, body = _get(api + "?" + urllib.parse.urlencode({"question": "Who?\nERROR forged line",
+                                                                 "dataset": CK25_DATASET}))
         assert status == 504 and body == {"detail": "no query within 1 s"}
     finally:
         log = service.stop()
     assert "Traceback" not in log
-    assert "no query within 1 s: Who?" in log
+    assert "no query within 1 s: Who? ERROR forged line" in log  # one line: a question cannot forge log lines
 
 
 def _get_from(base: str, source: str, question: str) -> tuple[int, dict[str, str], dict[str, Any]]:
