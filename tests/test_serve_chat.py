@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -360,3 +361,14 @@ def test_a_run_past_its_deadline_says_so(browser, llm_server, wikidata_store, tm
         log = service.stop()
     assert shown["failed"] == ["No answer within 2 seconds."] and shown["steps"]
     assert "no answer within 2 s" in log
+
+
+def test_a_form_posted_from_another_site_starts_no_run(service):
+    """A page elsewhere can post a form (text/plain) without asking first, but not JSON: the server takes JSON only."""
+    request = urllib.request.Request(service.base + "/chat/runs", method="POST", headers={
+        "Content-Type": "text/plain", "Origin": "https://elsewhere.example"},
+        data=json.dumps({"question": "slow question", "graph": "wikidata"}).encode())
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=30)
+    assert refused.value.code == 422
+    assert not service.llm.requests
