@@ -24,6 +24,8 @@ from bot.wikitext import clean
 from tests.support.llm_server import ErrorReply, SlowReply, ToolCallReply
 from tests.support.serve_rig import KEY, start_serve
 
+#: One worker runs them all: they share the stores and the browser.
+pytestmark = pytest.mark.xdist_group("serve-chat")
 HOSTILE = Path(__file__).parent / "fixtures" / "hostile"
 GRAPHS = Path(__file__).parent / "fixtures" / "graphs"
 QUERY = "SELECT ?x WHERE { VALUES ?x { \"Zurich\" \"Geneva\" } }"

@@ -29,6 +29,8 @@ from tests.support.llm_server import ErrorReply, SlowReply, ToolCallReply
 from tests.support.serve_rig import (CK25_DATASET, build_ck25_store, ck25_questions, run_client, start_oxigraph,
                                      start_serve)
 
+#: One worker runs them all: they share CK25's store and Oxigraph's server.
+pytestmark = pytest.mark.xdist_group("serve-ck25")
 #: What the client puts for a query that failed or was never answered.
 EMPTY_RESULT = {"head": {"vars": []}, "results": {"bindings": []}}
 #: Questions answered with the next question's reference query (a wrong answer).
