@@ -195,7 +195,9 @@ def _lines(text: str, indent: str, limit: int | None = None) -> list[str]:
     return out
 
 
-def _step(number: int, step: Step, observation_lines: int, final: str, words: dict[str, str]) -> list[str]:
+def step_lines(number: int, step: Step, observation_lines: int, final: str, words: dict[str, str]) -> list[str]:
+    """One step in the trace's compact form (thought, action, the first *observation_lines* of what it saw), as
+    plain lines: the reply's steps block and the chat page show the same form."""
     thought = " ".join(step.thought.split())
     if len(thought) > THOUGHT_CHARS:
         thought = thought[:THOUGHT_CHARS - 1] + "…"
@@ -223,7 +225,7 @@ def _traces(result: AgentResult, final: str, words: dict[str, str]) -> Iterator[
         yield ""
         return
     for observation_lines in OBSERVATION_LINES:
-        steps = [_step(number, step, observation_lines, final, words)
+        steps = [step_lines(number, step, observation_lines, final, words)
                  for number, step in enumerate(result.steps, 1)]
         skips = range(len(steps)) if observation_lines == OBSERVATION_LINES[-1] else range(1)
         for skip in skips:

@@ -11,6 +11,7 @@ pytest_plugins = [
     "tests.support.mediawiki",
     "tests.support.figures",
     "tests.support.browser",
+    "tests.support.serve_rig",
 ]
 
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared"

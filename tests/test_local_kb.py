@@ -142,6 +142,12 @@ def test_what_cannot_run_offline_says_so(kb, query, message):
     assert result.status == "error" and message in result.message
 
 
+@pytest.mark.parametrize("pattern", ["?x a pv:Service .", "?service a pv:Product .", "$service a pv:Product ."])
+def test_a_name_ending_in_service_is_no_service_call(kb, pattern):
+    result = kb.execute(f"PREFIX pv: <http://ld.company.org/prod-vocab/> SELECT * WHERE {{ {pattern} }}")
+    assert result.status == "empty"
+
+
 def test_syntax_errors_and_empty_results(kb):
     assert kb.execute("SELECT ?x WHERE { ?x ?y }").status == "syntax_error"
     assert kb.execute("SELECT ?x WHERE { ?x wdt:P31 wd:Q999 }").status == "empty"

@@ -22,7 +22,6 @@ import pytest
 from harness.qald_json import qald_answer
 from harness.text2sparql_metric import aggregate, judged_values, score_question
 
-CLIENT = "text2sparql-client==2.1.0"
 XSD = "http://www.w3.org/2001/XMLSchema#"
 EMPTY_RESULT = {"head": {"vars": []}, "results": {"bindings": []}}  # what the client puts for a failed query
 
@@ -42,17 +41,6 @@ for side in ("gold", "predicted"):
 evaluate_command.main(["spinach", work + "/gold.json", work + "/predicted.json", "-o", work + "/scores.json"],
                       standalone_mode=False)
 """
-
-
-@pytest.fixture(scope="module")
-def client(tmp_path_factory) -> Path:
-    """The published client, installed from the package index into a directory of its own."""
-    target = tmp_path_factory.mktemp("text2sparql-client")
-    done = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(target),
-                           CLIENT], capture_output=True, text=True, timeout=300)
-    if done.returncode:
-        pytest.fail(f"could not install {CLIENT} from the package index:\n{done.stderr[-2000:]}")
-    return target
 
 
 def run_client(client: Path, work: Path, gold: dict, predicted: dict) -> dict:
@@ -136,22 +124,22 @@ CRAFTED = {
 }
 
 
-def test_each_crafted_rule_scores_as_the_client_scores_it(client, tmp_path):
+def test_each_crafted_rule_scores_as_the_client_scores_it(text2sparql_client, tmp_path):
     gold = {qid: case[0] for qid, case in CRAFTED.items()}
     predicted = {qid: case[1] for qid, case in CRAFTED.items()}
     for qid, (gold_result, predicted_result, expected) in CRAFTED.items():
         score = score_question(gold_result, predicted_result)
         assert (None if score is None else score.f1) == pytest.approx(expected), qid
-    assert_parity(run_client(client, tmp_path, gold, predicted), gold, predicted)
+    assert_parity(run_client(text2sparql_client, tmp_path, gold, predicted), gold, predicted)
 
 
-def test_a_run_where_no_gold_has_a_value_has_no_figure(client, tmp_path):
+def test_a_run_where_no_gold_has_a_value_has_no_figure(text2sparql_client, tmp_path):
     gold, predicted = {"q1": EMPTY_RESULT}, {"q1": rows(uri("Q1"))}
     assert aggregate([score_question(gold["q1"], predicted["q1"])]).f1 is None
-    assert_parity(run_client(client, tmp_path, gold, predicted), gold, predicted)
+    assert_parity(run_client(text2sparql_client, tmp_path, gold, predicted), gold, predicted)
 
 
-def test_random_answer_sets_score_as_the_client_scores_them(client, tmp_path):
+def test_random_answer_sets_score_as_the_client_scores_them(text2sparql_client, tmp_path):
     """200 answers drawn from a small pool of values, so that overlaps, duplicates and mixed terms are common."""
     draw = random.Random(32)
     pool = [uri("Q1"), uri("Q2"), literal("Q2"), literal("3", "integer"), literal("3"), literal("3.0", "decimal"),
@@ -167,15 +155,15 @@ def test_random_answer_sets_score_as_the_client_scores_them(client, tmp_path):
 
     gold = {f"q{i}": result() for i in range(200)}
     predicted = {f"q{i}": result() for i in range(200)}
-    assert_parity(run_client(client, tmp_path, gold, predicted), gold, predicted)
+    assert_parity(run_client(text2sparql_client, tmp_path, gold, predicted), gold, predicted)
 
 
-def test_the_upstream_qald10_outputs_score_as_the_client_scores_them(client, tmp_path, shared_dir):
+def test_the_upstream_qald10_outputs_score_as_the_client_scores_them(text2sparql_client, tmp_path, shared_dir):
     """The paper's 387 QALD-10 answers against their live gold: a real mix of rows, booleans and literals."""
     outputs = json.loads((shared_dir / "reference-outputs" / "qald10_spinach_output_test.json").read_text())
     gold = {f"q{i}": qald_answer(o["gold_answer_tuple"]) for i, o in enumerate(outputs)}
     predicted = {f"q{i}": qald_answer(o["predicted_answer_tuple"]) for i, o in enumerate(outputs)}
-    client_scores = run_client(client, tmp_path, gold, predicted)
+    client_scores = run_client(text2sparql_client, tmp_path, gold, predicted)
     assert_parity(client_scores, gold, predicted)
     assert round(100 * aggregate(score_question(gold[q], predicted[q]) for q in gold).f1, 2) == round(
         100 * client_scores["average"]["set_F"], 2)

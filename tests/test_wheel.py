@@ -32,10 +32,10 @@ import pytest
 pytestmark = pytest.mark.xdist_group("wheel")
 ROOT = Path(__file__).resolve().parent.parent
 CONSOLE_SCRIPTS = ("spinach-bot", "spinach-agent", "spinach-eval", "spinach-kb", "spinach-examples", "spinach-report",
-                   "spinach-replay")
-PACKAGES = ("agent", "bot", "harness", "prompts", "scripts")
-#: Modules that run only with the ``[eval]`` extra installed.
-EVAL_ONLY = ("harness", "scripts")
+                   "spinach-replay", "spinach-serve")
+PACKAGES = ("agent", "bot", "harness", "prompts", "scripts", "serve")
+#: Packages that run only with an extra installed, and that extra.
+EXTRA_ONLY = {"harness": "eval", "scripts": "eval", "serve": "serve"}
 
 
 @pytest.fixture(scope="module")
@@ -78,6 +78,7 @@ def test_the_wheel_ships_templates_and_console_scripts(installed):
     for template in [*Path(ROOT, "prompts").glob("*.j2"), *Path(ROOT, "bot", "templates").glob("*.j2")]:
         assert template.relative_to(ROOT).as_posix() in names
     assert "harness/prices.json" in names
+    assert {"serve/static/chat.html", "serve/static/chat.js", "serve/static/chat.css"} <= set(names)
     assert {"agent/profiles/wikidata.toml", "agent/profiles/kqapro.toml"} <= set(names)
     assert not any(name.startswith("tests/") for name in names)
     for script in CONSOLE_SCRIPTS:
@@ -155,11 +156,11 @@ def test_every_third_party_import_is_declared():
     config = configparser.ConfigParser()
     config.read(ROOT / "setup.cfg")
     required = _requirement_names(config["options"]["install_requires"])
-    extra = _requirement_names(config["options.extras_require"]["eval"])
     distributions = importlib.metadata.packages_distributions()
     undeclared = []
     for package in PACKAGES:
-        allowed = required | (extra if package in EVAL_ONLY else set())
+        extra = EXTRA_ONLY.get(package)
+        allowed = required | (_requirement_names(config["options.extras_require"][extra]) if extra else set())
         for module, files in _third_party_imports(package).items():
             names = {re.sub(r"[-_.]+", "-", name).lower() for name in distributions.get(module, [module])}
             if not names & allowed:

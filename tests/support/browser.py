@@ -134,3 +134,11 @@ def browser() -> Browser:
     started = Browser.start(_install())
     yield started
     started.close()
+
+
+@pytest.fixture
+def another_browser() -> Browser:
+    """A second headless Chromium of its own (its own profile and connections), for two readers at once."""
+    started = Browser.start(_install())
+    yield started
+    started.close()

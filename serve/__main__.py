@@ -1,0 +1,77 @@
+"""``spinach-serve``: the agent as a service, for the graphs it is given.
+
+    spinach-serve                                        # live Wikidata on http://127.0.0.1:8000/
+    spinach-serve --graph wikidata=live --graph ck25=stores/ck25 \\
+        --dataset https://text2sparql.aksw.org/2025/corporate/=ck25 --port 8080
+
+The chat page is at ``/``, the TEXT2SPARQL API at ``/text2sparql``.  The
+model is configured as for ``python -m agent`` (``OPENAI_API_KEY``,
+``OPENAI_BASE_URL``, ``SPINACH_MODEL``); the key stays in this process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+
+from agent.cli import program_name
+from agent.llm import ChatModel, LLMConfig, LLMConfigurationError
+from serve.graphs import LIVE, GraphSpecError, open_graphs
+from serve.runs import PoolLimits
+
+
+def build_parser() -> argparse.ArgumentParser:
+    defaults = PoolLimits()
+    parser = argparse.ArgumentParser(
+        prog=program_name("serve"),
+        description="Serve the agent: a chat page at / and the TEXT2SPARQL API at /text2sparql.",
+        epilog="Environment: OPENAI_API_KEY, OPENAI_BASE_URL, SPINACH_MODEL (the language model); "
+               "WIKIDATA_API_URL, WIKIDATA_SPARQL_URL, WIKIDATA_SPARQL_DIALECT, SPINACH_CONTACT (live Wikidata).")
+    parser.add_argument("--graph", action="append", default=[], metavar="NAME=SOURCE",
+                        help=f"a graph to serve: SOURCE is {LIVE} (Wikidata) or a local store's directory "
+                             f"(repeatable; default: wikidata={LIVE})")
+    parser.add_argument("--dataset", action="append", default=[], metavar="IRI=NAME",
+                        help="a TEXT2SPARQL dataset IRI that selects the graph NAME (repeatable)")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8000, help="port to listen on (default: 8000)")
+    parser.add_argument("--workers", type=int, default=defaults.workers, metavar="N",
+                        help=f"questions answered at once (default: {defaults.workers})")
+    parser.add_argument("--queue", type=int, default=defaults.queue, metavar="N",
+                        help=f"questions waiting beyond those; more are refused (default: {defaults.queue})")
+    parser.add_argument("--per-client", type=int, default=defaults.per_client, metavar="N",
+                        help=f"questions one address may have waiting or running (default: {defaults.per_client})")
+    parser.add_argument("--timeout", type=float, default=defaults.timeout, metavar="SECONDS",
+                        help=f"seconds a question may wait and run (default: {defaults.timeout:.0f})")
+    parser.add_argument("--llm-timeout", type=float, metavar="SECONDS",
+                        help="seconds one model reply may take (default: 60)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    for name in ("workers", "queue", "per_client", "timeout"):
+        if getattr(args, name) < (0 if name == "queue" else 1):
+            print(f"error: --{name.replace('_', '-')} must be at least {0 if name == 'queue' else 1}",
+                  file=sys.stderr)
+            return 2
+    try:
+        llm = ChatModel.from_config(LLMConfig.from_env(os.environ, timeout=args.llm_timeout))
+        graphs = open_graphs(args.graph, args.dataset)
+    except (LLMConfigurationError, GraphSpecError, ValueError, OSError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    import uvicorn
+
+    from serve.app import build_app
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    app = build_app(graphs, llm, PoolLimits(workers=args.workers, queue=args.queue, per_client=args.per_client,
+                                            timeout=args.timeout))
+    uvicorn.run(app, host=args.host, port=args.port, log_level="info")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

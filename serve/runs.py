@@ -1,0 +1,136 @@
+"""Which agent runs go when: a few at once in worker threads, a bounded queue, a limit per client, a deadline,
+and a way to stop a run whose asker went away.
+
+The agent is synchronous (one model call, then one knowledge-base call, per
+step), so each run takes a worker thread.  A run is stopped between steps:
+the step callback raises :class:`RunStopped` once the run is cancelled or
+past its deadline, so a stopped run frees its worker after the step under way
+(a model reply or a query, each bounded by its own timeout).  The asker does
+not wait for that: :meth:`RunPool.run` answers at the deadline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from agent import Agent, AgentConfig, AgentContext, AgentResult, Step
+from agent.examples.queries import shorten_text
+from agent.llm import ChatModel
+from serve.graphs import ServedGraph
+
+log = logging.getLogger(__name__)
+
+
+class Busy(Exception):
+    """A run refused before it starts: the queue is full (503) or the client has too many runs (429)."""
+
+    def __init__(self, status: int, message: str, retry_after: int) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.retry_after = retry_after
+
+
+class RunStopped(Exception):
+    """Raised from the step callback to end a run that was cancelled or ran out of time."""
+
+
+@dataclass
+class PoolLimits:
+    #: Runs at the same time (each a worker thread).
+    workers: int = 2
+    #: Runs admitted beyond those: they wait for a worker.
+    queue: int = 8
+    #: Runs one client (an address) may have admitted at once.
+    per_client: int = 2
+    #: Seconds from admission to the answer, the wait for a worker included.
+    timeout: float = 300.0
+
+
+@dataclass
+class Ticket:
+    """One admitted run: its client, its deadline, and the flag that stops it."""
+
+    client: str
+    deadline: float
+    stop: threading.Event = field(default_factory=threading.Event)
+
+    def check(self) -> None:
+        """Raise :class:`RunStopped` when the run was cancelled or is past its deadline."""
+        if time.monotonic() > self.deadline:
+            raise RunStopped("past its deadline")
+        if self.stop.is_set():
+            raise RunStopped("cancelled")
+
+
+class RunPool:
+    """Runs agents for the API and the chat page on one model, within :class:`PoolLimits`."""
+
+    def __init__(self, llm: ChatModel, limits: PoolLimits) -> None:
+        self.llm = llm
+        self.limits = limits
+        self.executor = ThreadPoolExecutor(limits.workers, thread_name_prefix="agent-run")
+        self.admitted = 0
+        self.per_client: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    def admit(self, client: str) -> Ticket:
+        """A ticket for a run of *client*'s, or :class:`Busy` when the queue or the client's share is full."""
+        with self._lock:
+            if self.per_client[client] >= self.limits.per_client:
+                raise Busy(429, f"you have {self.per_client[client]} questions running; wait for one to end", 10)
+            if self.admitted >= self.limits.workers + self.limits.queue:
+                raise Busy(503, "the server is answering as many questions as it can; ask again shortly", 30)
+            self.admitted += 1
+            self.per_client[client] += 1
+        return Ticket(client, time.monotonic() + self.limits.timeout)
+
+    def release(self, ticket: Ticket) -> None:
+        with self._lock:
+            self.admitted -= 1
+            self.per_client[ticket.client] -= 1
+            if not self.per_client[ticket.client]:
+                del self.per_client[ticket.client]
+
+    async def run(self, ticket: Ticket, graph: ServedGraph, question: str, context: AgentContext | None = None,
+                  *, answer_guaranteed: bool = False, on_start: Callable[[], None] | None = None,
+                  on_step: Callable[[Step], None] | None = None) -> AgentResult | None:
+        """The agent's result, or ``None`` when the run was cancelled; :class:`TimeoutError` past the deadline.
+
+        *on_start* (when a worker takes the run) and *on_step* are called in the worker thread.  The ticket is
+        released when the worker is done with the run (also when its asker stopped waiting), so the pool never
+        holds more runs than it admitted.
+        """
+        def step(taken: Step) -> None:
+            if on_step:
+                on_step(taken)
+            ticket.check()
+
+        def work() -> AgentResult | None:
+            try:
+                ticket.check()  # cancelled, or out of time, while it waited
+                if on_start:
+                    on_start()
+                agent = Agent(self.llm, graph.kb, AgentConfig(answer_guaranteed=answer_guaranteed))
+                return agent.run(question, context, on_step=step)
+            except RunStopped as stopped:
+                log.info("run stopped (%s): %s", stopped, shorten_text(question, 200))
+                return None
+
+        future = asyncio.get_running_loop().run_in_executor(self.executor, work)
+        future.add_done_callback(lambda _: self.release(ticket))
+        try:
+            return await asyncio.wait_for(asyncio.shield(future), max(0.0, ticket.deadline - time.monotonic()))
+        except (TimeoutError, asyncio.CancelledError):
+            ticket.stop.set()
+            raise
+
+    def close(self) -> None:
+        self.executor.shutdown(wait=False, cancel_futures=True)

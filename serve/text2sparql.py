@@ -1,0 +1,85 @@
+"""The TEXT2SPARQL API: ``GET /text2sparql?question=…&dataset=…`` answers ``{"dataset", "question", "query"}``.
+
+As the challenge's endpoint does (its official client, ``text2sparql-client``,
+asks one question at a time and reads those three fields): a missing
+parameter is a 422 (FastAPI's validation body), a dataset the server does not
+serve a 404.  The agent runs with ``answer_guaranteed`` (every question of a
+benchmark has an answer).  A question the graph cannot answer is still
+answered with a query, :data:`NO_ANSWER_QUERY`, whose result is empty, so it
+is scored as an empty answer.  A model or knowledge base that failed is a
+503 with ``Retry-After``, a run past its deadline a 504, a full queue a 503
+and a client over its share a 429: each a JSON ``detail`` and one log line,
+never a traceback.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel
+
+from agent.examples.queries import shorten_text
+from serve.runs import Busy, RunPool
+
+log = logging.getLogger(__name__)
+
+router = APIRouter()
+
+#: The answer to a question the graph cannot answer: a query with no solutions, valid on any SPARQL 1.1 engine.
+NO_ANSWER_QUERY = "SELECT * WHERE { FILTER(false) }"
+
+#: Run endings where the model or the knowledge base failed, not the question.
+FAILURES = ("llm_error", "kb_error")
+
+
+class Text2SparqlAnswer(BaseModel):
+    dataset: str
+    question: str
+    query: str
+
+
+def _error(status: int, detail: str, retry_after: int | None = None) -> JSONResponse:
+    headers = {"Retry-After": str(retry_after)} if retry_after is not None else None
+    return JSONResponse({"detail": detail}, status_code=status, headers=headers)
+
+
+@router.get("/text2sparql", response_model=Text2SparqlAnswer,
+            responses={404: {"description": "a dataset this server does not serve"},
+                       429: {"description": "this client has too many questions running"},
+                       503: {"description": "the queue is full, or the model or the graph failed; see Retry-After"},
+                       504: {"description": "no query within the server's time limit"}})
+async def text2sparql(request: Request, question: str = Query(min_length=1), dataset: str = Query(min_length=1)):
+    """The SPARQL query that answers *question* on the graph the dataset IRI *dataset* names."""
+    graph = request.app.state.datasets.get(dataset)
+    if graph is None:
+        log.info("text2sparql: unknown dataset %s", dataset)
+        return _error(404, f"unknown dataset {dataset}; this server answers about: "
+                           f"{', '.join(request.app.state.datasets) or 'no dataset'}")
+    pool: RunPool = request.app.state.pool
+    client = request.client.host if request.client else "?"
+    started = time.monotonic()
+    try:
+        ticket = pool.admit(client)
+    except Busy as busy:
+        log.info("text2sparql: refused (%s) for %s: %s", busy.status, client, busy.message)
+        return _error(busy.status, busy.message, busy.retry_after)
+    try:
+        result = await pool.run(ticket, graph, question, answer_guaranteed=True)
+    except TimeoutError:
+        result = None
+    seconds = time.monotonic() - started
+    logged = shorten_text(question, 200)  # one line: a question cannot forge log lines
+    if result is None:
+        log.warning("text2sparql: %s: no query within %.0f s: %s", graph.name, pool.limits.timeout, logged)
+        return _error(504, f"no query within {pool.limits.timeout:.0f} s")
+    if result.stop_reason in FAILURES:
+        log.warning("text2sparql: %s: %s after %.1f s (%s): %s", graph.name, result.stop_reason, seconds,
+                    shorten_text(result.stop_message, 300), logged)
+        return _error(503, "the language model or the knowledge graph failed; ask again later", 30)
+    query = result.final_sparql or NO_ANSWER_QUERY
+    log.info("text2sparql: %s: %s in %.1f s%s: %s", graph.name, result.stop_reason, seconds,
+             "" if result.final_sparql else " (no query: answered with an empty one)", logged)
+    return Text2SparqlAnswer(dataset=dataset, question=question, query=query)

@@ -1,0 +1,376 @@
+"""The chat page of ``spinach-serve`` as its readers see it, in headless Chromium.
+
+The server runs as its operators start it, on a small Wikidata store, its
+model the scripted stand-in; each test drives the page as a person does
+(type a question, press Ask) and reads what the page shows.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent.graph import load_graph
+from agent.kb.local import LocalKB
+from agent.llm import well_formed
+from bot.wikitext import clean
+from tests.support.llm_server import ErrorReply, SlowReply, ToolCallReply
+from tests.support.serve_rig import KEY, start_serve
+
+#: One worker runs them all: they share the stores and the browser.
+pytestmark = pytest.mark.xdist_group("serve-chat")
+HOSTILE = Path(__file__).parent / "fixtures" / "hostile"
+GRAPHS = Path(__file__).parent / "fixtures" / "graphs"
+QUERY = "SELECT ?x WHERE { VALUES ?x { \"Zurich\" \"Geneva\" } }"
+REVISED = "SELECT ?x WHERE { VALUES ?x { \"Zurich\" \"Geneva\" \"Basel\" } }"
+#: Seconds the model takes over its last reply in the slow run: the page must show steps before it ends.
+SLOW = 3
+#: The page's own elements in the conversation: everything else would be markup from someone else.
+PAGE_TAGS = {"SECTION", "P", "OL", "LI", "PRE", "DIV", "A"}
+#: Control, format (bidi) and separator characters that must not reach the reader.
+INVISIBLE = re.compile("[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u206f"
+                       "\ufeff\ufff9-\ufffb]")
+
+
+def hostile_payloads() -> list[str]:
+    """The payloads of the wiki's hostile corpus (script, markup, links, bidi and control characters)."""
+    payloads = []
+    for path in sorted(HOSTILE.glob("*.json")):
+        for case in json.loads(path.read_text()):
+            text = case["payload"] * case.get("repeat", 1)
+            if 0 < len(text) <= 400:
+                payloads.append(text)
+    return list(dict.fromkeys(payloads))
+
+
+def label_payloads() -> list[str]:
+    """The first payload of each family that a Turtle file can hold (no lone surrogate): labels and descriptions."""
+    chosen = []
+    for path in sorted(HOSTILE.glob("*.json")):
+        for case in json.loads(path.read_text()):
+            text = case["payload"]
+            if 0 < len(text) <= 200 and not any("\ud800" <= char <= "\udfff" for char in text):
+                chosen.append(text)
+                break
+    return chosen
+
+
+def _question(body: dict[str, Any]) -> str:
+    return re.search(r"^Question: (.*)$", body["messages"][1]["content"], re.MULTILINE).group(1)
+
+
+def _calls(body: dict[str, Any]) -> int:
+    """How many of this run's steps came before this call (the steps in the prompt so far)."""
+    return sum(message["role"] == "tool" for message in body["messages"])
+
+
+def _sparql_string(text: str) -> str:
+    return json.dumps(text)  # JSON's escapes (\", \\, \n, \uXXXX) are SPARQL's too
+
+
+def scripted(body: dict[str, Any]):
+    question, taken = _question(body), _calls(body)
+    if question.startswith("slow"):
+        if taken == 0:
+            return ToolCallReply("execute_sparql", {"thought": f"First look ({question}).", "sparql": QUERY})
+        return SlowReply(SLOW, ToolCallReply("stop", {"thought": "done", "explanation": "Two cities.",
+                                                      "language": "en"}))
+    if question.startswith("revise"):
+        if taken == 0:
+            return ToolCallReply("execute_sparql", {"thought": "Add Basel to the earlier query.", "sparql": REVISED})
+        return ToolCallReply("stop", {"thought": "done", "explanation": "Three cities now.", "language": "en"})
+    if question.startswith("hostile"):
+        payloads = hostile_payloads()
+        chunks = [payloads[start:start + 25] for start in range(0, len(payloads), 25)]
+        if taken == 0:  # the graph's labels and descriptions
+            return ToolCallReply("search_wikidata", {"thought": payloads[2], "query": "hostile"})
+        if taken == 1:
+            return ToolCallReply("get_wikidata_entry", {"thought": payloads[3], "qid": "Q90001"})
+        taken -= 2
+        if taken < len(chunks):
+            values = " ".join(_sparql_string(text) for text in chunks[taken])
+            return ToolCallReply("execute_sparql", {"thought": " ".join(chunks[taken][:3]),
+                                                    "sparql": f"SELECT ?v WHERE {{ VALUES ?v {{ {values} }} }}"})
+        if taken == len(chunks):  # the agent stops only on a query that returned rows
+            return ToolCallReply("execute_sparql", {"thought": payloads[1], "sparql": QUERY})
+        return ToolCallReply("stop", {"thought": payloads[0], "explanation": "\n".join(payloads), "language": "en"})
+    if question.startswith("failing"):
+        return ErrorReply(400, f"invalid api key {KEY}")
+    if question.startswith("endless"):
+        return SlowReply(0.5, ToolCallReply("execute_sparql", {
+            "thought": "one more", "sparql": f"SELECT ?x WHERE {{ VALUES ?x {{ {taken} }} }}"}))
+    raise AssertionError(f"unscripted question {question!r}")
+
+
+@pytest.fixture(scope="module")
+def wikidata_store(tmp_path_factory) -> Path:
+    directory = tmp_path_factory.mktemp("chat-store")
+    data = directory / "cities.ttl"
+    lines = ['<http://www.wikidata.org/entity/Q72> <http://www.w3.org/2000/01/rdf-schema#label> "Zurich"@en .']
+    for number, text in enumerate(label_payloads()):  # entities whose labels and descriptions are hostile
+        subject = f"<http://www.wikidata.org/entity/Q{90000 + number}>"
+        lines.append(f"{subject} <http://www.w3.org/2000/01/rdf-schema#label> "
+                     f"{json.dumps('hostile ' + text, ensure_ascii=False)}@en .")
+        lines.append(f"{subject} <http://schema.org/description> {json.dumps(text, ensure_ascii=False)}@en .")
+    data.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    kb = LocalKB(directory / "store")
+    kb.load([data], progress=False)
+    kb.close()
+    return directory / "store"
+
+
+@pytest.fixture(scope="module")
+def library_store(tmp_path_factory) -> Path:
+    """The tests' third graph, a library catalogue with a profile of its own: no query service to link to."""
+    kb = LocalKB(tmp_path_factory.mktemp("library") / "store", graph=load_graph(GRAPHS / "library.toml"))
+    kb.load([GRAPHS / "library.ttl"], progress=False)
+    kb.close()
+    return kb.directory
+
+
+@pytest.fixture
+def service(llm_server, wikidata_store, library_store, tmp_path):
+    llm = llm_server(scripted)
+    started = start_serve(llm.base_url, {"wikidata": wikidata_store, "library": library_store}, tmp_path,
+                          options=("--timeout", "60"))
+    started.llm = llm
+    yield started
+    started.stop()
+
+
+def open_page(browser, service) -> None:
+    browser.open(service.base + "/", "document.body.dataset.ready === 'true'")
+    browser.evaluate("""(() => {
+        window.seen = {firstStep: null, done: null};
+        window.alerted = false;
+        window.alert = () => { window.alerted = true; };
+        new MutationObserver(() => {
+            if (window.seen.firstStep === null && document.querySelector('#log .step:not(.counted)'))
+                window.seen.firstStep = performance.now();
+        }).observe(document.getElementById('log'), {childList: true, subtree: true});
+        return true;
+    })()""")
+
+
+def ask(browser, question: str) -> float:
+    """Type *question* and press Ask; the page's clock at that moment."""
+    return browser.evaluate(f"""(() => {{
+        document.querySelectorAll('#log .step').forEach((step) => step.classList.add('counted'));
+        window.seen.firstStep = null;
+        document.getElementById('question').value = {json.dumps(question)};
+        document.getElementById('send').click();
+        return performance.now();
+    }})()""")
+
+
+def wait_done(browser, turns: int, seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while browser.evaluate("document.querySelectorAll('#log .turn[data-done]').length") < turns:
+        assert time.monotonic() < deadline, browser.evaluate("document.getElementById('log').innerText")
+        time.sleep(0.05)
+
+
+def turn(browser, index: int) -> dict[str, Any]:
+    return browser.evaluate(f"""(() => {{
+        const turn = document.querySelectorAll('#log .turn')[{index}];
+        const text = (selector) => [...turn.querySelectorAll(selector)].map((node) => node.textContent);
+        return {{steps: text('.step pre'), query: text('.query'), preview: text('.preview'),
+                 explanation: text('.explanation'), failed: text('.failed'), note: text('.note'),
+                 links: [...turn.querySelectorAll('a')].map((a) => a.href)}};
+    }})()""")
+
+
+def test_steps_appear_before_the_run_ends_and_a_follow_up_keeps_the_context(browser, service):
+    open_page(browser, service)
+    asked_at = ask(browser, "slow question about cities")
+    deadline = time.monotonic() + 30
+    while browser.evaluate("window.seen.firstStep") is None:
+        assert time.monotonic() < deadline, "no step was shown"
+        time.sleep(0.02)
+    assert not browser.evaluate("document.querySelectorAll('#log .turn[data-done]').length"), \
+        "the run had ended when its first step showed"
+    first_step = browser.evaluate("window.seen.firstStep") - asked_at
+    wait_done(browser, 1)
+    first = turn(browser, 0)
+    assert first["steps"][0].startswith("1. First look (slow question about cities).")
+    assert "Zurich" in first["steps"][0] and "(2 rows)" in first["steps"][0]
+    assert first["query"] == [QUERY] and first["explanation"] == ["Two cities."]
+    assert first["links"] and first["links"][0].startswith("https://query.wikidata.org/#SELECT")
+    assert "Geneva" in first["preview"][0]
+    print(f"time to first step on the page: {first_step:.0f} ms")
+
+    ask(browser, "revise it: add Basel")
+    wait_done(browser, 2)
+    second = turn(browser, 1)
+    assert second["query"] == [REVISED] and "Basel" in second["preview"][0]
+    follow_up = [body for body in service.llm.requests if _question(body).startswith("revise")][0]
+    prompt = follow_up["messages"][1]["content"]
+    assert "Asked: slow question about cities\nAnswered: Two cities." in prompt
+    assert QUERY in prompt, "the follow-up's prompt lacks the query it revises"
+    assert browser.evaluate("document.getElementById('graph').disabled")
+
+
+def test_the_graph_is_picked_from_those_served_and_kept_for_the_conversation(browser, service):
+    open_page(browser, service)
+    options = browser.evaluate("[...document.querySelectorAll('#graph option')].map((o) => [o.value, o.text])")
+    assert options == [["wikidata", "Wikidata"], ["library", "the library catalogue"]]
+    browser.evaluate("document.getElementById('graph').value = 'library'")
+    ask(browser, "slow question about the library")
+    wait_done(browser, 1)
+    shown = turn(browser, 0)
+    assert shown["query"] == [QUERY] and shown["links"] == [], "a Try-it link for a graph without a query service"
+    asked = [body for body in service.llm.requests if _question(body).startswith("slow question about the library")]
+    assert "the library catalogue" in asked[0]["messages"][0]["content"]
+    assert browser.evaluate("document.getElementById('graph').disabled")
+    browser.evaluate("document.getElementById('new').click()")
+    assert not browser.evaluate("document.getElementById('graph').disabled")
+    assert browser.evaluate("document.querySelectorAll('#log .turn').length") == 0
+
+
+def test_hostile_text_stays_text(browser, service):
+    open_page(browser, service)
+    payloads = hostile_payloads()
+    ask(browser, "hostile " + payloads[0])
+    wait_done(browser, 1)
+    shown = browser.evaluate("""(() => {
+        const log = document.getElementById('log');
+        const elements = [...log.querySelectorAll('*')];
+        return {tags: [...new Set(elements.map((node) => node.tagName))],
+                attributes: [...new Set(elements.flatMap((node) => [...node.attributes].map((a) => a.name)))],
+                links: [...log.querySelectorAll('a')].map((a) => [a.className, a.href]),
+                text: log.textContent, alerted: window.alerted, title: document.title,
+                loaded: performance.getEntriesByType('resource').map((entry) => entry.name),
+                scripts: document.scripts.length, html: document.documentElement.outerHTML};
+    })()""")
+    assert set(shown["tags"]) <= PAGE_TAGS, shown["tags"]
+    assert set(shown["attributes"]) <= {"class", "data-action", "data-done", "href", "rel", "target"}
+    assert all(kind == "try-it" and href.startswith("https://query.wikidata.org/#") for kind, href in shown["links"])
+    assert not shown["alerted"] and shown["scripts"] == 1 and shown["title"] == "SPINACH: ask a knowledge graph"
+    assert not INVISIBLE.search(shown["text"]), repr(INVISIBLE.findall(shown["text"])[:10])
+    shown_turn = turn(browser, 0)
+    assert shown_turn["explanation"], shown_turn["note"]
+    explanation = shown_turn["explanation"][0]
+    search, entry = shown_turn["steps"][:2]
+    assert "search_wikidata(hostile)" in search and "(Q90000)" in search and "(Q90003)" in search, search
+    assert "(Q90001)" in entry and visible(label_payloads()[1]).splitlines()[0][:40] in entry, entry
+    missing = [text for text in payloads
+               if not all(line.strip() in explanation for line in visible(text).splitlines())]
+    assert not missing, f"{len(missing)} payloads not shown as text, e.g. {missing[:3]!r}"
+    assert KEY not in shown["html"]
+    # Nothing from elsewhere: every file the page loaded is the server's, and its policy forbids the rest.
+    assert shown["loaded"] and all(url.startswith(service.base + "/") for url in shown["loaded"]), shown["loaded"]
+    with urllib.request.urlopen(service.base + "/", timeout=30) as response:
+        policy = response.headers["Content-Security-Policy"]
+    assert "default-src 'none'" in policy and "script-src 'self'" in policy
+
+
+def visible(text: str) -> str:
+    """*text* as the page may show it: a lone surrogate as the model client reads it (U+FFFD), then without the
+    characters a page drops (controls, bidi and other format characters), as the wiki's replies show it."""
+    return clean(well_formed(text))
+
+
+def test_a_failing_model_says_so_without_its_key(browser, service):
+    open_page(browser, service)
+    ask(browser, "failing question")
+    wait_done(browser, 1)
+    shown = turn(browser, 0)
+    assert shown["note"] == ["The language model could not be reached; ask again later."]
+    assert KEY not in browser.evaluate("document.documentElement.outerHTML")
+
+
+def test_two_browsers_at_once_each_get_their_own_run(browser, another_browser, service):
+    open_page(browser, service)
+    open_page(another_browser, service)
+    ask(browser, "slow question from the first reader")
+    ask(another_browser, "slow question from the second reader")
+    wait_done(browser, 1)
+    wait_done(another_browser, 1)
+    first, second = turn(browser, 0), turn(another_browser, 0)
+    assert "first reader" in first["steps"][0] and "second reader" not in first["steps"][0]
+    assert "second reader" in second["steps"][0] and "first reader" not in second["steps"][0]
+    assert first["query"] == second["query"] == [QUERY]
+
+
+def _stops_when_gone(browser, service, leave) -> None:
+    before = service.log.read_text().count("cancelled: its page went away")
+    open_page(browser, service)
+    ask(browser, "endless question")
+    deadline = time.monotonic() + 30
+    while browser.evaluate("document.querySelectorAll('#log .step').length") < 2:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    leave()
+    time.sleep(2)
+    asked = len(service.llm.requests)
+    time.sleep(2)
+    assert len(service.llm.requests) == asked, "the run went on after its page went away"
+    assert service.log.read_text().count("cancelled: its page went away") == before + 1
+
+
+def test_a_question_waiting_for_a_worker_says_so(browser, another_browser, llm_server, wikidata_store, tmp_path):
+    llm = llm_server(scripted)
+    service = start_serve(llm.base_url, {"wikidata": wikidata_store}, tmp_path, options=("--workers", "1"))
+    try:
+        open_page(browser, service)
+        open_page(another_browser, service)
+        ask(browser, "slow question that holds the only worker")
+        while browser.evaluate("window.seen.firstStep") is None:
+            time.sleep(0.05)
+        ask(another_browser, "slow question that waits")
+        time.sleep(1)
+        waiting = another_browser.evaluate("document.querySelector('#log .status')?.textContent")
+        assert not another_browser.evaluate("document.querySelectorAll('#log .step').length")
+        wait_done(browser, 1)
+        deadline = time.monotonic() + 10
+        while another_browser.evaluate("document.querySelector('#log .status')?.textContent") != \
+                "The agent is exploring the graph…":
+            assert time.monotonic() < deadline, "the waiting question never started"
+            time.sleep(0.02)
+        wait_done(another_browser, 1)
+    finally:
+        service.stop()
+    assert waiting == "Waiting for a free agent…"
+    assert turn(another_browser, 0)["query"] == [QUERY]
+    assert another_browser.evaluate("document.querySelector('#log .status')") is None
+
+
+def test_a_run_stops_when_its_page_goes_away(browser, another_browser, service):
+    _stops_when_gone(browser, service, lambda: browser.call("Page.navigate", url="about:blank"))
+    _stops_when_gone(another_browser, service, another_browser.close)
+
+
+def test_a_run_past_its_deadline_says_so(browser, llm_server, wikidata_store, tmp_path):
+    llm = llm_server(scripted)
+    service = start_serve(llm.base_url, {"wikidata": wikidata_store}, tmp_path, options=("--timeout", "2"))
+    try:
+        open_page(browser, service)
+        ask(browser, "endless question")
+        wait_done(browser, 1)
+        shown = turn(browser, 0)
+        deadline = time.monotonic() + 10  # the worker stops the run at its next step
+        while "run stopped (past its deadline)" not in service.log.read_text():
+            assert time.monotonic() < deadline, "the run went on past its deadline"
+            time.sleep(0.1)
+    finally:
+        log = service.stop()
+    assert shown["failed"] == ["No answer within 2 seconds."] and shown["steps"]
+    assert "no answer within 2 s" in log
+
+
+def test_a_form_posted_from_another_site_starts_no_run(service):
+    """A page elsewhere can post a form (text/plain) without asking first, but not JSON: the server takes JSON only."""
+    request = urllib.request.Request(service.base + "/chat/runs", method="POST", headers={
+        "Content-Type": "text/plain", "Origin": "https://elsewhere.example"},
+        data=json.dumps({"question": "slow question", "graph": "wikidata"}).encode())
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=30)
+    assert refused.value.code == 422
+    assert not service.llm.requests

@@ -1,0 +1,223 @@
+"""The TEXT2SPARQL API of ``spinach-serve``, judged by the challenge's official client on CK25.
+
+The client asks the server (``ask``), runs the gold queries and the answered
+ones on Oxigraph's own server holding CK25 (``query``) and scores them
+(``evaluate``); the harness's set-F1 on the same answers gives the same
+figures.  The model is scripted per question: most questions get
+their reference query, some another question's query, one the model's
+judgement that the graph cannot answer it, and for one the model fails.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import math
+import re
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+import yaml
+
+from harness.text2sparql_metric import aggregate, score_question
+from tests.support.llm_server import ErrorReply, SlowReply, ToolCallReply
+from tests.support.serve_rig import (CK25_DATASET, build_ck25_store, ck25_questions, run_client, start_oxigraph,
+                                     start_serve)
+
+#: One worker runs them all: they share CK25's store and Oxigraph's server.
+pytestmark = pytest.mark.xdist_group("serve-ck25")
+#: What the client puts for a query that failed or was never answered.
+EMPTY_RESULT = {"head": {"vars": []}, "results": {"bindings": []}}
+#: Questions answered with the next question's reference query (a wrong answer).
+WRONG = {3, 13, 23, 33, 43}
+#: The model judges the graph cannot answer this one.
+CANNOT_ANSWER = 7
+#: The model fails on every call for this one.
+FAILING = 9
+
+
+def _question_of(body: dict[str, Any]) -> str:
+    for message in body["messages"]:
+        if message["role"] == "user":
+            found = re.search(r"^Question: (.*)$", message["content"], re.MULTILINE)
+            if found:
+                return found.group(1).strip()
+    raise AssertionError("no question in the request")
+
+
+def scripted_model(questions: list[dict[str, Any]]):
+    """Per question: its first call runs a query (or fails, or gives up), its second stops."""
+    by_text = {item["question"]["en"].strip(): item for item in questions}
+    ids = [item["id"] for item in questions]
+    calls: dict[str, int] = {}
+
+    def reply(body: dict[str, Any]):
+        text = _question_of(body)
+        item = by_text[text]
+        calls[text] = calls.get(text, 0) + 1
+        if item["id"] == FAILING:
+            return ErrorReply(400, "the model failed")
+        if item["id"] == CANNOT_ANSWER:
+            return ToolCallReply("stop", {"thought": "nothing in the graph says this", "cannot_answer": True,
+                                          "explanation": "The graph has no such facts.", "language": "en"})
+        if calls[text] == 1:
+            source = item
+            if item["id"] in WRONG:
+                source = next(other for other in questions if other["id"] == ids[(ids.index(item["id"]) + 1)
+                                                                                  % len(ids)])
+            return ToolCallReply("execute_sparql", {"thought": "run it", "sparql": source["query"]["sparql"]})
+        return ToolCallReply("stop", {"thought": "done", "explanation": "The query answers it.", "language": "en"})
+
+    return reply
+
+
+def endpoint_results(endpoint: str, query: str) -> dict[str, Any]:
+    """SPARQL JSON results of *query* on *endpoint*; a query the endpoint refuses is an empty result, as the client
+    reads it."""
+    request = urllib.request.Request(endpoint + "?" + urllib.parse.urlencode({"query": query}),
+                                     headers={"Accept": "application/sparql-results+json"})
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return json.load(response)
+    except urllib.error.HTTPError:
+        return EMPTY_RESULT
+
+
+def _get(url: str) -> tuple[int, dict[str, Any]]:
+    try:
+        with urllib.request.urlopen(url, timeout=60) as response:
+            return response.status, json.load(response)
+    except urllib.error.HTTPError as error:
+        return error.code, json.load(error)
+
+
+@pytest.fixture(scope="module")
+def ck25(shared_dir, tmp_path_factory):
+    questions_path = ck25_questions(shared_dir)
+    store = build_ck25_store(shared_dir, tmp_path_factory.mktemp("ck25-store"))
+    oxigraph = start_oxigraph(shared_dir, tmp_path_factory.mktemp("ck25-oxigraph"))
+    yield questions_path, store, oxigraph
+    oxigraph.process.terminate()
+    oxigraph.process.wait(timeout=20)
+
+
+def test_the_official_client_scores_a_scripted_run_on_ck25(ck25, llm_server, text2sparql_client, tmp_path):
+    questions_path, store, oxigraph = ck25
+    questions = yaml.safe_load(questions_path.read_text())["questions"]
+    llm = llm_server(scripted_model(questions))
+    service = start_serve(llm.base_url, {"ck25": store}, tmp_path, {CK25_DATASET: "ck25"})
+    try:
+        asked = run_client(text2sparql_client, "ask", "--answers-db", "responses.db", "-o", "answers.json",
+                           "--retries", "0", str(questions_path), service.base + "/text2sparql", cwd=tmp_path)
+    finally:
+        log = service.stop()
+    assert asked.returncode == 0, asked.stderr[-3000:]
+    answers = {answer["qname"]: answer for answer in json.loads((tmp_path / "answers.json").read_text())}
+    # Every question but the one whose model failed is answered, the one the graph cannot answer with a query
+    # that has no solutions; the failed one is a 503 the client skips.
+    assert set(answers) == {f"ck25:{item['id']}-en" for item in questions if item["id"] != FAILING}
+    assert answers[f"ck25:{CANNOT_ANSWER}-en"]["query"] == "SELECT * WHERE { FILTER(false) }"
+    assert "validation error" in asked.stderr
+    assert "Traceback" not in log
+    assert re.search(r"text2sparql: ck25: llm_error .*" + re.escape(questions[FAILING - 1]["question"]["en"][:40]),
+                     log)
+    assert "text2sparql: ck25: cannot_answer" in log
+
+    for name, extra in (("true.json", ()), ("pred.json", ("-a", "answers.json"))):
+        queried = run_client(text2sparql_client, "query", "-e", oxigraph.endpoint, "-o", name, *extra,
+                             str(questions_path), cwd=tmp_path)
+        assert queried.returncode == 0, queried.stderr[-3000:]
+    evaluated = run_client(text2sparql_client, "evaluate", "-o", "scores.json", "spinach", "true.json", "pred.json",
+                           cwd=tmp_path)
+    assert evaluated.returncode == 0, evaluated.stderr[-3000:]
+    scores = json.loads((tmp_path / "scores.json").read_text())
+    # trec_eval leaves out a question whose reference answer is empty (two of CK25's fifty)
+    gold = json.loads((tmp_path / "true.json").read_text())
+    assert set(scores) - {"average"} == {qname for qname, answers in gold.items() if qname != "order_required"
+                                         and answers}
+    right = [qname for qname in scores if qname != "average"
+             and int(qname[5:-3]) not in WRONG | {CANNOT_ANSWER, FAILING}]
+    assert all(scores[qname]["set_F"] == 1.0 for qname in right), {q: scores[q]["set_F"] for q in right}
+    assert scores[f"ck25:{FAILING}-en"]["set_F"] == 0.0
+    assert scores[f"ck25:{CANNOT_ANSWER}-en"]["set_F"] == 0.0
+    assert all(scores[f"ck25:{item}-en"]["set_F"] < 1.0 for item in WRONG)
+    print("client's average:", json.dumps(scores["average"]))
+
+    # The harness's set-F1 on the same answers, each query run on the same endpoint: the client's figures.
+    ours = {f"ck25:{item['id']}-en": score_question(
+        endpoint_results(oxigraph.endpoint, item["query"]["sparql"]),
+        endpoint_results(oxigraph.endpoint, answers[f"ck25:{item['id']}-en"]["query"])
+        if f"ck25:{item['id']}-en" in answers else EMPTY_RESULT) for item in questions}
+    assert {qname for qname, score in ours.items() if score is not None} == set(scores) - {"average"}
+    for qname, score in ours.items():
+        if score is not None:
+            assert math.isclose(score.f1, scores[qname]["set_F"]), qname
+    figure = aggregate(ours.values())
+    assert math.isclose(figure.f1, scores["average"]["set_F"])
+    assert math.isclose(figure.precision, scores["average"]["set_P"])
+    assert math.isclose(figure.recall, scores["average"]["set_recall"])
+
+
+def test_the_api_answers_as_the_challenge_describes(ck25, llm_server, tmp_path):
+    _, store, _ = ck25
+    llm = llm_server(lambda body: SlowReply(3, ToolCallReply("stop", {"thought": "slow"})))
+    service = start_serve(llm.base_url, {"ck25": store}, tmp_path, {CK25_DATASET: "ck25"},
+                          ("--timeout", "1", "--per-client", "1"))
+    try:
+        api = service.base + "/text2sparql"
+        status, body = _get(api + "?" + urllib.parse.urlencode({"dataset": CK25_DATASET}))
+        assert status == 422 and body["detail"][0]["loc"] == ["query", "question"]
+        status, body = _get(api + "?" + urllib.parse.urlencode({"question": "Who?"}))
+        assert status == 422 and body["detail"][0]["loc"] == ["query", "dataset"]
+        status, body = _get(api + "?" + urllib.parse.urlencode(
+            {"question": "Who?", "dataset": "https://text2sparql.aksw.org/2025/dbpedia/"}))
+        assert status == 404 and CK25_DATASET in body["detail"]
+        status, body = _get(api + "?" + urllib.parse.urlencode({"question": "Who?\nERROR forged line",
+                                                                 "dataset": CK25_DATASET}))
+        assert status == 504 and body == {"detail": "no query within 1 s"}
+    finally:
+        log = service.stop()
+    assert "Traceback" not in log
+    assert "no query within 1 s: Who? ERROR forged line" in log  # one line: a question cannot forge log lines
+
+
+def _get_from(base: str, source: str, question: str) -> tuple[int, dict[str, str], dict[str, Any]]:
+    """The API's answer to *question* asked from the loopback address *source* (another client)."""
+    host, port = base.removeprefix("http://").split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=60, source_address=(source, 0))
+    connection.request("GET", "/text2sparql?" + urllib.parse.urlencode({"question": question,
+                                                                        "dataset": CK25_DATASET}))
+    response = connection.getresponse()
+    body = json.load(response)
+    connection.close()
+    return response.status, dict(response.headers), body
+
+
+def test_a_full_queue_and_a_busy_client_are_refused_with_retry_after(ck25, llm_server, tmp_path):
+    _, store, _ = ck25
+    stop = ToolCallReply("stop", {"thought": "no", "cannot_answer": True, "explanation": "No.", "language": "en"})
+    llm = llm_server(lambda body: SlowReply(2, stop))
+    service = start_serve(llm.base_url, {"ck25": store}, tmp_path, {CK25_DATASET: "ck25"},
+                          ("--workers", "1", "--queue", "1", "--per-client", "1"))
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            running = pool.submit(_get_from, service.base, "127.0.0.1", "first")
+            time.sleep(0.5)
+            waiting = pool.submit(_get_from, service.base, "127.0.0.2", "second")
+            time.sleep(0.5)
+            busy_client = _get_from(service.base, "127.0.0.1", "third")
+            full_queue = _get_from(service.base, "127.0.0.3", "fourth")
+            answered = [running.result(), waiting.result()]
+    finally:
+        log = service.stop()
+    assert busy_client[0] == 429 and busy_client[1]["retry-after"] == "10"
+    assert full_queue[0] == 503 and full_queue[1]["retry-after"] == "30"
+    assert "as many questions as it can" in full_queue[2]["detail"]
+    assert [status for status, _, _ in answered] == [200, 200]
+    assert [body["question"] for _, _, body in answered] == ["first", "second"]
+    assert "refused (429) for 127.0.0.1" in log and "refused (503) for 127.0.0.3" in log
