@@ -272,7 +272,8 @@ class _Run:
                 self.notes.append(f"{step.action}({_short(step.argument)}) repeats step {earlier + 1}: "
                                   "its result is unchanged. Take a different action.")
             else:
-                step.observation = self.act(step, index)
+                # What Wikidata answers may hold a lone surrogate (valid JSON, not UTF-8): it would fail to encode.
+                step.observation = well_formed(self.act(step, index))
         finally:
             if self.on_step:
                 self.on_step(step)

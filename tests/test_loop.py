@@ -673,3 +673,34 @@ def test_a_lone_surrogate_from_the_model_never_breaks_the_run(llm_server, kb):
     assert result.steps[0].thought == "Query the advisors \ufffd now."
     assert result.explanation == "Euler's advisors \ufffd."
     json.dumps(result.to_dict(), ensure_ascii=False).encode("utf-8")  # storable and postable as UTF-8
+
+
+def test_a_lone_surrogate_in_what_wikidata_answers_reaches_the_model_as_a_replacement_character(llm_server,
+                                                                                               wikidata_server):
+    server = wikidata_server(sparql={EULER_ADVISORS_QUERY: select(["advisor", "note"], [
+        {"advisor": "Q124500", "note": {"type": "literal", "value": "tutor \udfff"}}])})
+    server.add(*euler_entities(), entity("Q1", "Leonhard Euler \ud800", "a label with a lone surrogate \udc00"))
+    kb = LiveWikidata(WikidataConfig(api_url=server.api_url, sparql_url=server.sparql_url),
+                      http=HttpClient(backoff=0.01))
+    llm = llm_server([call("search_wikidata", "Leonhard Euler"), call("execute_sparql", EULER_ADVISORS_QUERY),
+                      call("stop")])
+    result = make_agent(llm, kb).run("Who were the doctoral advisors of Leonhard Euler?")
+    assert result.stop_reason == "stop" and len(llm.requests) == 3
+    assert "Leonhard Euler \ufffd" in result.steps[0].observation and "tutor \ufffd" in result.steps[1].observation
+    assert "a label with a lone surrogate \ufffd" in llm.requests[1]["messages"][-1]["content"]
+
+
+def test_a_search_text_longer_than_any_label_is_a_step_error_the_model_reads(llm_server, wikidata_server):
+    server = wikidata_server(sparql={EULER_ADVISORS_QUERY: select(["advisor"], [{"advisor": "Q124500"}])})
+    server.add(*euler_entities())
+    kb = LiveWikidata(WikidataConfig(api_url=server.api_url, sparql_url=server.sparql_url),
+                      http=HttpClient(backoff=0.01))
+    llm = llm_server([call("search_wikidata", "E" * 1_000_000), call("execute_sparql", EULER_ADVISORS_QUERY),
+                      call("stop")])
+    result = make_agent(llm, kb).run("Who advised Euler?")
+    assert result.stop_reason == "stop" and result.final_sparql == EULER_ADVISORS_QUERY
+    assert result.steps[0].observation == ("search_wikidata looks up labels and aliases, which are at most 250 "
+                                           "characters; this text has 1,000,000. Search for a name or a short "
+                                           "phrase.")
+    assert not [request for request in server.requests if request["params"].get("action") == "wbsearchentities"]
+    assert len(json.dumps(llm.requests[1])) < 20_000  # the text is not carried into the next prompts
