@@ -18,13 +18,15 @@ import statistics
 import sys
 from pathlib import Path
 
-from agent.cli import program_name
+from agent.cli import eval_extra, program_name
 from harness.diagnostics import DIAGNOSES
 from harness.examples import describe_exclusion
-from harness.reporting import (ACTIONS, PAPER, PAPER_COST, USAGE, RunSummary, last_settings, left_out, load_run,
-                               model_label, plot_run, summarize)
 from harness.run_info import read_run_info
 from harness.upstream_postprocessing import LABEL
+
+with eval_extra("scripts.report"):
+    from harness.reporting import (ACTIONS, PAPER, PAPER_COST, USAGE, RunSummary, last_settings, left_out,
+                                   load_run, model_label, plot_run, summarize)
 
 
 def _left_out_line(s: RunSummary) -> str:
