@@ -16,7 +16,7 @@ import pytest
 from bot.config import BotConfig
 
 ROOT = Path(__file__).resolve().parent.parent
-SCRIPTS = ("spinach-bot", "spinach-agent", "spinach-eval", "spinach-kb")
+SCRIPTS = ("spinach-bot", "spinach-agent", "spinach-eval", "spinach-kb", "spinach-examples")
 
 
 def test_an_unreachable_wiki_is_one_line_and_exit_2(tmp_path):
@@ -40,6 +40,9 @@ def test_every_console_script_names_itself_and_the_sparql_dialect(script):
     assert shown.startswith(f"usage: {script} ") and "WIKIDATA_SPARQL_DIALECT" in shown
     if script == "spinach-eval":
         assert "--api-key-file" in shown
+    if script == "spinach-examples":  # the knowledge base that names properties, the wiki as the bot reads it
+        assert "\nenvironment:\n  WIKIDATA_API_URL  " in shown and "  SPINACH_BOT_API_URL  " in shown
+        assert "OPENAI_API_KEY" not in shown
 
 
 @pytest.mark.parametrize("script", ("spinach-report", "spinach-replay", "spinach-examples"))
