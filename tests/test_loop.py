@@ -330,7 +330,8 @@ def test_the_stand_in_refuses_null_content_as_llama_cpp_python_does(llm_server):
                 {"role": "assistant", "content": None, "tool_calls": [
                     {"id": "call_0", "type": "function", "function": {"name": "stop", "arguments": "{}"}}]},
                 {"role": "tool", "tool_call_id": "call_0", "content": "ok"}]
-    with pytest.raises(LLMUnavailable, match="(?s)500.*1 validation error:.*'messages', 1, 'typed-dict', 'content'"):
+    with pytest.raises(LLMUnavailable, match="(?s)500 - 7 validation errors:.*'messages', 1, "
+                                             "'ChatCompletionRequestAssistantMessage', 'content'"):
         llm.complete(messages, temperature=0)
 
 

@@ -14,7 +14,7 @@ With a context size, a request longer than it (about 4 characters a token,
 the completion's ``max_tokens`` included) gets the error the named server
 sends: vLLM's OpenAI-compatible server or llama.cpp's ``llama-server``.
 
-It can also answer as llama-cpp-python's server (0.3.36) did with its
+It can also answer as llama-cpp-python's server (0.3.36) does with its
 ``chatml-function-calling`` format: ``tool_choice`` "required" fails with
 HTTP 500 and an empty message (the format asserts "auto", and the server
 wraps any exception as a 500 with its text), and an assistant message whose
@@ -91,14 +91,30 @@ def llama_cpp_python_error(message: str) -> ErrorReply:
 
 
 def null_content_errors(body: dict[str, Any]) -> str:
-    """pydantic's account of each assistant message with ``content`` null, as llama-cpp-python's server gives it."""
+    """pydantic's account of each assistant message with ``content`` null, as llama-cpp-python 0.3.36's server gives
+    it (its union of six message types: seven errors a message), or "" when there is none."""
     errors = []
     for index, message in enumerate(body.get("messages", [])):
-        if message.get("role") == "assistant" and "content" in message and message["content"] is None:
-            errors.append(f"{{'type': 'string_type', 'loc': ('body', 'messages', {index}, 'typed-dict', "
-                          f"'content'), 'msg': 'Input should be a valid string', 'input': None}}")
-    return "" if not errors else f"{len(errors)} validation error{'s' if len(errors) > 1 else ''}:\n  " + \
-        "\n  ".join(errors)
+        if message.get("role") != "assistant" or "content" not in message or message["content"] is not None:
+            continue
+        at = f"('body', 'messages', {index}, "
+        for kind, role in (("System", "system"), ("User", "user")):
+            errors.append(f"{{'type': 'literal_error', 'loc': {at}'ChatCompletionRequest{kind}Message', 'role'), "
+                          f"'msg': \"Input should be '{role}'\", 'input': 'assistant', "
+                          f"'ctx': {{'expected': \"'{role}'\"}}}}")
+        errors.append(f"{{'type': 'string_type', 'loc': {at}'ChatCompletionRequestAssistantMessage', 'content'), "
+                      "'msg': 'Input should be a valid string', 'input': None}")
+        for kind, role, field_name in (("Tool", "tool", "tool_call_id"), ("Function", "function", "name")):
+            errors.append(f"{{'type': 'literal_error', 'loc': {at}'ChatCompletionRequest{kind}Message', 'role'), "
+                          f"'msg': \"Input should be '{role}'\", 'input': 'assistant', "
+                          f"'ctx': {{'expected': \"'{role}'\"}}}}")
+            errors.append(f"{{'type': 'missing', 'loc': {at}'ChatCompletionRequest{kind}Message', '{field_name}'), "
+                          f"'msg': 'Field required', 'input': {message!r}}}")
+    if not errors:
+        return ""
+    return (f"{len(errors)} validation errors:\n  " + "\n  ".join(errors)
+            + '\n\n  File "…/llama_cpp/server/app.py", line 376, in create_chat_completion\n'
+              "    POST /v1/chat/completions")
 
 
 @dataclass
