@@ -72,6 +72,8 @@ class LLMConfig:
     #: Seconds one completion may take (a local model on a small machine may need minutes).
     timeout: float = 60.0
     max_retries: int = 4
+    #: Where the program using this model takes its name from, as the advice of an error says it.
+    named_by: str = "--model or SPINACH_MODEL"
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ, **overrides: Any) -> LLMConfig:
@@ -125,9 +127,11 @@ class Completion:
 class ChatModel:
     """``complete(messages, ...) -> Completion`` over an OpenAI-compatible client."""
 
-    def __init__(self, client: openai.OpenAI, model: str | None = DEFAULT_MODEL) -> None:
+    def __init__(self, client: openai.OpenAI, model: str | None = DEFAULT_MODEL,
+                 named_by: str = LLMConfig.named_by) -> None:
         self.client = client
         self.model = model
+        self.named_by = named_by
 
     def resolve_model(self) -> str:
         """The model requests name: the configured one, else the one the endpoint serves (asked once).
@@ -136,7 +140,7 @@ class ChatModel:
         several, or cannot say.
         """
         if self.model is None:
-            self.model = served_model(self.client)
+            self.model = served_model(self.client, self.named_by)
         return self.model
 
     @classmethod
@@ -148,7 +152,7 @@ class ChatModel:
                 "no language model is configured: set OPENAI_API_KEY for OpenAI, "
                 "or OPENAI_BASE_URL for another OpenAI-compatible endpoint"
             )
-        return cls(openai_client(config), config.model)
+        return cls(openai_client(config), config.model, config.named_by)
 
     def complete(
         self,
@@ -278,14 +282,17 @@ def openai_client(config: LLMConfig) -> openai.OpenAI:
     )
 
 
-def served_model(client: openai.OpenAI) -> str:
-    """The one model an endpoint lists (``GET /models``), as vLLM, llama.cpp's server and Ollama answer it."""
+def served_model(client: openai.OpenAI, named_by: str = LLMConfig.named_by) -> str:
+    """The one model an endpoint lists (``GET /models``), as vLLM, llama.cpp's server and Ollama answer it.
+
+    *named_by* says where the program takes a model's name from, for the advice when the endpoint cannot say.
+    """
     try:
         models = [model.id for model in client.models.list()]
     except openai.APIError as error:
         raise LLMConfigurationError(f"no model was named, and the endpoint did not say which it serves "
-                                    f"({type(error).__name__}: {error}); name one with --model or SPINACH_MODEL")
+                                    f"({type(error).__name__}: {error}); name one with {named_by}")
     if len(models) != 1:
         raise LLMConfigurationError(f"no model was named and the endpoint serves {len(models)} "
-                                    f"({', '.join(models[:10]) or 'none'}); name one with --model or SPINACH_MODEL")
+                                    f"({', '.join(models[:10]) or 'none'}); name one with {named_by}")
     return models[0]
