@@ -88,6 +88,19 @@ class ActionSpec:
             "name": self.name, "parameters": {"type": "object", "properties": properties, "required": required}}}
 
 
+#: The longest search text: Wikibase labels and aliases, all a search matches, are at most 250 characters.
+MAX_SEARCH_CHARS = 250
+
+
+def _check_search(argument: str, graph: GraphProfile) -> tuple[str, str | None]:
+    """A text longer than any label is the model's mistake (the Action API answers a 1 MB one with HTTP 414)."""
+    if len(argument) > MAX_SEARCH_CHARS:  # cut, so the history the next prompts carry stays small
+        return argument[:MAX_SEARCH_CHARS] + "…", (
+            f"search_wikidata looks up labels and aliases, which are at most {MAX_SEARCH_CHARS} characters; "
+            f"this text has {len(argument):,}. Search for a name or a short phrase.")
+    return argument, None
+
+
 def _check_item(argument: str, graph: GraphProfile) -> tuple[str, str | None]:
     return graph.check_item(argument)
 
@@ -123,7 +136,7 @@ ACTIONS: dict[str, ActionSpec] = {
     spec.name: spec
     for spec in (
         ActionSpec("search_wikidata", "items and properties by label", Parameter("query", ""),
-                   execute=_search, other_graphs="search_graph"),
+                   check=_check_search, execute=_search, other_graphs="search_graph"),
         ActionSpec("get_wikidata_entry", "an item's statements", Parameter("qid", ""),
                    check=_check_item, execute=_entry, other_graphs="get_entry"),
         ActionSpec("get_property_examples", "how a property is used", Parameter("pid", ""),

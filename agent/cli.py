@@ -1,4 +1,5 @@
-"""What every command line of the project shares: the name it goes by in its usage line.
+"""What every command line of the project shares: the name it goes by in its usage line, and what it says
+when the extra it needs is not installed.
 
 Installed as a console script (``spinach-bot``), a command is called by that
 name; run as a module, by ``python -m <module>``.  argparse's default would
@@ -9,6 +10,11 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+#: The packages the ``[eval]`` extra adds to the plain install (``setup.cfg``).
+EVAL_PACKAGES = frozenset({"numpy", "scipy", "matplotlib"})
 
 
 def program_name(module: str) -> str:
@@ -17,3 +23,16 @@ def program_name(module: str) -> str:
     if not name or name.endswith(".py") or name.startswith("-") or name.startswith("python"):
         return f"python -m {module}"
     return name
+
+
+@contextmanager
+def eval_extra(module: str) -> Iterator[None]:
+    """Imports that need the ``[eval]`` extra: without it, the command exits with one line saying what to install
+    (the plain install would otherwise end in a traceback, even for ``--help``)."""
+    try:
+        yield
+    except ModuleNotFoundError as error:
+        if (error.name or "").split(".")[0] not in EVAL_PACKAGES:
+            raise
+        raise SystemExit(f"error: {program_name(module)} needs the [eval] extra ({error}): "
+                         "pip install -e '.[eval]' in the project's directory") from None

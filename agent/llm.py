@@ -10,18 +10,28 @@ is :class:`ContextTooLong`: asking again cannot help, so it is never retried.
 Endpoints say it in their own words: OpenAI and vLLM "This model's maximum
 context length is …" (OpenAI's code ``context_length_exceeded``),
 llama.cpp's server the type ``exceed_context_size_error``.
+
+A reply slower than the timeout is not asked for again (:func:`openai_client`):
+a local model that is merely slow would be as slow the next time, and each
+retry would cost the whole timeout again.  A request whose ``tool_choice``
+the endpoint refuses is :class:`ToolChoiceRefused`: llama-cpp-python's server
+takes ``auto`` but answers ``required`` with HTTP 500 and an empty message.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx2
 import openai
 from openai.types.chat import ChatCompletion
+
+from agent.kb.http import MAX_RETRY_AFTER, retry_after_seconds
 
 DEFAULT_MODEL = "gpt-4o"
 
@@ -36,6 +46,10 @@ class LLMConfigurationError(ValueError):
 
 class ToolsUnsupported(RuntimeError):
     """The endpoint refused a request because it carried tool definitions."""
+
+
+class ToolChoiceRefused(RuntimeError):
+    """The endpoint failed a tools request for its ``tool_choice``; the message says how (status and text)."""
 
 
 class ContextTooLong(LLMUnavailable):
@@ -58,6 +72,8 @@ class LLMConfig:
     #: Seconds one completion may take (a local model on a small machine may need minutes).
     timeout: float = 60.0
     max_retries: int = 4
+    #: Where the program using this model takes its name from, as the advice of an error says it.
+    named_by: str = "--model or SPINACH_MODEL"
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ, **overrides: Any) -> LLMConfig:
@@ -111,9 +127,11 @@ class Completion:
 class ChatModel:
     """``complete(messages, ...) -> Completion`` over an OpenAI-compatible client."""
 
-    def __init__(self, client: openai.OpenAI, model: str | None = DEFAULT_MODEL) -> None:
+    def __init__(self, client: openai.OpenAI, model: str | None = DEFAULT_MODEL,
+                 named_by: str = LLMConfig.named_by) -> None:
         self.client = client
         self.model = model
+        self.named_by = named_by
 
     def resolve_model(self) -> str:
         """The model requests name: the configured one, else the one the endpoint serves (asked once).
@@ -122,7 +140,7 @@ class ChatModel:
         several, or cannot say.
         """
         if self.model is None:
-            self.model = served_model(self.client)
+            self.model = served_model(self.client, self.named_by)
         return self.model
 
     @classmethod
@@ -134,13 +152,7 @@ class ChatModel:
                 "no language model is configured: set OPENAI_API_KEY for OpenAI, "
                 "or OPENAI_BASE_URL for another OpenAI-compatible endpoint"
             )
-        client = openai.OpenAI(
-            api_key=config.api_key or "no-key-needed",
-            base_url=config.base_url,
-            timeout=config.timeout,
-            max_retries=config.max_retries,
-        )
-        return cls(client, config.model)
+        return cls(openai_client(config), config.model, config.named_by)
 
     def complete(
         self,
@@ -149,10 +161,19 @@ class ChatModel:
         temperature: float,
         top_p: float | None = None,
         tools: list[dict[str, Any]] | None = None,
+        tool_choice: str = "required",
+        probe: bool = False,
         max_tokens: int | None = None,
         stop: list[str] | None = None,
     ) -> Completion:
-        """One completion; with *tools*, exactly one tool call is asked for (no parallel calls)."""
+        """One completion; with *tools*, one tool call at a time, chosen as *tool_choice* says.
+
+        A *probe* is the first request of its kind (its ``tool_choice``): an
+        error status is not asked again, so a refusal is known at once and
+        raises :class:`ToolChoiceRefused` (the context, and a refusal of tools
+        altogether, aside).  A busy or unreachable endpoint says nothing about
+        the request: 429 and connection errors get the client's retries.
+        """
         try:
             model = self.resolve_model()
         except LLMConfigurationError as error:
@@ -166,20 +187,24 @@ class ChatModel:
             request["stop"] = stop
         if tools:
             request["tools"] = tools
-            request["tool_choice"] = "required"
+            request["tool_choice"] = tool_choice
             request["parallel_tool_calls"] = False
         try:
-            # The body is plain JSON already: ``chat.completions.create`` would first walk every message through
-            # the SDK's typed-parameter transform (each against the union of message types, milliseconds a
-            # message), which found nothing to convert and took most of a replayed run's time.  The client's
-            # own ``post`` sends the same body with the same retries, timeout and errors.
-            response = self.client.post("/chat/completions", body=request, cast_to=ChatCompletion)
-        except openai.BadRequestError as error:
+            response = self._post(request, probe)
+        except openai.APITimeoutError as error:
+            raise LLMUnavailable(f"no reply within {self.client.timeout} s (the model's timeout); "
+                                 "not asked again") from error
+        except openai.APIStatusError as error:
             if _CONTEXT_TOO_LONG.search(str(error)):
                 raise ContextTooLong(f"the prompt does not fit the model's context: {error}") from error
-            if tools and "tool" in str(error).lower():
+            if tools and error.status_code == 400 and "tool" in str(error).lower():
                 raise ToolsUnsupported(str(error)) from error
-            raise LLMUnavailable(f"the endpoint refused the request: {error}") from error
+            if tools and probe:
+                raise ToolChoiceRefused(f"HTTP {error.status_code} to tool_choice {tool_choice!r}: "
+                                        f"{_error_text(error)}") from error
+            if error.status_code == 400:
+                raise LLMUnavailable(f"the endpoint refused the request: {error}") from error
+            raise LLMUnavailable(f"{type(error).__name__}: {error}") from error
         except openai.APIError as error:
             raise LLMUnavailable(f"{type(error).__name__}: {error}") from error
         if not response.choices:
@@ -203,15 +228,71 @@ class ChatModel:
             model=getattr(response, "model", "") or "",
         )
 
+    def _post(self, request: dict[str, Any], probe: bool) -> ChatCompletion:
+        # The body is plain JSON already: ``chat.completions.create`` would first walk every message through
+        # the SDK's typed-parameter transform (each against the union of message types, milliseconds a
+        # message), which found nothing to convert and took most of a replayed run's time.  The client's
+        # own ``post`` sends the same body with the same retries, timeout and errors.
+        if probe:
+            try:
+                return self.client.post("/chat/completions", body=request, cast_to=ChatCompletion,
+                                        options={"max_retries": 0})
+            except openai.RateLimitError as error:  # busy: after the wait it asks for, the client's retries
+                wait = retry_after_seconds(error.response.headers.get("Retry-After")) or 0.0
+                time.sleep(min(wait, MAX_RETRY_AFTER))
+            except openai.APIConnectionError as error:
+                if isinstance(error, openai.APITimeoutError):
+                    raise
+        return self.client.post("/chat/completions", body=request, cast_to=ChatCompletion)
 
-def served_model(client: openai.OpenAI) -> str:
-    """The one model an endpoint lists (``GET /models``), as vLLM, llama.cpp's server and Ollama answer it."""
+
+def _error_text(error: openai.APIStatusError) -> str:
+    """What the endpoint said, or that it said nothing (llama-cpp-python's refusal of ``required``)."""
+    body = error.body
+    message = body.get("message") if isinstance(body, dict) else None
+    if message is None and isinstance(body, dict) and isinstance(body.get("error"), dict):
+        message = body["error"].get("message")
+    text = str(message if message is not None else error.message).strip()
+    return text[:500] if text else "no message"
+
+
+class _TimeoutIsFinal(openai.DefaultHttpxClient):
+    """The HTTP client of :func:`openai_client`: a timeout (waiting for the reply or reading it) is final.
+
+    The ``openai`` client sends a request again when its HTTP client raises a
+    timeout, but passes its own errors on as they are: here a timeout is raised
+    as ``APITimeoutError``.
+    """
+
+    def send(self, request: httpx2.Request, **options: Any) -> httpx2.Response:
+        try:
+            return super().send(request, **options)
+        except httpx2.TimeoutException as error:
+            raise openai.APITimeoutError(request=request) from error
+
+
+def openai_client(config: LLMConfig) -> openai.OpenAI:
+    """The client of *config*'s endpoint: its retries for errors and overload, none for a reply that timed out."""
+    return openai.OpenAI(
+        api_key=config.api_key or "no-key-needed",
+        base_url=config.base_url,
+        timeout=config.timeout,
+        max_retries=config.max_retries,
+        http_client=_TimeoutIsFinal(),
+    )
+
+
+def served_model(client: openai.OpenAI, named_by: str = LLMConfig.named_by) -> str:
+    """The one model an endpoint lists (``GET /models``), as vLLM, llama.cpp's server and Ollama answer it.
+
+    *named_by* says where the program takes a model's name from, for the advice when the endpoint cannot say.
+    """
     try:
         models = [model.id for model in client.models.list()]
     except openai.APIError as error:
         raise LLMConfigurationError(f"no model was named, and the endpoint did not say which it serves "
-                                    f"({type(error).__name__}: {error}); name one with --model or SPINACH_MODEL")
+                                    f"({type(error).__name__}: {error}); name one with {named_by}")
     if len(models) != 1:
         raise LLMConfigurationError(f"no model was named and the endpoint serves {len(models)} "
-                                    f"({', '.join(models[:10]) or 'none'}); name one with --model or SPINACH_MODEL")
+                                    f"({', '.join(models[:10]) or 'none'}); name one with {named_by}")
     return models[0]

@@ -28,12 +28,19 @@ and why, so a resampled model does not walk the same way again.
 Budgets: at most ``max_path_actions`` steps on the path and at most
 ``max_total_actions`` actions in all, rolled-back and malformed ones included.
 
-Protocols, per question: tool calls first.  An endpoint that refuses tool
-definitions, or a model that breaks the tool protocol a second time (after
-the first error was fed back to it), gets the plain-text protocol for the
-rest of that question; the next question starts with tools again.  A prompt
-longer than the model's context ends the run (``context_length``) instead of
-being sent again.
+Protocols, per question: tool calls first, with ``tool_choice`` "required".
+An endpoint that fails the first request of a ``tool_choice`` (llama-cpp-python's
+server answers "required" with HTTP 500) is asked with "auto" instead, and
+one that fails "auto" too gets the plain-text protocol; an endpoint that
+refuses tool definitions, or a model that breaks the tool protocol a second
+time (after the first error was fed back to it), gets the plain-text protocol
+as well.  Each switch lasts for the rest of that question, is logged once with
+its cause and recorded (``protocol_switch``); the next question starts with
+tools and "required" again.  A model that gives no usable action (no action
+that can be read, an unknown one, an unusable argument)
+``max_unusable_in_a_row`` times in a row in one protocol ends the run
+(``no_usable_action``).  A prompt longer than the model's context ends the run
+(``context_length``) instead of being sent again.
 
 The end of a run (:mod:`agent.end_of_run`) decides the answer the user gets,
 always a query the model wrote: the one it stopped on, or, for a run that
@@ -44,6 +51,7 @@ from the trace.
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -53,7 +61,9 @@ from agent import end_of_run, grounding, observations
 from agent.actions import (ACTIONS, CANNOT_ANSWER, action_named, actions_for, check_argument, is_set, same_action,
                            tool_schemas)
 from agent.kb.base import KBUnavailable, KnowledgeBase, QueryResult
-from agent.llm import ChatModel, Completion, ContextTooLong, LLMUnavailable, ToolsUnsupported, well_formed
+from agent.llm import (
+    ChatModel, Completion, ContextTooLong, LLMUnavailable, ToolChoiceRefused, ToolsUnsupported, well_formed,
+)
 from agent.parsing import ParseError, parse_step
 from agent.prompts import render
 from agent.trace import AgentResult, Step, Usage
@@ -61,8 +71,12 @@ from agent.trace import AgentResult, Step, Usage
 if TYPE_CHECKING:
     from agent.examples import PromptExample
 
+log = logging.getLogger("agent")
+
 #: Sent to endpoints without tool calling: a model that goes on to invent the observation is cut there.
 TEXT_STOP = ["\nObservation:"]
+#: The ``tool_choice`` values asked for in turn, before the plain-text protocol.
+TOOL_CHOICES = ("required", "auto")
 
 
 @dataclass
@@ -78,6 +92,9 @@ class AgentConfig:
     #: Replies that break the tool protocol (prose, no JSON, a wrong tool or argument name) after which the
     #: question goes on in the plain-text protocol: the first one's error is fed back to the model.
     max_malformed_calls: int = 2
+    #: Replies in a row, in one protocol, without a usable action (none that can be read, an unknown one, an
+    #: unusable argument) after which the run ends (``no_usable_action``).
+    max_unusable_in_a_row: int = 3
     temperature: float = 1.0
     top_p: float = 0.9
     #: The most tokens one reply may take (a step is a thought and one action).
@@ -175,8 +192,13 @@ class _Run:
         #: This question's protocol: tool calls, or plain text once the endpoint refuses tools or the model
         #: keeps breaking the tool protocol (never shared with other questions), and why it switched.
         self.text_protocol = False
-        self.protocol_switch = ""
+        #: Why the protocol or the ``tool_choice`` changed, in order.
+        self.switches: list[str] = []
         self.malformed = 0
+        self.unusable_in_a_row = 0
+        #: The ``tool_choice`` asked for, and whether the endpoint has answered a request with it.
+        self.tool_choice = TOOL_CHOICES[0]
+        self.tool_choice_answered = False
         #: The model the endpoint says answered.
         self.model = ""
 
@@ -218,7 +240,8 @@ class _Run:
             end_of_run=answer.changes,
             final_unseen_ids=self.final_unseen_ids,
             protocol="text" if self.text_protocol else "tools",
-            protocol_switch=self.protocol_switch,
+            protocol_switch="; ".join(self.switches),
+            tool_choice=self.tool_choice,
             model=self.model,
         )
 
@@ -252,7 +275,8 @@ class _Run:
                                   f"{earlier + 1}: "
                                   "its result is unchanged. Take a different action.")
             else:
-                step.observation = self.act(step, index)
+                # What Wikidata answers may hold a lone surrogate (valid JSON, not UTF-8): it would fail to encode.
+                step.observation = well_formed(self.act(step, index))
         finally:
             if self.on_step:
                 self.on_step(step)
@@ -260,6 +284,9 @@ class _Run:
         if self.undone_in_a_row >= self.config.max_undone_in_a_row:
             raise _RunEnded("repeated_stop", f"the model repeated itself {self.undone_in_a_row} times in a row "
                                              "(repeated actions, or stops without a query that returned results)")
+        if self.unusable_in_a_row >= self.config.max_unusable_in_a_row:
+            raise _RunEnded("no_usable_action", f"the model gave no usable action {self.unusable_in_a_row} times "
+                                                f"in a row (the last: {_short(decision.error or '')})")
         return final
 
     def taken_before(self, step: Step, index: int) -> int | None:
@@ -297,24 +324,48 @@ class _Run:
     def decide(self) -> _Decision:
         while True:
             text = self.text_protocol
+            protocol: dict[str, Any] = {"stop": TEXT_STOP} if text else {
+                "tools": tool_schemas(self.graph), "tool_choice": self.tool_choice,
+                "probe": not self.tool_choice_answered}
             try:
                 completion = self.call_llm(self.messages(), temperature=self.config.temperature,
-                                           top_p=self.config.top_p, tools=None if text else tool_schemas(self.graph),
-                                           max_tokens=self.config.max_completion_tokens,
-                                           stop=TEXT_STOP if text else None)
+                                           top_p=self.config.top_p, max_tokens=self.config.max_completion_tokens,
+                                           **protocol)
             except ToolsUnsupported:
                 self.switch_to_text("the endpoint refused tool definitions")
                 continue
+            except ToolChoiceRefused as refused:
+                self.refuse_tool_choice(str(refused))
+                continue
+            self.tool_choice_answered = self.tool_choice_answered or not text
             decision = self.read(completion)
+            self.unusable_in_a_row = self.unusable_in_a_row + 1 if decision.error else 0
             if decision.malformed:
                 self.malformed += 1
                 if self.malformed >= self.config.max_malformed_calls:
                     self.switch_to_text(f"{self.malformed} malformed tool calls")
             return decision
 
+    def refuse_tool_choice(self, why: str) -> None:
+        """The next ``tool_choice`` for the rest of this question, or the plain-text protocol after the last."""
+        later = TOOL_CHOICES[TOOL_CHOICES.index(self.tool_choice) + 1:]
+        if not later:
+            self.switch_to_text(f"the endpoint refused tools with every tool_choice ({why})")
+            return
+        self.tool_choice = later[0]
+        self.switches.append(f"tool_choice {later[0]!r} ({why})")
+        log.warning("the model endpoint refused a tools request (%s): asking with tool_choice %r for the rest "
+                    "of this question", why, later[0])
+
     def switch_to_text(self, why: str) -> None:
-        """The plain-text protocol for the rest of this question (other questions start with tools again)."""
-        self.text_protocol, self.protocol_switch = True, why
+        """The plain-text protocol for the rest of this question (other questions start with tools again).
+
+        Replies without a usable action are counted afresh in the new protocol.
+        """
+        self.text_protocol = True
+        self.switches.append(why)
+        self.unusable_in_a_row = 0
+        log.info("the plain-text protocol for the rest of this question: %s", why)
 
     def call_llm(self, messages: list[dict[str, Any]], **options: Any) -> Completion:
         try:
@@ -400,15 +451,18 @@ class _Run:
             spec = ACTIONS.get(step.action)
             shown = spec.name_on(self.graph) if spec else step.action
             if text or spec is None:
-                action = f"{shown}({step.argument})" if step.action else "(none)"
-                messages.append({"role": "assistant", "content": f"Thought: {thought}\nAction: {action}"})
+                # A reply without an action is given back as the model wrote it, with the error that follows.
+                reply = f"Thought: {thought}\nAction: {shown}({step.argument})" if step.action \
+                    else thought or "(a reply without an action)"
+                messages.append({"role": "assistant", "content": reply})
                 messages.append({"role": "user", "content": f"Observation: {observation}"})
                 continue
             arguments = {"thought": thought} if thought else {}
             if spec.argument:
                 arguments[spec.argument.name] = step.argument
             call_id = f"call_{index}"
-            messages.append({"role": "assistant", "content": None, "tool_calls": [
+            # "" rather than null: llama-cpp-python's server refuses an assistant message whose content is null.
+            messages.append({"role": "assistant", "content": "", "tool_calls": [
                 {"id": call_id, "type": "function",
                  "function": {"name": shown, "arguments": json.dumps(arguments, ensure_ascii=False)}}]})
             messages.append({"role": "tool", "tool_call_id": call_id, "content": observation})

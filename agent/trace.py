@@ -75,6 +75,7 @@ class AgentResult:
     results), ``cannot_answer`` (the model stopped saying Wikidata cannot
     answer the question; no final query), ``path_limit``, ``action_limit``,
     ``repeated_stop`` (the model kept stopping without a usable query),
+    ``no_usable_action`` (reply after reply held no action that could be run),
     ``context_length`` (a prompt outgrew the model's context; the run ends
     with a best effort), ``llm_error`` or ``kb_error``.
 
@@ -104,9 +105,12 @@ class AgentResult:
     best_effort: bool = False
     end_of_run: list[str] = field(default_factory=list)
     final_unseen_ids: list[str] = field(default_factory=list)
-    #: ``tools`` or ``text``: the protocol the run ended in, and why it switched ("" when it did not).
+    #: ``tools`` or ``text``: the protocol the run ended in, and why it switched ("" when it did not): each
+    #: change of protocol or ``tool_choice`` with its cause, in order, ``; ``-separated.
     protocol: str = "tools"
     protocol_switch: str = ""
+    #: The ``tool_choice`` of the run's last tools request: ``required``, or ``auto`` after an endpoint refused it.
+    tool_choice: str = "required"
     #: The model the endpoint said answered ("" when it did not say).
     model: str = ""
 

@@ -129,7 +129,8 @@ _handler: logging.Handler | None = None
 
 
 def install(level: int = logging.INFO) -> None:
-    """Log to stderr through :class:`RedactingFormatter`; the HTTP clients' request logs stay off at INFO.
+    """Log to stderr through :class:`RedactingFormatter`; the HTTP clients' request logs and the scheduler's
+    lines about each pass stay off at INFO.
 
     Called again in the same process (the bot run from Python more than once), it replaces its own handler,
     which writes to ``sys.stderr`` as it is now, so no line is written twice.
@@ -144,3 +145,7 @@ def install(level: int = logging.INFO) -> None:
     root.setLevel(level)
     for name in HTTP_LOGGERS:
         logging.getLogger(name).setLevel(max(level, logging.WARNING))
+    # The scheduler says at INFO what every pass does, and warns when a pass outlasts the interval ("maximum
+    # number of running instances reached"), which one pass at a time means to happen: only its errors (a pass
+    # that raised) are news beside the bot's own line per pass.
+    logging.getLogger("apscheduler").setLevel(max(level, logging.ERROR))

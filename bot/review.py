@@ -44,6 +44,8 @@ log = logging.getLogger(__name__)
 MARKS = {"approved": re.compile(r"\{\{\s*[Aa]pproved\s*(?:\|[^{}]*)?\}\}"),
          "rejected": re.compile(r"\{\{\s*[Rr]ejected\s*(?:\|[^{}]*)?\}\}")}
 SIGNATURE = " ~~~~"
+#: How a draft's reason begins when marks by users not in ``reviewers`` were ignored.
+IGNORED = "ignored (not a reviewer): "
 
 
 def _begins(number: int) -> str:
@@ -169,9 +171,11 @@ class Review:
             adders = mark_adders(revisions, draft.number)
             ignored = sorted({f"{{{{{name}}}}} by {user}" for name, users in adders.items() for user in users
                               if user not in self.reviewers})
-            if ignored:
-                log.warning("draft %d: %s ignored: not in reviewers", draft.number, ", ".join(ignored))
-                self.drafts.set(draft.number, reason=f"ignored (not a reviewer): {', '.join(ignored)}")
+            said = set((draft.reason or "").removeprefix(IGNORED).split(", "))
+            if set(ignored) - said:  # said once per draft and mark, not on every pass while the draft waits
+                log.warning("draft %d: %s ignored: not in reviewers", draft.number,
+                            ", ".join(mark for mark in ignored if mark not in said))
+                self.drafts.set(draft.number, reason=IGNORED + ", ".join(ignored))
             if any(user in self.reviewers for user in adders["rejected"]):
                 self._close(draft, "rejected", "rejected by " + ", ".join(adders["rejected"]), "rejected")
                 done["rejected"] += 1

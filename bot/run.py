@@ -124,7 +124,7 @@ def model_settings(config: BotConfig):
 
     api_key = Path(config.api_key_file).read_text().strip() if config.api_key_file else None
     llm_config = LLMConfig.from_env(os.environ, api_key=api_key, base_url=config.base_url, model=config.model,
-                                    timeout=config.llm_timeout)
+                                    timeout=config.llm_timeout, named_by="model in bot.ini or SPINACH_MODEL")
     if not llm_config.api_key and not llm_config.base_url:
         raise ValueError("no language model is configured: set OPENAI_API_KEY (or api_key_file in bot.ini) for "
                          "OpenAI, or OPENAI_BASE_URL (or base_url in bot.ini) for another OpenAI-compatible "
@@ -146,14 +146,20 @@ def make_answerer(config: BotConfig, llm_config):
     """The agent, as the bot uses it: no promise to the model that an answer exists.
 
     A dry run opens a local store read-only, so it can run beside the live bot that holds it.  A model
-    error is reported with the endpoint that gave it (never its key).
+    error is reported with the endpoint that gave it (never its key).  With no model named, the endpoint
+    is asked now which one it serves, and *llm_config* records it, so the log names it.
     """
     from agent import Agent, AgentConfig
     from agent.kb import open_kb
     from agent.kb.local import LocalKB
-    from agent.llm import ChatModel
+    from agent.llm import ChatModel, LLMConfigurationError
 
     llm = Scrubbed(ChatModel.from_config(llm_config))
+    if llm_config.model is None:
+        try:
+            llm_config.model = llm.resolve_model()
+        except LLMConfigurationError as error:
+            log.warning("%s (asked again at the first question)", error)
     kb = (LocalKB(Path(config.kb_dir), read_only=True) if config.kb_dir and not config.live
           else open_kb(config.kb_dir, cache_path=config.cache_path, read_only=False))
     if kb.graph.name != "wikidata":
@@ -319,7 +325,7 @@ def run_with(args: argparse.Namespace, config: BotConfig, llm_config, answer, ex
                       short_links=ShortLinks(config.short_links, os.environ.get("SPINACH_CONTACT", "")))
     log.info("%s %s as %s (%s; model %s at %s%s)", "watching" if not (args.once or args.section) else "reading",
              config.page, username or "nobody", "live" if forum.writes else "dry run: nothing will be saved",
-             llm_config.model, endpoint_of(llm_config),
+             llm_config.model or "not known yet", endpoint_of(llm_config),
              f"; replies drafted on {review.page.title} for review" if review else "")
     try:
         if args.section:

@@ -11,7 +11,8 @@ syntax error       ended without an answer, its last query refused as malformed
 timeout            ended without an answer, its last query past the time limit
 no query           ended without an answer and without a query that ran (or its last one failed otherwise)
 cannot answer      was ended by the model saying Wikidata cannot answer the question
-model failure      was ended by the model's endpoint (a prompt longer than its context)
+model failure      was ended by the model's endpoint (a prompt longer than its context) or by replies
+                   without a usable action
 =================  ==========================================================================
 
 Runs the model or the knowledge base could not finish are not scored at all
@@ -24,8 +25,8 @@ from typing import Any
 
 DIAGNOSES = ("correct", "partial rows", "wrong rows", "empty result", "syntax error", "timeout", "no query",
              "cannot answer", "model failure")
-#: Stop reasons where the model's endpoint ended a run that is still scored.
-MODEL_FAILURES = ("context_length",)
+#: Stop reasons where the model's endpoint, or replies without a usable action, ended a run that is still scored.
+MODEL_FAILURES = ("context_length", "no_usable_action")
 _BY_QUERY_STATUS = {"empty": "empty result", "syntax_error": "syntax error", "timeout": "timeout"}
 
 

@@ -26,8 +26,18 @@ from agent.examples.naming import name_properties
 from agent.examples.retrieval import Retriever, prompt_examples
 from agent.examples.store import ExampleStore
 from bot.config import BotConfig
+from bot.run import ENVIRONMENT
 
 DEFAULT_STORE = "examples.sqlite"
+#: The variables this command reads: the knowledge base that names properties, the wiki read as the bot reads it.
+READS = ("WIKIDATA_API_URL", "WIKIDATA_SPARQL_URL", "WIKIDATA_SPARQL_DIALECT", "SPINACH_CONTACT", "SPINACH_BOT_USER",
+         "SPINACH_BOT_PASSWORD_FILE", "SPINACH_BOT_API_URL", "SPINACH_BOT_FAMILY", "SPINACH_BOT_LANG", "PYWIKIBOT_DIR")
+
+
+def environment() -> str:
+    """The lines of the bot's environment block (``python -m bot.run --help``) for the variables this command reads."""
+    header, *lines = ENVIRONMENT.split("\n\n")[0].splitlines()
+    return "\n".join([header, *(line for line in lines if line.split()[0] in READS)])
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -37,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--config", metavar="FILE", help="the bot's settings (default: bot.ini if present)")
     parser = argparse.ArgumentParser(prog=program_name("scripts.examples"), description=__doc__.splitlines()[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
-                                     epilog="\n".join(__doc__.splitlines()[2:8]))
+                                     epilog="\n".join(__doc__.splitlines()[2:8]) + "\n\n" + environment())
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def forum_options(command: argparse.ArgumentParser) -> None:

@@ -23,10 +23,12 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from agent.cli import program_name
+from agent.cli import eval_extra, program_name
 from agent.loop import AgentConfig
-from harness.replay import ReplayOutcome, replay
 from harness.upstream_postprocessing import LABEL
+
+with eval_extra("scripts.replay_upstream"):
+    from harness.replay import ReplayOutcome, replay
 
 UPSTREAM = "69.54/63.05"
 #: IDs every model knows, left out of the count of IDs typed from memory (as the issue that measured it did).

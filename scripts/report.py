@@ -19,15 +19,17 @@ import statistics
 import sys
 from pathlib import Path
 
-from agent.cli import program_name
+from agent.cli import eval_extra, program_name
 from harness.diagnostics import DIAGNOSES
 from harness.examples import describe_exclusion
-from harness.gerbil_metric import NAMES
-from harness.reporting import (ACTIONS, PAPER, PAPER_COST, USAGE, RunSummary, last_settings, left_out, load_run,
-                               model_label, plot_run, summarize)
 from harness.run_info import read_run_info
 from harness.text2sparql_metric import CLIENT as T2S_CLIENT
 from harness.upstream_postprocessing import LABEL
+
+with eval_extra("scripts.report"):
+    from harness.gerbil_metric import NAMES
+    from harness.reporting import (ACTIONS, PAPER, PAPER_COST, USAGE, RunSummary, last_settings, left_out,
+                                   load_run, model_label, plot_run, summarize)
 
 
 def _left_out_line(s: RunSummary) -> str:

@@ -23,10 +23,30 @@ def test_the_model_timeout_comes_from_bot_ini_and_reaches_the_model(tmp_path, ll
     config = BotConfig.from_file(tmp_path / "bot.ini")
     assert config.llm_timeout == 0.5 and BotConfig().llm_timeout == 60.0
     result = make_answerer(config, model_settings(config))(Request(heading="Q", question="Who?"))
-    assert result.stop_reason == "llm_error" and "Timeout" in result.stop_message
+    assert result.stop_reason == "llm_error" and "no reply within 0.5 s" in result.stop_message
 
 
 def test_an_unknown_setting_is_an_error_naming_it(tmp_path):
     (tmp_path / "bot.ini").write_text("[bot]\nllm_timeout_seconds = 5\n")
     with pytest.raises(ValueError, match="unknown settings in \\[bot\\]: llm_timeout_seconds"):
         BotConfig.from_file(tmp_path / "bot.ini")
+
+
+def test_without_a_model_named_the_bot_asks_the_endpoint_once_and_says_how_to_name_one(tmp_path, llm_server,
+                                                                                      caplog, monkeypatch):
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "SPINACH_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    LocalKB(tmp_path / "store").close()
+    served = llm_server([ToolCallReply("stop", {"explanation": "", "language": "en"})], model="local/SmolLM2")
+    config = BotConfig(base_url=served.base_url, kb_dir=str(tmp_path / "store"))
+    llm_config = model_settings(config)
+    make_answerer(config, llm_config)
+    assert llm_config.model == "local/SmolLM2"  # what the log line names
+    gone = BotConfig(base_url="http://127.0.0.1:9/v1", kb_dir=str(tmp_path / "store"), llm_timeout=2)
+    llm_config = model_settings(gone)
+    llm_config.max_retries = 0
+    answer = make_answerer(gone, llm_config)
+    advice = "name one with model in bot.ini or SPINACH_MODEL"
+    assert llm_config.model is None and advice in caplog.text and "--model" not in caplog.text
+    result = answer(Request(heading="Q", question="Who?"))
+    assert result.stop_reason == "llm_error" and advice in result.stop_message

@@ -23,6 +23,7 @@ ROWS = [{"x": {"type": "uri", "value": "http://www.wikidata.org/entity/Q1"}}]
     ({"f1": 0.0, "stop_reason": "path_limit", "predicted_answer": None, "last_query_status": "error"}, "no query"),
     ({"f1": 0.0, "stop_reason": "cannot_answer", "predicted_answer": None}, "cannot answer"),
     ({"f1": 0.0, "stop_reason": "context_length", "predicted_answer": None}, "model failure"),
+    ({"f1": 0.0, "stop_reason": "no_usable_action", "predicted_answer": None}, "model failure"),
     ({"f1": 1.0, "stop_reason": "context_length", "predicted_answer": ROWS}, "correct"),  # its best effort scored
 ])
 def test_each_answer_gets_one_diagnosis(line, diagnosis):

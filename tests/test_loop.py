@@ -8,7 +8,7 @@ import pytest
 from agent import Agent, AgentConfig, AgentContext, AgentResult
 from agent.kb.http import HttpClient
 from agent.kb.live import LiveWikidata, WikidataConfig
-from agent.llm import ChatModel, LLMConfig
+from agent.llm import ChatModel, LLMConfig, LLMUnavailable
 from tests.support.euler import EULER_ADVISORS_QUERY, euler_entities
 from tests.support.llm_server import ErrorReply, SlowReply, TextReply, ToolCallReply, prompt_tokens
 from tests.support.wikidata_server import SparqlReply, entity, select
@@ -269,6 +269,102 @@ def test_a_context_length_error_ends_the_run_once_with_a_best_effort(llm_server,
     assert [body.get("tools") is not None for body in server.requests] == [True, True, True, False]
     # Not sent again; the extraction call did not fit either, so the last query with rows is the best effort.
     assert result.final_sparql == EULER_ADVISORS_QUERY and result.best_effort
+
+
+def test_an_endpoint_that_refuses_required_is_asked_with_auto_for_the_rest_of_the_question(llm_server, kb,
+                                                                                            caplog):
+    # llama-cpp-python's server with chatml-function-calling: "required" is HTTP 500 with an empty message.
+    server = llm_server([call("search_wikidata", "Leonhard Euler"), call("execute_sparql", EULER_ADVISORS_QUERY),
+                         call("stop"), call("stop")], accepts_required=False)
+    agent = make_agent(server, kb, max_total_actions=3)
+    started = time.monotonic()
+    with caplog.at_level("WARNING", logger="agent"):
+        result = agent.run("Who advised Euler?")
+    assert time.monotonic() - started < 2  # the refusal is known at once: not asked again with backoff
+    assert result.stop_reason == "stop" and result.final_sparql == EULER_ADVISORS_QUERY
+    assert [body["tool_choice"] for body in server.requests] == ["required", "auto", "auto", "auto"]
+    assert (result.protocol, result.tool_choice) == ("tools", "auto")
+    assert result.protocol_switch == "tool_choice 'auto' (HTTP 500 to tool_choice 'required': no message)"
+    assert [record.getMessage() for record in caplog.records] == [
+        "the model endpoint refused a tools request (HTTP 500 to tool_choice 'required': no message): asking "
+        "with tool_choice 'auto' for the rest of this question"]
+    agent.run("Who advised Euler, again?")  # the next question asks with "required" first again
+    assert [body["tool_choice"] for body in server.requests[4:6]] == ["required", "auto"]
+
+
+def test_an_endpoint_that_refuses_both_tool_choices_gets_the_text_protocol(llm_server, kb):
+    script = [TextReply(f"Thought: run it\nAction: execute_sparql({EULER_ADVISORS_QUERY})"),
+              TextReply("Thought: done\nAction: stop()")]
+    server = llm_server(lambda body: ErrorReply(500, "Internal Server Error") if "tools" in body else script.pop(0))
+    started = time.monotonic()
+    result = make_agent(server, kb).run("Who advised Euler?")
+    assert time.monotonic() - started < 2
+    assert [body.get("tool_choice") for body in server.requests] == ["required", "auto", None, None]
+    assert result.stop_reason == "stop" and result.protocol == "text"
+    assert result.protocol_switch == ("tool_choice 'auto' (HTTP 500 to tool_choice 'required': Internal Server "
+                                      "Error); the endpoint refused tools with every tool_choice (HTTP 500 to "
+                                      "tool_choice 'auto': Internal Server Error)")
+
+
+def test_a_tool_choice_the_endpoint_has_answered_is_not_given_up_for_a_later_failure(llm_server, kb):
+    server = llm_server([call("execute_sparql", EULER_ADVISORS_QUERY)] + [ErrorReply(500, "boom")] * 3)
+    result = make_agent(server, kb).run("Who advised Euler?")
+    assert result.stop_reason == "llm_error" and result.tool_choice == "required" and result.protocol_switch == ""
+    assert len(server.requests) == 1 + 3  # the later request gets the client's retries (max_retries=2)
+
+
+def test_earlier_tool_calls_are_sent_back_with_text_content_which_llama_cpp_python_requires(llm_server, kb):
+    # The server as llama-cpp-python's: "required" refused, and a null content beside tool calls fails validation.
+    server = llm_server([call("search_wikidata", "Leonhard Euler"), call("execute_sparql", EULER_ADVISORS_QUERY),
+                         call("stop")], accepts_required=False, accepts_null_content=False)
+    result = make_agent(server, kb).run("Who advised Euler?")
+    assert result.stop_reason == "stop" and result.final_sparql == EULER_ADVISORS_QUERY
+    calls = [message for message in server.requests[-1]["messages"] if message.get("tool_calls")]
+    assert len(calls) == 2 and all(message["content"] == "" for message in calls)
+
+
+def test_the_stand_in_refuses_null_content_as_llama_cpp_python_does(llm_server):
+    server = llm_server([TextReply("unused")], accepts_null_content=False)
+    llm = ChatModel.from_config(LLMConfig(base_url=server.base_url, api_key="t", max_retries=0))
+    messages = [{"role": "user", "content": "q"},
+                {"role": "assistant", "content": None, "tool_calls": [
+                    {"id": "call_0", "type": "function", "function": {"name": "stop", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": "call_0", "content": "ok"}]
+    with pytest.raises(LLMUnavailable, match="(?s)500 - 7 validation errors:.*'messages', 1, "
+                                             "'ChatCompletionRequestAssistantMessage', 'content'"):
+        llm.complete(messages, temperature=0)
+
+
+def test_a_reply_slower_than_the_timeout_is_not_sent_again(llm_server, kb):
+    server = llm_server([call("search_wikidata", "Leonhard Euler")] + [SlowReply(2, call("stop"))] * 4)
+    llm = ChatModel.from_config(LLMConfig(base_url=server.base_url, api_key="t", max_retries=3, timeout=0.5))
+    started = time.monotonic()
+    result = Agent(llm=llm, kb=kb).run("Who advised Euler?")
+    assert time.monotonic() - started < 1.5  # one timeout, not one per retry
+    assert len(server.requests) == 2
+    assert result.stop_reason == "llm_error" and "no reply within 0.5 s" in result.stop_message
+
+
+def test_a_model_that_gives_no_usable_action_ends_the_run_early(llm_server, kb):
+    # A server that ignores tools (the model's own chat template): prose, whatever is asked.
+    server = llm_server(lambda body: TextReply("Thought: Douglas Adams was born in 1952."))
+    result = make_agent(server, kb).run("When was Douglas Adams born?")
+    assert result.stop_reason == "no_usable_action"
+    assert result.stop_message.startswith("the model gave no usable action 3 times in a row (the last: No action")
+    # Two prose replies to tools requests, then three in the text protocol, then the extraction call.
+    assert [("tools" in body) for body in server.requests] == [True, True, False, False, False, False]
+    assert result.usage.llm_calls == 6 and len(result.steps) == 5 and result.final_sparql is None
+    # The reply is given back as the model wrote it, not wrapped in a second "Thought:".
+    replies = [m["content"] for m in server.requests[4]["messages"] if m["role"] == "assistant"]
+    assert replies[-1] == "Thought: Douglas Adams was born in 1952."
+
+
+def test_a_usable_action_resets_the_count_of_unusable_replies(llm_server, kb):
+    server = llm_server([call("search_wikidata", "Leonhard Euler"), call("get_wikidata_entry", "x"),
+                         call("get_wikidata_entry", "y"), call("get_wikidata_entry", "Q7604"),
+                         call("get_wikidata_entry", "z"), call("execute_sparql", EULER_ADVISORS_QUERY), call("stop")])
+    result = make_agent(server, kb).run("Who advised Euler?")
+    assert result.stop_reason == "stop" and len(result.steps) == 7
 
 
 def test_without_a_model_named_the_endpoints_own_is_used_and_reported(llm_server, kb):
@@ -578,3 +674,34 @@ def test_a_lone_surrogate_from_the_model_never_breaks_the_run(llm_server, kb):
     assert result.steps[0].thought == "Query the advisors \ufffd now."
     assert result.explanation == "Euler's advisors \ufffd."
     json.dumps(result.to_dict(), ensure_ascii=False).encode("utf-8")  # storable and postable as UTF-8
+
+
+def test_a_lone_surrogate_in_what_wikidata_answers_reaches_the_model_as_a_replacement_character(llm_server,
+                                                                                               wikidata_server):
+    server = wikidata_server(sparql={EULER_ADVISORS_QUERY: select(["advisor", "note"], [
+        {"advisor": "Q124500", "note": {"type": "literal", "value": "tutor \udfff"}}])})
+    server.add(*euler_entities(), entity("Q1", "Leonhard Euler \ud800", "a label with a lone surrogate \udc00"))
+    kb = LiveWikidata(WikidataConfig(api_url=server.api_url, sparql_url=server.sparql_url),
+                      http=HttpClient(backoff=0.01))
+    llm = llm_server([call("search_wikidata", "Leonhard Euler"), call("execute_sparql", EULER_ADVISORS_QUERY),
+                      call("stop")])
+    result = make_agent(llm, kb).run("Who were the doctoral advisors of Leonhard Euler?")
+    assert result.stop_reason == "stop" and len(llm.requests) == 3
+    assert "Leonhard Euler \ufffd" in result.steps[0].observation and "tutor \ufffd" in result.steps[1].observation
+    assert "a label with a lone surrogate \ufffd" in llm.requests[1]["messages"][-1]["content"]
+
+
+def test_a_search_text_longer_than_any_label_is_a_step_error_the_model_reads(llm_server, wikidata_server):
+    server = wikidata_server(sparql={EULER_ADVISORS_QUERY: select(["advisor"], [{"advisor": "Q124500"}])})
+    server.add(*euler_entities())
+    kb = LiveWikidata(WikidataConfig(api_url=server.api_url, sparql_url=server.sparql_url),
+                      http=HttpClient(backoff=0.01))
+    llm = llm_server([call("search_wikidata", "E" * 1_000_000), call("execute_sparql", EULER_ADVISORS_QUERY),
+                      call("stop")])
+    result = make_agent(llm, kb).run("Who advised Euler?")
+    assert result.stop_reason == "stop" and result.final_sparql == EULER_ADVISORS_QUERY
+    assert result.steps[0].observation == ("search_wikidata looks up labels and aliases, which are at most 250 "
+                                           "characters; this text has 1,000,000. Search for a name or a short "
+                                           "phrase.")
+    assert not [request for request in server.requests if request["params"].get("action") == "wbsearchentities"]
+    assert len(json.dumps(llm.requests[1])) < 20_000  # the text is not carried into the next prompts

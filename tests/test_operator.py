@@ -7,6 +7,7 @@ import configparser
 import dataclasses
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -14,9 +15,14 @@ from pathlib import Path
 import pytest
 
 from bot.config import BotConfig
+from tests.support.bot_rig import BotRig, LogReader, wait_for
+from tests.support.euler import euler_entities
+from tests.support.llm_server import SlowReply
+from tests.support.wikidata_server import select
+from tests.test_watcher import new_section, scripted
 
 ROOT = Path(__file__).resolve().parent.parent
-SCRIPTS = ("spinach-bot", "spinach-agent", "spinach-eval", "spinach-kb")
+SCRIPTS = ("spinach-bot", "spinach-agent", "spinach-eval", "spinach-kb", "spinach-examples")
 
 
 def test_an_unreachable_wiki_is_one_line_and_exit_2(tmp_path):
@@ -40,6 +46,9 @@ def test_every_console_script_names_itself_and_the_sparql_dialect(script):
     assert shown.startswith(f"usage: {script} ") and "WIKIDATA_SPARQL_DIALECT" in shown
     if script == "spinach-eval":
         assert "--api-key-file" in shown
+    if script == "spinach-examples":  # the knowledge base that names properties, the wiki as the bot reads it
+        assert "\nenvironment:\n  WIKIDATA_API_URL  " in shown and "  SPINACH_BOT_API_URL  " in shown
+        assert "OPENAI_API_KEY" not in shown
 
 
 @pytest.mark.parametrize("script", ("spinach-report", "spinach-replay", "spinach-examples"))
@@ -76,3 +85,31 @@ def test_the_example_bot_ini_lists_every_setting_with_its_default(tmp_path):
     (tmp_path / "bot.ini").write_text("[bot]\nreview = true\n")
     with pytest.raises(ValueError, match="review = true needs reviewers"):
         BotConfig.from_file(tmp_path / "bot.ini")
+
+
+@pytest.mark.mediawiki
+def test_the_watchers_log_names_the_endpoints_model_and_holds_no_scheduler_chatter(mediawiki, llm_server,
+                                                                                   wikidata_server, tmp_path,
+                                                                                   request):
+    wikidata = wikidata_server(sparql=lambda query: select(["advisor"], [{"advisor": "Q124500"}]))
+    wikidata.add(*euler_entities())
+    answer = scripted({})
+    # A pass slower than the interval: the scheduler skips the runs that fall due meanwhile.
+    llm = llm_server(lambda body: SlowReply(2, answer(body)), model="local/SmolLM2-135M")
+    rig = BotRig(mediawiki, tmp_path, llm, wikidata)
+    forum = mediawiki.fresh_forum(request.node.name)
+    rig.run(forum, "--once", "--live")  # the first look: backlog
+    mediawiki.edit_as_human(forum, mediawiki.page_text(forum) + new_section("Euler", "Who advised Euler?"))
+    (tmp_path / "bot.ini").write_text("[bot]\ninterval_minutes = 0.01\n")
+    watcher = rig.start(forum, "--live", "--config", str(tmp_path / "bot.ini"))
+    log = LogReader(watcher)
+    wait_for(lambda: rig.bot_edits(forum), 120, "the reply", log.death)
+    passes = log.count("unchanged")
+    wait_for(lambda: log.count("unchanged") >= passes + 2, 60, "two more passes", log.death)
+    watcher.send_signal(signal.SIGTERM)
+    watcher.wait(timeout=60)
+    stderr = log.close()
+    assert f"(live; model local/SmolLM2-135M at {llm.base_url})" in stderr, stderr[:2000]
+    assert "apscheduler" not in stderr and "maximum number of running instances" not in stderr, stderr[-3000:]
+    assert [line for line in stderr.splitlines() if " INFO bot" not in line and " WARNING bot" not in line] == [], \
+        stderr[-3000:]

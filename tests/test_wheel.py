@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pytest
 
+from agent.cli import EVAL_PACKAGES
 #: One test process runs them all: they share one built wheel.
 pytestmark = pytest.mark.xdist_group("wheel")
 ROOT = Path(__file__).resolve().parent.parent
@@ -64,6 +65,27 @@ def installed(tmp_path_factory) -> Path:
     return environment / "bin"
 
 
+@pytest.fixture(scope="module")
+def plain(installed) -> Path:
+    """The same wheel in a venv whose dependencies lack the ``[eval]`` extra's packages (the README's plain
+    install); returns its bin directory."""
+    work = installed.parent.parent
+    environment, dependencies = work / "plain", work / "plain-dependencies"
+    dependencies.mkdir()
+    for entry in Path(sysconfig.get_path("purelib")).iterdir():
+        if re.split(r"[-_.]", entry.name)[0].lower() not in EVAL_PACKAGES:
+            (dependencies / entry.name).symlink_to(entry)
+    venv.create(environment, with_pip=False)
+    site_packages = Path(sysconfig.get_path("purelib", vars={"base": str(environment),
+                                                              "platbase": str(environment)}))
+    (site_packages / "zz_dependencies.pth").write_text(f"{dependencies}\n")
+    [wheel] = (work / "dist").glob("*.whl")
+    pip = subprocess.run([sys.executable, "-m", "pip", "--python", str(environment / "bin" / "python"), "install",
+                          "--no-deps", "--no-index", "-q", str(wheel)], capture_output=True, text=True, timeout=300)
+    assert pip.returncode == 0, pip.stderr
+    return environment / "bin"
+
+
 def run(bin_dir: Path, *command: str, cwd: Path, stdin: str | None = None) -> subprocess.CompletedProcess:
     env = {key: value for key, value in os.environ.items() if not key.startswith(("PYTHON", "VIRTUAL_ENV"))}
     env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
@@ -90,6 +112,18 @@ def test_each_console_script_answers_help(installed, tmp_path, script):
     done = run(installed, script, "--help", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "usage:" in done.stdout and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("script", CONSOLE_SCRIPTS)
+def test_without_the_eval_extra_each_console_script_helps_or_names_the_extra_in_one_line(plain, tmp_path, script):
+    assert run(plain, "python", "-c", "import numpy", cwd=tmp_path).returncode == 1  # the extra is missing
+    done = run(plain, script, "--help", cwd=tmp_path)
+    if script in ("spinach-report", "spinach-replay"):
+        assert (done.returncode, done.stdout) == (1, "")
+        assert done.stderr == (f"error: {script} needs the [eval] extra (No module named 'numpy'): "
+                               "pip install -e '.[eval]' in the project's directory\n")
+    else:
+        assert done.returncode == 0 and "usage:" in done.stdout and not done.stderr, done.stderr
 
 
 RENDER = """

@@ -13,6 +13,14 @@ named in every completion (``model``), whatever name a request asks for.
 With a context size, a request longer than it (about 4 characters a token,
 the completion's ``max_tokens`` included) gets the error the named server
 sends: vLLM's OpenAI-compatible server or llama.cpp's ``llama-server``.
+
+It can also answer as llama-cpp-python's server (0.3.36) does with its
+``chatml-function-calling`` format: ``tool_choice`` "required" fails with
+HTTP 500 and an empty message (the format asserts "auto", and the server
+wraps any exception as a 500 with its text), and an assistant message whose
+``content`` is null fails the server's request validation, wrapped the same
+way.  A server that ignores tools (a model's own chat template) is a script
+of :class:`TextReply` to tools requests.
 """
 
 from __future__ import annotations
@@ -76,6 +84,39 @@ def llamacpp_context_error(n_ctx: int, prompt_tokens: int) -> ErrorReply:
 CONTEXT_ERRORS = {"vllm": vllm_context_error, "llama.cpp": llamacpp_context_error}
 
 
+def llama_cpp_python_error(message: str) -> ErrorReply:
+    """llama-cpp-python's server: any exception of a route as HTTP 500, with the exception's text."""
+    return ErrorReply(500, body={"error": {"message": message, "type": "internal_server_error", "param": None,
+                                           "code": None}})
+
+
+def null_content_errors(body: dict[str, Any]) -> str:
+    """pydantic's account of each assistant message with ``content`` null, as llama-cpp-python 0.3.36's server gives
+    it (its union of six message types: seven errors a message), or "" when there is none."""
+    errors = []
+    for index, message in enumerate(body.get("messages", [])):
+        if message.get("role") != "assistant" or "content" not in message or message["content"] is not None:
+            continue
+        at = f"('body', 'messages', {index}, "
+        for kind, role in (("System", "system"), ("User", "user")):
+            errors.append(f"{{'type': 'literal_error', 'loc': {at}'ChatCompletionRequest{kind}Message', 'role'), "
+                          f"'msg': \"Input should be '{role}'\", 'input': 'assistant', "
+                          f"'ctx': {{'expected': \"'{role}'\"}}}}")
+        errors.append(f"{{'type': 'string_type', 'loc': {at}'ChatCompletionRequestAssistantMessage', 'content'), "
+                      "'msg': 'Input should be a valid string', 'input': None}")
+        for kind, role, field_name in (("Tool", "tool", "tool_call_id"), ("Function", "function", "name")):
+            errors.append(f"{{'type': 'literal_error', 'loc': {at}'ChatCompletionRequest{kind}Message', 'role'), "
+                          f"'msg': \"Input should be '{role}'\", 'input': 'assistant', "
+                          f"'ctx': {{'expected': \"'{role}'\"}}}}")
+            errors.append(f"{{'type': 'missing', 'loc': {at}'ChatCompletionRequest{kind}Message', '{field_name}'), "
+                          f"'msg': 'Field required', 'input': {message!r}}}")
+    if not errors:
+        return ""
+    return (f"{len(errors)} validation errors:\n  " + "\n  ".join(errors)
+            + '\n\n  File "…/llama_cpp/server/app.py", line 376, in create_chat_completion\n'
+              "    POST /v1/chat/completions")
+
+
 @dataclass
 class SlowReply:
     """Wait *seconds* before sending *reply* (to trigger client timeouts)."""
@@ -99,6 +140,10 @@ class FakeLLMServer:
     #: Tokens of context; a longer request gets *server*'s context error.
     context_tokens: int | None = None
     server: str = "vllm"
+    #: When false, ``tool_choice`` "required" gets llama-cpp-python's HTTP 500 with an empty message.
+    accepts_required: bool = True
+    #: When false, an assistant message with ``content`` null gets llama-cpp-python's validation error (500).
+    accepts_null_content: bool = True
     requests: list[dict[str, Any]] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -111,6 +156,14 @@ class FakeLLMServer:
 
     def close(self) -> None:
         self._server.close()
+
+    def refusal(self, body: dict[str, Any]) -> ErrorReply | None:
+        """The error llama-cpp-python's server gives a request it cannot take, if this one is such."""
+        if not self.accepts_null_content and (errors := null_content_errors(body)):
+            return llama_cpp_python_error(errors)
+        if not self.accepts_required and body.get("tools") and body.get("tool_choice") == "required":
+            return llama_cpp_python_error("")
+        return None
 
     def next_reply(self, body: dict[str, Any]) -> Reply:
         with self._lock:
@@ -208,6 +261,12 @@ def _handler_for(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
                 self._send(400, {"error": {
                     "message": '"auto" tool choice requires --enable-auto-tool-choice to be set',
                     "type": "BadRequestError", "param": None, "code": 400}})
+                return
+            refusal = server.refusal(body)
+            if refusal is not None:
+                with server._lock:
+                    server.requests.append(body)
+                self._send(refusal.status, refusal.body)
                 return
             reply = server.next_reply(body)
             while isinstance(reply, SlowReply):
