@@ -14,13 +14,14 @@ source reads the text itself, not a wall of entities:
   behaviour switch, the colon after a URL scheme (a free link) and the first
   letter of a magic link; a bar only inside a table cell.
 * :func:`text_block` (several lines: the steps of the trace, a query the
-  ``{{SPARQL}}`` template cannot hold): the text goes into ``<nowiki>``,
-  which MediaWiki keeps as text and, being an extension tag, as one line of
-  the list it stands in.  Only what could end the block early is escaped:
-  ``<`` before a tag name (a closer with spaces, in capitals or entity-spelt
-  when written, is covered by that one rule) and ``&`` before an entity
-  name.  ``<nowiki>`` shows entities as their characters, so the block reads
-  exactly as the text was written.
+  ``{{SPARQL}}`` template cannot hold): each line as :func:`encode` writes
+  it, the lines joined by ``<br>`` in a ``<div class="mw-code">`` (the
+  skins' code block, which keeps spaces and wraps long lines), so the block
+  is one line of the list it stands in.  No extension tag (``<nowiki>``,
+  ``<pre>``): the pre-save transform numbers every extension tag of the page
+  from the top and puts each back where its strip marker stands, so a
+  strip-marker look-alike that anyone saved anywhere on the page would be
+  replaced by the reply's own block, and the reply would rewrite their text.
 
 Both drop what a page cannot show or MediaWiki rewrites at save time
 (control characters, the ``\\x7f`` of strip markers, bidi overrides,
@@ -46,7 +47,7 @@ QUERY_SERVICE = "https://query.wikidata.org/#"
 _LINE_BREAKS = re.compile(r"\r\n|[\n\r\u0085\u2028\u2029]")
 #: ``<`` where MediaWiki could read a tag, a closing tag or a comment.
 _TAG_START = re.compile(r"<(?=[/!?A-Za-z])")
-#: ``&`` where MediaWiki (or a browser, inside ``<nowiki>``) would read an entity.
+#: ``&`` where MediaWiki would read an entity.
 _ENTITY_START = re.compile(r"&(?=#?[A-Za-z0-9]+;)")
 #: The URL schemes of MediaWiki's ``$wgUrlProtocols`` that make a free external link in running text.
 _FREE_LINK = re.compile(
@@ -139,10 +140,10 @@ def inline(text: str, limit: int | None = None, *, cell: bool = False) -> str:
 
 
 def text_block(text: str) -> str:
-    """Untrusted text over several lines, shown as written: ``<nowiki>`` in a ``<div class="mw-code">``, which the
-    skins show as a code block that keeps line breaks."""
-    body = _TAG_START.sub("&lt;", _ENTITY_START.sub("&amp;", clean(text)))
-    return f'<div class="mw-code"><nowiki>{_leading_mark(body)}</nowiki></div>'
+    """Untrusted text over several lines, shown as written: each line encoded, the lines joined by ``<br>`` in a
+    ``<div class="mw-code">``, which the skins show as a code block that keeps spaces (and holds no extension tag,
+    whose strip marker a look-alike on the page could take)."""
+    return '<div class="mw-code">' + "<br>".join(encode(line) for line in clean(text).split("\n")) + "</div>"
 
 
 def fits_sparql_template(query: str) -> bool:
