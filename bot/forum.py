@@ -450,16 +450,19 @@ def reply_point(page_text: str, section: Section) -> int:
 
     So a reply never lands inside a ``<div>`` (or a table, a ``<span>``...) that someone opened below the
     question, hidden or not, nor inside a template call (``{{#if:1|`` on one line, its ``}}`` lines below:
-    the reply would be an argument of it), nor after the closing tag of one opened above the section, nor
-    below a heading that shows inside the section.  When no line qualifies (the question itself opens an element
-    it never closes), the reply goes after the section's last line, and MediaWiki's check of the edit
-    (:mod:`bot.edit_check`) has the last word.
+    the reply would be an argument of it), nor inside a comment or an extension tag (a ``<ref>`` opened on the
+    line before: the footnote would hold the reply, its signature unexpanded), nor after the closing tag of one
+    opened above the section, nor below a heading that shows inside the section.  A heading-shaped line inside
+    a comment or an extension tag (``== X ==`` in a ``<pre>``) shows no heading and stops nothing.  When no
+    line qualifies (the question itself opens an element it never closes), the reply goes after the section's
+    last line, and MediaWiki's check of the edit (:mod:`bot.edit_check`) has the last word.
     """
     fallback = section.start + len(page_text[section.start:section.end].rstrip())
     masked = section.masked
     after = max(section.reply_after, section.start)
     open_elements: list[str] = []
     calls = brace_spans(masked)
+    inert = merged(inert_spans(page_text))
     best = None
     position = page_text.find("\n", section.start, section.end)  # the heading line is not the reply's place
     position = section.end if position == -1 else position + 1
@@ -467,7 +470,8 @@ def reply_point(page_text: str, section: Section) -> int:
         line_end = page_text.find("\n", position, section.end)
         line_end = section.end if line_end == -1 else line_end
         line = masked[position - section.start:line_end - section.start]
-        if _shows_heading(page_text[position:line_end], line, section.heading_templates):
+        if not inside(inert, position) and _shows_heading(page_text[position:line_end], line,
+                                                          section.heading_templates):
             break
         closed_above = False
         for tag in _ELEMENT_TAG.finditer(line):
@@ -490,7 +494,8 @@ def reply_point(page_text: str, section: Section) -> int:
         if closed_above:
             break
         point = position + len(page_text[position:line_end].rstrip())
-        if line_end >= after and not open_elements and line.strip() and not inside(calls, point - section.start):
+        if line_end >= after and not open_elements and line.strip() and not inside(calls, point - section.start) \
+                and not inside(inert, point):
             best = point
         position = line_end + 1
     return best if best is not None else fallback
