@@ -17,7 +17,8 @@ source reads the text itself, not a wall of entities:
   ``{{SPARQL}}`` template cannot hold): each line as :func:`encode` writes
   it, the lines joined by ``<br>`` in a ``<div class="mw-code">`` (the
   skins' code block, which keeps spaces and wraps long lines), so the block
-  is one line of the list it stands in.  No extension tag (``<nowiki>``,
+  is one line of the list it stands in (a space MediaWiki's French spacing
+  would show as a no-break one is ``&#32;``).  No extension tag (``<nowiki>``,
   ``<pre>``): the pre-save transform numbers every extension tag of the page
   from the top and puts each back where its strip marker stands, so a
   strip-marker look-alike that anyone saved anywhere on the page would be
@@ -56,6 +57,9 @@ _FREE_LINK = re.compile(
 #: Words that start a magic link (``ISBN 123…``) on wikis that still enable them: MediaWiki's ``\b`` is ASCII's,
 #: and a character spelt as an entity before the word (``_`` is ``&#95;``) ends in ``;``, a boundary.
 _MAGIC_LINK = re.compile(r"(?<![A-Za-z0-9])(?=(?:ISBN|RFC|PMID)[\s\xa0]+\d)")
+#: A space MediaWiki's French spacing (``Sanitizer::armorFrenchSpaces``) shows as a no-break one: before
+#: ``? : ; ! % » ›`` not followed by a word character (PCRE's ``\w``, ASCII), after ``« ‹``.
+_FRENCH_SPACE = re.compile(r" (?=[?:;!%»›](?![A-Za-z0-9_]))|(?<=[«‹]) ")
 #: Characters that extend the list prefix when they come first on a line.
 _LINE_START = frozenset("*#:;")
 
@@ -142,8 +146,10 @@ def inline(text: str, limit: int | None = None, *, cell: bool = False) -> str:
 def text_block(text: str) -> str:
     """Untrusted text over several lines, shown as written: each line encoded, the lines joined by ``<br>`` in a
     ``<div class="mw-code">``, which the skins show as a code block that keeps spaces (and holds no extension tag,
-    whose strip marker a look-alike on the page could take)."""
-    return '<div class="mw-code">' + "<br>".join(encode(line) for line in clean(text).split("\n")) + "</div>"
+    whose strip marker a look-alike on the page could take).  A space French spacing would turn into a no-break
+    one (``wd:Q5 ;``) is spelt ``&#32;``: a query copied from the block keeps its plain spaces."""
+    lines = (_FRENCH_SPACE.sub("&#32;", encode(line)) for line in clean(text).split("\n"))
+    return '<div class="mw-code">' + "<br>".join(lines) + "</div>"
 
 
 def fits_sparql_template(query: str) -> bool:

@@ -116,6 +116,7 @@ def test_a_text_block_shows_the_text_as_written_on_one_line_with_no_extension_ta
     assert "\n" not in block and "<!" not in inner and "<nowiki" not in inner and "~~~" not in inner
     assert html.unescape(inner.replace("<br>", "\n")) == text  # each line as written
     assert text_block("a\n\u0338b") == '<div class="mw-code">a<br>&#824;b</div>'  # the mark cannot join <br>
+    assert text_block("wd:Q5 ;\n(! ?b) « c »") == '<div class="mw-code">wd:Q5&#32;;<br>(! ?b) «&#32;c&#32;»</div>'
 
 
 def test_a_magic_link_word_is_spelt_after_any_character_but_an_ascii_letter_or_digit():
