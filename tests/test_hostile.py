@@ -696,7 +696,9 @@ def _in_place(old: str, place: Place | None, item: Plan, point: int) -> bool:
 
 #: Styles and classes that keep an element from a reader's eyes, as a browser applies them.
 HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden|font-size\s*:\s*0|opacity\s*:\s*0"
-                          r"|position\s*:\s*(?:absolute|fixed)", re.IGNORECASE)
+                          r"|position\s*:\s*(?:absolute|fixed)|height\s*:\s*[0-2](?:\.\d+)?px|margin[a-z-]*\s*:[^;]*-\d"
+                          r"|color\s*:\s*transparent|font-size\s*:\s*1%|top\s*:\s*-\d|letter-spacing\s*:\s*-",
+                          re.IGNORECASE)
 HIDDEN_CLASSES = {"mw-collapsed", "hidden"}
 
 
