@@ -164,6 +164,8 @@ class Reading:
     headings: list[Heading]
     #: Templates called on the page whose text shows a heading of their own.
     heading_templates: frozenset[str] = frozenset()
+    #: The wiki's extension tags and those known by their syntax: what they hold is not the page's wikitext.
+    extension_tags: frozenset[str] = INERT_TAGS
 
 
 @dataclass
@@ -189,6 +191,8 @@ class Section:
     shown: str = ""
     #: Templates whose text shows a heading (a reply below one of them would read as under that heading).
     heading_templates: frozenset[str] = frozenset()
+    #: Extension tags (the wiki's, and those known by their syntax): a reply never lands inside one.
+    extension_tags: frozenset[str] = INERT_TAGS
     #: A reply goes after the line holding this offset (the question's signature, or a follow-up).
     reply_after: int = -1
 
@@ -312,6 +316,7 @@ def parse_sections(page_text: str, attribution: Attribution | None = None,
     headings = [heading for heading in (reading.headings if reading is not None else find_headings(page_text))
                 if heading.level <= 2]
     templates = reading.heading_templates if reading is not None else frozenset()
+    tags = reading.extension_tags if reading is not None else INERT_TAGS
     sections = []
     seen: Counter = Counter()
     for index, heading in enumerate(headings):
@@ -319,7 +324,8 @@ def parse_sections(page_text: str, attribution: Attribution | None = None,
             continue
         end = headings[index + 1].start if index + 1 < len(headings) else len(page_text)
         section = Section(heading=heading.title, start=heading.start, end=end, text=page_text[heading.start:end],
-                          masked=masked[heading.start:end], shown=heading.shown, heading_templates=templates)
+                          masked=masked[heading.start:end], shown=heading.shown, heading_templates=templates,
+                          extension_tags=tags)
         section.signatures = [dataclasses.replace(signature, start=signature.start + heading.start,
                                                   end=signature.end + heading.start)
                               for signature in signatures_in(section.text, section.masked)]
@@ -462,7 +468,7 @@ def reply_point(page_text: str, section: Section) -> int:
     after = max(section.reply_after, section.start)
     open_elements: list[str] = []
     calls = brace_spans(masked)
-    inert = merged(inert_spans(page_text))
+    inert = merged(inert_spans(page_text, section.extension_tags))
     best = None
     position = page_text.find("\n", section.start, section.end)  # the heading line is not the reply's place
     position = section.end if position == -1 else position + 1

@@ -12,6 +12,7 @@ from bot.forum import (
     mentions, page_lead, parse_sections, pending_followup, ping_in, plain_text, signatures_in, summary_section,
 )
 from bot.history import UNKNOWN, Attribution, OwnEdit
+from bot.wikiparse import INERT_TAGS
 from bot.edit_check import heading_starts
 from bot.render import edit_summary
 
@@ -326,6 +327,14 @@ def test_a_reply_never_lands_inside_an_extension_tag_opened_below_the_question(t
     page = question + footnote + "== Later ==\nx " + sign("Carol") + "\n"
     assert insert_reply(page, parse_sections(page)[0], ":Reply") == question + footnote + ":Reply\n" \
         + page[len(question + footnote):]
+
+
+def test_a_reply_keeps_out_of_every_extension_tag_the_wiki_has():
+    question = "== Alice ==\nWho advised Euler? " + sign("Alice") + "\n"
+    tabs = ":Me too.<tabber>\nFirst tab\n</tabber> " + sign("Bob", 5) + "\n"
+    page = question + tabs
+    reading = Reading(find_headings(page), extension_tags=frozenset({"tabber"}) | INERT_TAGS)
+    assert insert_reply(page, parse_sections(page, reading=reading)[0], ":Reply") == page + ":Reply\n"
 
 
 def test_a_heading_shaped_line_inside_a_code_block_or_comment_does_not_split_a_comment():
