@@ -15,9 +15,12 @@ source reads the text itself, not a wall of entities:
   letter of a magic link; a bar only inside a table cell.
 * :func:`text_block` (several lines: the steps of the trace, a query the
   ``{{SPARQL}}`` template cannot hold): each line as :func:`encode` writes
-  it, the lines joined by ``<br>`` in a ``<div class="mw-code">`` (the
-  skins' code block, which keeps spaces and wraps long lines), so the block
-  is one line of the list it stands in (a space MediaWiki's French spacing
+  it, in a ``<div class="mw-code">`` (the skins' code block, which keeps
+  spaces and wraps long lines), the lines joined by ``<br`` and ``>`` with
+  the source's line break between them: inside a tag the line break is no
+  end of a line to MediaWiki (its sanitizer rewrites the tag as ``<br />``
+  before lists are read), so the block stays one item of the list it stands
+  in while its source reads line by line (a space MediaWiki's French spacing
   would show as a no-break one is ``&#32;``).  No extension tag (``<nowiki>``,
   ``<pre>``): the pre-save transform numbers every extension tag of the page
   from the top and puts each back where its strip marker stands, so a
@@ -60,6 +63,8 @@ _MAGIC_LINK = re.compile(r"(?<![A-Za-z0-9])(?=(?:ISBN|RFC|PMID)[\s\xa0]+\d)")
 #: A space MediaWiki's French spacing (``Sanitizer::armorFrenchSpaces``) shows as a no-break one: before
 #: ``? : ; ! % » ›`` not followed by a word character (PCRE's ``\w``, ASCII), after ``« ‹``.
 _FRENCH_SPACE = re.compile(r" (?=[?:;!%»›](?![A-Za-z0-9_]))|(?<=[«‹]) ")
+#: A line break of a text block: a ``<br>`` whose tag holds the source's line break.
+BLOCK_LINE_BREAK = "<br\n>"
 #: Characters that extend the list prefix when they come first on a line.
 _LINE_START = frozenset("*#:;")
 
@@ -144,12 +149,13 @@ def inline(text: str, limit: int | None = None, *, cell: bool = False) -> str:
 
 
 def text_block(text: str) -> str:
-    """Untrusted text over several lines, shown as written: each line encoded, the lines joined by ``<br>`` in a
-    ``<div class="mw-code">``, which the skins show as a code block that keeps spaces (and holds no extension tag,
-    whose strip marker a look-alike on the page could take).  A space French spacing would turn into a no-break
-    one (``wd:Q5 ;``) is spelt ``&#32;``: a query copied from the block keeps its plain spaces."""
+    """Untrusted text over several lines, shown as written: each line encoded, the lines joined by ``<br\\n>`` (one
+    line break on the page, one in the source, none that ends the list item) in a ``<div class="mw-code">``, which
+    the skins show as a code block that keeps spaces.  It holds no extension tag and no comment, whose strip marker
+    a look-alike on the page could take.  A space French spacing would turn into a no-break one (``wd:Q5 ;``) is
+    spelt ``&#32;``: a query copied from the block keeps its plain spaces."""
     lines = (_FRENCH_SPACE.sub("&#32;", encode(line)) for line in clean(text).split("\n"))
-    return '<div class="mw-code">' + "<br>".join(lines) + "</div>"
+    return '<div class="mw-code">' + BLOCK_LINE_BREAK.join(lines) + "</div>"
 
 
 def fits_sparql_template(query: str) -> bool:

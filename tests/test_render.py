@@ -35,7 +35,7 @@ QUERY = 'SELECT ?x ?xLabel WHERE { ?x wdt:P31 wd:Q5 ; rdfs:label "' + HOSTILE.re
     '"@en . FILTER(?x != <ref>) } # ~~~~ [[Category:Spam]]'
 ALLOWED_TAGS = {"div", "br", "small", "table", "tr", "th", "td"}
 #: The code blocks of a reply (the steps, a query the template cannot hold): one line each.
-CODE_BLOCK = re.compile(r'<div class="mw-code">(.*?)</div>')
+CODE_BLOCK = re.compile(r'<div class="mw-code">(.*?)</div>', re.DOTALL)
 
 
 def rows(label: str, count: int = 7) -> list[dict]:
@@ -113,10 +113,12 @@ def test_a_text_block_shows_the_text_as_written_on_one_line_with_no_extension_ta
     text = "SELECT * { ?x ?p \"</nowiki >\" } # &lt; <!-- ~~~~ [[Category:X]]\n  indented\n:list\n== h =="
     block = text_block(text)
     [inner] = CODE_BLOCK.fullmatch(block).groups()
-    assert "\n" not in block and "<!" not in inner and "<nowiki" not in inner and "~~~" not in inner
-    assert html.unescape(inner.replace("<br>", "\n")) == text  # each line as written
-    assert text_block("a\n\u0338b") == '<div class="mw-code">a<br>&#824;b</div>'  # the mark cannot join <br>
-    assert text_block("wd:Q5 ;\n(! ?b) « c »") == '<div class="mw-code">wd:Q5&#32;;<br>(! ?b) «&#32;c&#32;»</div>'
+    assert "<!" not in inner and "<nowiki" not in inner and "~~~" not in inner
+    # every line break of the source lies inside a <br> tag: no line of the block starts a line of wikitext
+    assert all(line.startswith(">") for line in block.splitlines()[1:]) and block.count("\n") == 3
+    assert html.unescape(inner.replace("<br\n>", "\n")) == text  # each line as written
+    assert text_block("a\n\u0338b") == '<div class="mw-code">a<br\n>&#824;b</div>'  # the mark cannot join >
+    assert text_block("wd:Q5 ;\n(! ?b) « c »") == '<div class="mw-code">wd:Q5&#32;;<br\n>(! ?b) «&#32;c&#32;»</div>'
 
 
 def test_a_magic_link_word_is_spelt_after_any_character_but_an_ascii_letter_or_digit():
