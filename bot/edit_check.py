@@ -20,10 +20,17 @@ that will store the edit is asked, through pywikibot's API request:
 * the reply must render where a reader of the asker's section sees it: a
   word added after the reply's signature (only in the text that is parsed,
   never saved) must show up once in the page's HTML, with no ancestor hidden
-  by its style (``display:none``, ``visibility:hidden``, zero size or
-  opacity, positioned away), its class (a collapsed block) or missing
-  altogether (``<includeonly>``), and the last heading before it must be the
-  asker's, itself shown.
+  by its style (``display:none``, ``visibility:hidden``, near-zero size or
+  opacity, cut off, positioned or pushed away: :func:`bot.styles.hiding`),
+  its class (a collapsed block) or missing altogether (``<includeonly>``),
+  and the last heading before it must be the asker's, itself shown;
+* the reply must stay inside its own box: rendered alone, none of its
+  elements (the bot's own or an approved draft's) may move out of the flow
+  or over other text, or hide what it holds (:func:`bot.styles.moving`,
+  :func:`bot.styles.hiding`), beyond the declarations the bot's own markup
+  renders with on this wiki, nor carry a class that markup does not bring
+  (a wiki's style sheets can move or hide anything by class), nor leave an
+  element open around the text that follows it.
 
 Any difference raises :class:`EditRefused` naming it; nothing is saved.
 """
@@ -40,6 +47,8 @@ from html.parser import HTMLParser
 import pywikibot
 
 from bot.forum import in_forum
+from bot.reply_sample import sample_reply
+from bot.styles import declarations, hiding, moving
 
 QUERY_SERVICE = "https://query.wikidata.org/"
 #: Markup a reply may hold: the query template, entity templates and the signature.
@@ -110,6 +119,9 @@ class Allowance:
     links: frozenset[str]
     #: The forum page: a link to it or to one of its archive pages is the reply's.
     forum: str = ""
+    #: The classes and style declarations the bot's own markup renders with on this wiki.
+    classes: frozenset[str] = frozenset()
+    declarations: frozenset[tuple[str, str]] = frozenset()
 
     def allows_link(self, title: str) -> bool:
         return title in self.links or bool(ENTITY_LINK.match(title)) or bool(self.forum) and in_forum(title, self.forum)
@@ -159,10 +171,16 @@ def pre_save_transform(site: pywikibot.site.APISite, title: str, text: str) -> s
 
 
 def measure_allowance(site: pywikibot.site.APISite, title: str, markup: str = "") -> Allowance:
-    """Parse a sample reply on this wiki: the templates and links its markup brings (with *markup*, the bot's
-    own fixed links: its operator, its documentation page) are the allowed ones."""
-    sample = Rendering.from_parse(parse(site, title, text=pre_save_transform(site, title, REPLY_SAMPLE + markup)))
-    return Allowance(templates=sample.templates, links=sample.links, forum=title)
+    """Parse a sample reply on this wiki: the templates, links, classes and styles its markup brings (with
+    *markup*, the bot's own fixed links: its operator, its documentation page) are the allowed ones."""
+    text = pre_save_transform(site, title, REPLY_SAMPLE + markup + "\n" + sample_reply())
+    parsed = parse(site, title, text=text)
+    sample = Rendering.from_parse(parsed)
+    elements = _Elements.of(parsed.get("text", ""))
+    return Allowance(templates=sample.templates, links=sample.links, forum=title,
+                     classes=frozenset(name for element in elements for name in element.classes),
+                     declarations=frozenset(item for element in elements
+                                            for item in declarations(element.style).items()))
 
 
 def differences(old: Rendering, new: Rendering, allowance: Allowance, reply_collapsibles: int,
@@ -201,11 +219,6 @@ def differences(old: Rendering, new: Rendering, allowance: Allowance, reply_coll
 
 
 SENTINEL = "SpinachReplyEndSentinel"
-#: Styles that keep an element (and all it holds) from a reader's eyes.
-_HIDING_STYLE = re.compile(
-    r"(?:^|;)\s*(?:display\s*:\s*none|visibility\s*:\s*(?:hidden|collapse)|position\s*:\s*(?:absolute|fixed)"
-    r"|(?:font-size|opacity|(?:max-)?height|(?:max-)?width|line-height)\s*:\s*[0.]+(?:px|em|rem|ex|ch|pt|%|vw|vh)?"
-    r"\s*(?:!\s*important\s*)?(?=;|$)|clip(?:-path)?\s*:|transform\s*:|text-indent\s*:\s*-)", re.IGNORECASE)
 #: Classes that keep an element from a reader's eyes (a collapsed block's content, MediaWiki's hiding classes).
 HIDING_CLASSES = frozenset({"mw-collapsed", "hidden", "mw-hidden-catlinks", "sr-only", "visualhide",
                             "screen-reader-text"})
@@ -243,12 +256,12 @@ def heading_starts(text: str, offsets: list[int]) -> list[int | None]:
 def _hidden_by(tag: str, attrs: list[tuple[str, str | None]]) -> str | None:
     """Why an element keeps what it holds from a reader's eyes, or ``None``."""
     values = {name.lower(): value or "" for name, value in attrs}
-    style = re.sub(r"/\*.*?\*/", "", values.get("style", ""), flags=re.DOTALL)
-    if _HIDING_STYLE.search(style):
+    style = values.get("style", "")
+    if hiding(style):
         return f'<{tag} style="{style.strip()[:80]}">'
-    hiding = sorted(HIDING_CLASSES & set(values.get("class", "").split()))
-    if hiding:
-        return f'<{tag} class="{" ".join(hiding)}">'
+    hiding_classes = sorted(HIDING_CLASSES & set(values.get("class", "").split()))
+    if hiding_classes:
+        return f'<{tag} class="{" ".join(hiding_classes)}">'
     if "hidden" in values:
         return f"<{tag} hidden>"
     return None
@@ -379,8 +392,9 @@ def _block(reply: str) -> tuple[int, int] | None:
     return start.start(), len(reply)
 
 
-def trace_problems(site: pywikibot.site.APISite, title: str, reply: str) -> list[str]:
-    """How the reply's collapsible block fails to hold its content, as MediaWiki renders it.
+def trace_problems(site: pywikibot.site.APISite, title: str, reply: str, alone: str) -> list[str]:
+    """How the reply's collapsible block fails to hold its content, as MediaWiki renders it (*alone*: the reply
+    rendered alone, :data:`SENTINEL` in a paragraph after it).
 
     The block must close inside the reply (a paragraph after the reply is not
     swallowed), and nothing written inside it may render outside it: the
@@ -390,7 +404,7 @@ def trace_problems(site: pywikibot.site.APISite, title: str, reply: str) -> list
     block = _block(reply)
     if block is None:
         return []
-    rendered = _Outside.text(parse(site, title, text=reply + "\n\n" + SENTINEL, props="text")["text"])
+    rendered = _Outside.text(alone)
     problems = []
     if not rendered.endswith(SENTINEL):
         problems.append("the reply's collapsible block is not closed")
@@ -399,6 +413,87 @@ def trace_problems(site: pywikibot.site.APISite, title: str, reply: str) -> list
     if rendered.endswith(SENTINEL) and rendered != expected:
         problems.append("text of the reply's collapsible block renders outside it")
     return problems
+
+
+#: Classes MediaWiki's parser gives elements of its own accord: links of every kind, empty paragraphs, headings.
+PARSER_CLASSES = frozenset({"mw-parser-output", "external", "text", "free", "autonumber", "new", "mw-redirect",
+                            "extiw", "mw-selflink", "selflink", "mw-disambig", "mw-empty-elt", "mw-headline"})
+#: The classes Pygments gives the tokens of a highlighted block (``k``, ``nv``, ``s2``...).
+_HIGHLIGHT_TOKEN = re.compile(r"[a-z]{1,3}[0-9]?")
+
+
+@dataclass(frozen=True)
+class Element:
+    """One element of parsed HTML: its tag, style, classes, and whether it lies in a highlighted code block."""
+
+    tag: str
+    style: str
+    classes: tuple[str, ...]
+    hidden: bool
+    in_highlight: bool
+
+
+class _Elements(_OpenElements):
+    """Every element of parsed HTML (:class:`Element`), and the elements open where a *sentinel* text stands."""
+
+    def __init__(self, sentinel: str = "") -> None:
+        super().__init__()
+        self.sentinel = sentinel
+        self.elements: list[Element] = []
+        self.around_sentinel: list[str] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        values = {name.lower(): value or "" for name, value in attrs}
+        classes = tuple(values.get("class", "").split())
+        in_highlight = any(highlight for _, highlight in self.stack)
+        self.elements.append(Element(tag, values.get("style", ""), classes, "hidden" in values, in_highlight))
+        if tag not in self.VOID:
+            self.stack.append((tag, in_highlight or "mw-highlight" in classes))
+
+    def handle_data(self, data: str) -> None:
+        if self.sentinel and self.sentinel in data and self.around_sentinel is None:
+            self.around_sentinel = [tag for tag, _ in self.stack]
+
+    @classmethod
+    def of(cls, html: str) -> list[Element]:
+        reader = cls()
+        reader.feed(html)
+        reader.close()
+        return reader.elements
+
+
+def _out_of_box(element: Element, allowance: Allowance) -> str | None:
+    """Why *element* of a reply may render outside the reply or over other text, or hide what it holds: a style
+    that moves or hides it (beyond the declarations the bot's own markup has), a class the bot's own markup does
+    not bring (a wiki's style sheets may move or hide anything by class)."""
+    kept = ";".join(f"{name}:{value}" for name, value in declarations(element.style).items()
+                    if (name, value) not in allowance.declarations)
+    if reason := moving(kept) or hiding(kept):
+        return f'<{element.tag} style="{element.style.strip()[:80]}"> ({reason})'
+    for name in element.classes:
+        if name not in allowance.classes and name not in PARSER_CLASSES and not (
+                element.in_highlight and not element.style and _HIGHLIGHT_TOKEN.fullmatch(name)):
+            return f'<{element.tag} class="{name}"> (a class the bot\'s own markup does not use)'
+    if element.hidden:
+        return f"<{element.tag} hidden>"
+    return None
+
+
+def box_problems(rendered: str, allowance: Allowance) -> list[str]:
+    """How the reply, *rendered* alone with :data:`SENTINEL` in a paragraph after it, fails to stay inside its own
+    box: an element of it that could render outside it or over other text, or hide its text, and any element it
+    leaves open (the text after the reply would render inside it)."""
+    reader = _Elements(SENTINEL)
+    reader.feed(rendered)
+    reader.close()
+    problems = [f"an element of the reply would render outside it or hide text: {reason}"
+                for reason in dict.fromkeys(filter(None, (_out_of_box(element, allowance)
+                                                          for element in reader.elements)))]
+    left_open = [tag for tag in (reader.around_sentinel or [])[1:] if tag != "p"]
+    if reader.around_sentinel is None or left_open:
+        problems.append(f"the reply leaves elements open, so the text after it would render inside them: "
+                        f"{left_open or 'the text after it does not show'}")
+    return problems[:5]
 
 
 def transformed_reply(reply: str, signature: str, timestamp: str) -> str:
@@ -438,7 +533,9 @@ def checked_text(site: pywikibot.site.APISite, title: str, old: str, base: int |
     parsed = parse(site, title, text=marked.rstrip())
     after = Rendering.from_parse(parsed)
     found = differences(before, after, allowance, len(COLLAPSIBLE.findall(reply)), added_sections)
-    found += trace_problems(site, title, signed)
+    alone = parse(site, title, text=signed + "\n\n" + SENTINEL, props="text")["text"]
+    found += trace_problems(site, title, signed, alone)
+    found += box_problems(alone, allowance)
     anchor = section_anchor(parsed, marked, section_start) if section_start is not None else None
     if section_start is not None and anchor is None:
         found.append("MediaWiki does not read the reply's section as a section of the page")

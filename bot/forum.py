@@ -164,6 +164,8 @@ class Reading:
     headings: list[Heading]
     #: Templates called on the page whose text shows a heading of their own.
     heading_templates: frozenset[str] = frozenset()
+    #: The wiki's extension tags and those known by their syntax: what they hold is not the page's wikitext.
+    extension_tags: frozenset[str] = INERT_TAGS
 
 
 @dataclass
@@ -189,6 +191,8 @@ class Section:
     shown: str = ""
     #: Templates whose text shows a heading (a reply below one of them would read as under that heading).
     heading_templates: frozenset[str] = frozenset()
+    #: Extension tags (the wiki's, and those known by their syntax): a reply never lands inside one.
+    extension_tags: frozenset[str] = INERT_TAGS
     #: A reply goes after the line holding this offset (the question's signature, or a follow-up).
     reply_after: int = -1
 
@@ -312,6 +316,7 @@ def parse_sections(page_text: str, attribution: Attribution | None = None,
     headings = [heading for heading in (reading.headings if reading is not None else find_headings(page_text))
                 if heading.level <= 2]
     templates = reading.heading_templates if reading is not None else frozenset()
+    tags = reading.extension_tags if reading is not None else INERT_TAGS
     sections = []
     seen: Counter = Counter()
     for index, heading in enumerate(headings):
@@ -319,7 +324,8 @@ def parse_sections(page_text: str, attribution: Attribution | None = None,
             continue
         end = headings[index + 1].start if index + 1 < len(headings) else len(page_text)
         section = Section(heading=heading.title, start=heading.start, end=end, text=page_text[heading.start:end],
-                          masked=masked[heading.start:end], shown=heading.shown, heading_templates=templates)
+                          masked=masked[heading.start:end], shown=heading.shown, heading_templates=templates,
+                          extension_tags=tags)
         section.signatures = [dataclasses.replace(signature, start=signature.start + heading.start,
                                                   end=signature.end + heading.start)
                               for signature in signatures_in(section.text, section.masked)]
@@ -450,16 +456,19 @@ def reply_point(page_text: str, section: Section) -> int:
 
     So a reply never lands inside a ``<div>`` (or a table, a ``<span>``...) that someone opened below the
     question, hidden or not, nor inside a template call (``{{#if:1|`` on one line, its ``}}`` lines below:
-    the reply would be an argument of it), nor after the closing tag of one opened above the section, nor
-    below a heading that shows inside the section.  When no line qualifies (the question itself opens an element
-    it never closes), the reply goes after the section's last line, and MediaWiki's check of the edit
-    (:mod:`bot.edit_check`) has the last word.
+    the reply would be an argument of it), nor inside a comment or an extension tag (a ``<ref>`` opened on the
+    line before: the footnote would hold the reply, its signature unexpanded), nor after the closing tag of one
+    opened above the section, nor below a heading that shows inside the section.  A heading-shaped line inside
+    a comment or an extension tag (``== X ==`` in a ``<pre>``) shows no heading and stops nothing.  When no
+    line qualifies (the question itself opens an element it never closes), the reply goes after the section's
+    last line, and MediaWiki's check of the edit (:mod:`bot.edit_check`) has the last word.
     """
     fallback = section.start + len(page_text[section.start:section.end].rstrip())
     masked = section.masked
     after = max(section.reply_after, section.start)
     open_elements: list[str] = []
     calls = brace_spans(masked)
+    inert = merged(inert_spans(page_text, section.extension_tags))
     best = None
     position = page_text.find("\n", section.start, section.end)  # the heading line is not the reply's place
     position = section.end if position == -1 else position + 1
@@ -467,7 +476,8 @@ def reply_point(page_text: str, section: Section) -> int:
         line_end = page_text.find("\n", position, section.end)
         line_end = section.end if line_end == -1 else line_end
         line = masked[position - section.start:line_end - section.start]
-        if _shows_heading(page_text[position:line_end], line, section.heading_templates):
+        if not inside(inert, position) and _shows_heading(page_text[position:line_end], line,
+                                                          section.heading_templates):
             break
         closed_above = False
         for tag in _ELEMENT_TAG.finditer(line):
@@ -490,7 +500,8 @@ def reply_point(page_text: str, section: Section) -> int:
         if closed_above:
             break
         point = position + len(page_text[position:line_end].rstrip())
-        if line_end >= after and not open_elements and line.strip() and not inside(calls, point - section.start):
+        if line_end >= after and not open_elements and line.strip() and not inside(calls, point - section.start) \
+                and not inside(inert, point):
             best = point
         position = line_end + 1
     return best if best is not None else fallback

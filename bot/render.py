@@ -6,7 +6,7 @@ with one more ``:`` renders under it.  Every piece of text that comes from
 the model, from Wikidata or from the asker goes through :mod:`bot.wikitext`
 before it reaches the template (``reply.wiki.j2``): prose and table cells
 escaped only where MediaWiki would read markup, the steps as one
-``<nowiki>`` block shown as written.  When the asker posted a draft query,
+code block of encoded lines, shown as written.  When the asker posted a draft query,
 the model's explanation (its diagnosis of the draft) leads the reply.
 
 The reply is written in the asker's language where :mod:`bot.messages` has

@@ -67,7 +67,7 @@ def read_sections(site: pywikibot.site.APISite, title: str, revision: int, text:
         line = re.sub(r"<!--.*?-->", lambda found: " " * len(found.group()), text[start:end]).rstrip(" \t")
         headings.append(Heading(start, end, level, heading_text(text[start + level:start + len(line) - level]),
                                 shown))
-    reading = Reading(headings, frozenset(templates))
+    reading = Reading(headings, frozenset(templates), extension_tags(site) | INERT_TAGS)
     _compare(title, revision, text, own, reading)
     return reading
 

@@ -108,6 +108,8 @@ class Watcher:
         """Look at the page once; answer what is due; log one line saying what the pass did."""
         before = Counter(self.counter)
         records = snapshot(self.state.sections(self.forum.title))
+        if self.short_links is not None:
+            self.short_links.new_pass()
         try:
             self._look(answer_backlog)
             if self.review is not None:

@@ -14,13 +14,18 @@ source reads the text itself, not a wall of entities:
   behaviour switch, the colon after a URL scheme (a free link) and the first
   letter of a magic link; a bar only inside a table cell.
 * :func:`text_block` (several lines: the steps of the trace, a query the
-  ``{{SPARQL}}`` template cannot hold): the text goes into ``<nowiki>``,
-  which MediaWiki keeps as text and, being an extension tag, as one line of
-  the list it stands in.  Only what could end the block early is escaped:
-  ``<`` before a tag name (a closer with spaces, in capitals or entity-spelt
-  when written, is covered by that one rule) and ``&`` before an entity
-  name.  ``<nowiki>`` shows entities as their characters, so the block reads
-  exactly as the text was written.
+  ``{{SPARQL}}`` template cannot hold): each line as :func:`encode` writes
+  it, in a ``<div class="mw-code">`` (the skins' code block, which keeps
+  spaces and wraps long lines), the lines joined by ``<br`` and ``>`` with
+  the source's line break between them: inside a tag the line break is no
+  end of a line to MediaWiki (its sanitizer rewrites the tag as ``<br />``
+  before lists are read), so the block stays one item of the list it stands
+  in while its source reads line by line (a space MediaWiki's French spacing
+  would show as a no-break one is ``&#32;``).  No extension tag (``<nowiki>``,
+  ``<pre>``): the pre-save transform numbers every extension tag of the page
+  from the top and puts each back where its strip marker stands, so a
+  strip-marker look-alike that anyone saved anywhere on the page would be
+  replaced by the reply's own block, and the reply would rewrite their text.
 
 Both drop what a page cannot show or MediaWiki rewrites at save time
 (control characters, the ``\\x7f`` of strip markers, bidi overrides,
@@ -46,7 +51,7 @@ QUERY_SERVICE = "https://query.wikidata.org/#"
 _LINE_BREAKS = re.compile(r"\r\n|[\n\r\u0085\u2028\u2029]")
 #: ``<`` where MediaWiki could read a tag, a closing tag or a comment.
 _TAG_START = re.compile(r"<(?=[/!?A-Za-z])")
-#: ``&`` where MediaWiki (or a browser, inside ``<nowiki>``) would read an entity.
+#: ``&`` where MediaWiki would read an entity.
 _ENTITY_START = re.compile(r"&(?=#?[A-Za-z0-9]+;)")
 #: The URL schemes of MediaWiki's ``$wgUrlProtocols`` that make a free external link in running text.
 _FREE_LINK = re.compile(
@@ -55,6 +60,11 @@ _FREE_LINK = re.compile(
 #: Words that start a magic link (``ISBN 123…``) on wikis that still enable them: MediaWiki's ``\b`` is ASCII's,
 #: and a character spelt as an entity before the word (``_`` is ``&#95;``) ends in ``;``, a boundary.
 _MAGIC_LINK = re.compile(r"(?<![A-Za-z0-9])(?=(?:ISBN|RFC|PMID)[\s\xa0]+\d)")
+#: A space MediaWiki's French spacing (``Sanitizer::armorFrenchSpaces``) shows as a no-break one: before
+#: ``? : ; ! % » ›`` not followed by a word character (PCRE's ``\w``, ASCII), after ``« ‹``.
+_FRENCH_SPACE = re.compile(r" (?=[?:;!%»›](?![A-Za-z0-9_]))|(?<=[«‹]) ")
+#: A line break of a text block: a ``<br>`` whose tag holds the source's line break.
+BLOCK_LINE_BREAK = "<br\n>"
 #: Characters that extend the list prefix when they come first on a line.
 _LINE_START = frozenset("*#:;")
 
@@ -139,10 +149,13 @@ def inline(text: str, limit: int | None = None, *, cell: bool = False) -> str:
 
 
 def text_block(text: str) -> str:
-    """Untrusted text over several lines, shown as written: ``<nowiki>`` in a ``<div class="mw-code">``, which the
-    skins show as a code block that keeps line breaks."""
-    body = _TAG_START.sub("&lt;", _ENTITY_START.sub("&amp;", clean(text)))
-    return f'<div class="mw-code"><nowiki>{_leading_mark(body)}</nowiki></div>'
+    """Untrusted text over several lines, shown as written: each line encoded, the lines joined by ``<br\\n>`` (one
+    line break on the page, one in the source, none that ends the list item) in a ``<div class="mw-code">``, which
+    the skins show as a code block that keeps spaces.  It holds no extension tag and no comment, whose strip marker
+    a look-alike on the page could take.  A space French spacing would turn into a no-break one (``wd:Q5 ;``) is
+    spelt ``&#32;``: a query copied from the block keeps its plain spaces."""
+    lines = (_FRENCH_SPACE.sub("&#32;", encode(line)) for line in clean(text).split("\n"))
+    return '<div class="mw-code">' + BLOCK_LINE_BREAK.join(lines) + "</div>"
 
 
 def fits_sparql_template(query: str) -> bool:

@@ -4,6 +4,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import mwparserfromhell
+import pytest
 
 from bot.forum import (
     MAX_DEPTH, MAX_REQUEST_CHARS, FollowUp, Reading, answered_by_human, close_matches, extract_followup,
@@ -11,6 +12,7 @@ from bot.forum import (
     mentions, page_lead, parse_sections, pending_followup, ping_in, plain_text, signatures_in, summary_section,
 )
 from bot.history import UNKNOWN, Attribution, OwnEdit
+from bot.wikiparse import INERT_TAGS
 from bot.edit_check import heading_starts
 from bot.render import edit_summary
 
@@ -314,6 +316,34 @@ def test_a_reply_never_lands_inside_an_element_someone_left_open_below_the_quest
     # its own, a hidden one).
     call = question + "{{#if:1|\n== Shown by a function ==\n}}\nA note. " + sign("Carol", 8) + "\n"
     assert insert_reply(call, parse_sections(call)[0], ":Reply") == question + ":Reply\n" + call[len(question):]
+
+
+@pytest.mark.parametrize("tag", ["ref", "poem", "gallery", "references", "score", "math", "chem", "timeline",
+                                 "templatedata", "indicator name=\"x\"", "REF", "pre", "syntaxhighlight"])
+def test_a_reply_never_lands_inside_an_extension_tag_opened_below_the_question(tag):
+    question = "== Alice ==\nWho advised Euler? " + sign("Alice") + "\n"
+    name = tag.split()[0]
+    footnote = f":Me too.<{tag}>\n== A heading in it ==\nA line in it.\n</{name}> " + sign("Bob", 5) + "\n"
+    page = question + footnote + "== Later ==\nx " + sign("Carol") + "\n"
+    assert insert_reply(page, parse_sections(page)[0], ":Reply") == question + footnote + ":Reply\n" \
+        + page[len(question + footnote):]
+
+
+def test_a_reply_keeps_out_of_every_extension_tag_the_wiki_has():
+    question = "== Alice ==\nWho advised Euler? " + sign("Alice") + "\n"
+    tabs = ":Me too.<tabber>\nFirst tab\n</tabber> " + sign("Bob", 5) + "\n"
+    page = question + tabs
+    reading = Reading(find_headings(page), extension_tags=frozenset({"tabber"}) | INERT_TAGS)
+    assert insert_reply(page, parse_sections(page, reading=reading)[0], ":Reply") == page + ":Reply\n"
+
+
+def test_a_heading_shaped_line_inside_a_code_block_or_comment_does_not_split_a_comment():
+    question = "== Alice ==\nWho advised Euler? " + sign("Alice") + "\n"
+    for block in ("<pre>\n== Fake pre ==\n</pre>", '<syntaxhighlight lang="sparql">\n== Fake ==\n</syntaxhighlight>',
+                  "<!--\n== Fake ==\n-->"):
+        comment = ":Me too.\n" + block + "\n:The rest of my comment. " + sign("Bob", 5) + "\n"
+        page = question + comment
+        assert insert_reply(page, parse_sections(page)[0], ":Reply") == page + ":Reply\n", block
 
 
 def test_a_reply_never_lands_below_a_heading_the_page_shows_inside_the_section():

@@ -125,6 +125,9 @@ class Case:
     body: str = ""
     #: Text for the page's lead, above every section (an isolated case's own page), with {payload}.
     lead: str = ""
+    #: For entry "section": text of the body (with {marker} and {signature}) that the reply must come after, the
+    #: end of someone's comment that a reply placed earlier would split.
+    reply_after: str = ""
 
     @property
     def text(self) -> str:
@@ -602,6 +605,8 @@ def judge(mediawiki, run: PageRun) -> None:
             else:
                 text = new[point:point + length]
                 replies[everyone[owner]].append({"revision": revision, "text": text})
+                if problem := split_problem(old, run.plans[owner], point):
+                    run.problems[everyone[owner]].append(f"bot revision {revision['id']}: {problem}")
                 for problem in placement_problems(mediawiki, run.title, new, point, text, where[owner].anchor):
                     run.problems[everyone[owner]].append(f"bot revision {revision['id']}: {problem}")
         for problem in summary_problems(revision):
@@ -665,6 +670,19 @@ def _first_difference(old: str, new: str) -> int:
     return index
 
 
+def split_problem(old: str, item: Plan, point: int) -> str | None:
+    """How a reply inserted at *point* splits the comment the case says it must come after, if it does."""
+    if not item.case.reply_after:
+        return None
+    after = item.case.reply_after.replace("{marker}", item.case.marker).replace("{signature}", item.signature)
+    end = old.find(after)
+    if end < 0:
+        return f"the text the reply must come after is not on the page: {after!r}"
+    if point < end + len(after):
+        return f"the reply splits someone's comment: it goes before {_excerpt(old, point)!r}, not after {after!r}"
+    return None
+
+
 def _in_place(old: str, place: Place | None, item: Plan, point: int) -> bool:
     """Whether text inserted at *point* is a reply in the case's section as MediaWiki reads the page: after
     the asker's signed question, on a line of its own, before the section's next heading."""
@@ -678,7 +696,9 @@ def _in_place(old: str, place: Place | None, item: Plan, point: int) -> bool:
 
 #: Styles and classes that keep an element from a reader's eyes, as a browser applies them.
 HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden|font-size\s*:\s*0|opacity\s*:\s*0"
-                          r"|position\s*:\s*(?:absolute|fixed)", re.IGNORECASE)
+                          r"|position\s*:\s*(?:absolute|fixed)|height\s*:\s*[0-2](?:\.\d+)?px|margin[a-z-]*\s*:[^;]*-\d"
+                          r"|color\s*:\s*transparent|font-size\s*:\s*1%|top\s*:\s*-\d|letter-spacing\s*:\s*-",
+                          re.IGNORECASE)
 HIDDEN_CLASSES = {"mw-collapsed", "hidden"}
 
 

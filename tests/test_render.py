@@ -33,9 +33,9 @@ HOSTILE = ("}} {{ [[Category:Spam]] ~~~~ ~~~~~ <script>alert(1)</script> __NOTOC
            + STRIP_MARKER + " [[User:Alice]] \n#MeToo\n*NSYNC\n:indent\n;term\n -{zh}- \ud800 \u202e")
 QUERY = 'SELECT ?x ?xLabel WHERE { ?x wdt:P31 wd:Q5 ; rdfs:label "' + HOSTILE.replace("\n", " ") + \
     '"@en . FILTER(?x != <ref>) } # ~~~~ [[Category:Spam]]'
-ALLOWED_TAGS = {"div", "br", "small", "table", "tr", "th", "td", "nowiki"}
-#: The closers that would end a <nowiki> block early, as MediaWiki's preprocessor finds them.
-NOWIKI_CLOSER = re.compile(r"</nowiki\s*>", re.IGNORECASE)
+ALLOWED_TAGS = {"div", "br", "small", "table", "tr", "th", "td"}
+#: The code blocks of a reply (the steps, a query the template cannot hold): one line each.
+CODE_BLOCK = re.compile(r'<div class="mw-code">(.*?)</div>', re.DOTALL)
 
 
 def rows(label: str, count: int = 7) -> list[dict]:
@@ -71,8 +71,8 @@ def active_markup(wikitext: str) -> dict:
 
 
 def outside_blocks(wikitext: str) -> str:
-    """The reply without the contents of its <nowiki> blocks (which MediaWiki keeps as text)."""
-    return re.sub(r"<nowiki>.*?</nowiki>", "<nowiki></nowiki>", wikitext, flags=re.DOTALL)
+    """The reply without the contents of its code blocks."""
+    return CODE_BLOCK.sub('<div class="mw-code"></div>', wikitext)
 
 
 @pytest.mark.parametrize("answer", [True, False])
@@ -84,10 +84,8 @@ def test_hostile_text_everywhere_renders_inert(answer):
     assert markup["headings"] == [] and markup["comments"] == []
     assert all(url.startswith(QUERY_SERVICE) for url in markup["external"])
     assert markup["tags"] <= ALLOWED_TAGS
-    # each <nowiki> block is closed by the bot alone; no strip marker or control character gets through
-    blocks = re.findall(r"<nowiki>(.*?)</nowiki>", reply, re.DOTALL)
-    assert blocks and len(blocks) == reply.lower().count("<nowiki")
-    assert not any(NOWIKI_CLOSER.search(block) for block in blocks)
+    # no extension tag whose strip marker a look-alike on the page could take; no control character gets through
+    assert CODE_BLOCK.search(reply) and "<nowiki" not in reply.lower()
     assert "\x7f" not in reply and "\ud800" not in reply and "\u202e" not in reply
     outside = outside_blocks(reply)
     assert outside.count("~~~") == 1 and reply.endswith(" ~~~~")
@@ -111,13 +109,16 @@ def test_encode_escapes_only_what_mediawiki_reads_as_markup_there():
     assert encode("\u0338x") == "&#824;x"  # a combining mark cannot join the markup before it
 
 
-def test_a_text_block_shows_the_text_as_written_and_only_the_bot_closes_it():
+def test_a_text_block_shows_the_text_as_written_on_one_line_with_no_extension_tag():
     text = "SELECT * { ?x ?p \"</nowiki >\" } # &lt; <!-- ~~~~ [[Category:X]]\n  indented\n:list\n== h =="
     block = text_block(text)
-    assert block.startswith('<div class="mw-code"><nowiki>') and block.endswith("</nowiki></div>")
-    inner = block[len('<div class="mw-code"><nowiki>'):-len("</nowiki></div>")]
-    assert NOWIKI_CLOSER.search(inner) is None and "<!" not in inner
-    assert html.unescape(inner) == text  # <nowiki> shows entities as their characters: exactly the text
+    [inner] = CODE_BLOCK.fullmatch(block).groups()
+    assert "<!" not in inner and "<nowiki" not in inner and "~~~" not in inner
+    # every line break of the source lies inside a <br> tag: no line of the block starts a line of wikitext
+    assert all(line.startswith(">") for line in block.splitlines()[1:]) and block.count("\n") == 3
+    assert html.unescape(inner.replace("<br\n>", "\n")) == text  # each line as written
+    assert text_block("a\n\u0338b") == '<div class="mw-code">a<br\n>&#824;b</div>'  # the mark cannot join >
+    assert text_block("wd:Q5 ;\n(! ?b) « c »") == '<div class="mw-code">wd:Q5&#32;;<br\n>(! ?b) «&#32;c&#32;»</div>'
 
 
 def test_a_magic_link_word_is_spelt_after_any_character_but_an_ascii_letter_or_digit():
@@ -388,9 +389,8 @@ def test_any_query_is_linked_exactly_and_brings_no_markup(query):
         assert [tag for tag in code.filter_tags() if not tag.wiki_markup] == []
     else:
         assert code.filter_templates() == []
-        assert {str(tag.tag) for tag in code.filter_tags()} <= {"div", "nowiki"}
+        assert {str(tag.tag) for tag in code.filter_tags()} <= {"div", "br"}
         assert len(code.filter_external_links()) == 1
-        assert NOWIKI_CLOSER.search(wikitext.split("<nowiki>", 1)[1].rsplit("</nowiki>", 1)[0]) is None
 
 
 # Live: the wiki's own parser and storage.

@@ -111,3 +111,12 @@ def test_a_template_that_shows_a_heading_is_known(mediawiki, site):
     reading = read_sections(site, "Wikidata:Sections/template", revision, text)
     assert [heading.title for heading in reading.headings] == ["Asked"]
     assert reading.heading_templates == {"Archived note"}
+
+
+def test_the_wikis_extension_tags_are_read_with_those_known_by_their_syntax(mediawiki, site):
+    text = "== Asked ==\nQ? [[User:Alice|Alice]] 12:00, 20 November 2026 (UTC)\n"
+    mediawiki.edit_as_human("Wikidata:Sections/tags", text)
+    revision = mediawiki.revisions("Wikidata:Sections/tags")[0]["revid"]
+    tags = read_sections(site, "Wikidata:Sections/tags", revision, text).extension_tags
+    assert {"ref", "poem", "gallery", "indicator", "templatedata"} <= tags  # the test wiki's own
+    assert {"score", "math", "chem", "timeline"} <= tags  # known by their syntax, though this wiki lacks them

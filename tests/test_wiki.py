@@ -236,6 +236,14 @@ def test_a_reply_goes_above_an_element_someone_left_open_under_the_question_and_
     ('<div style="font-size:0">\n{reply}\n</div>', "hidden from readers"),
     ('<div style="position:absolute;left:-9999px">\n{reply}\n</div>', "hidden from readers"),
     ('<div class="mw-collapsible mw-collapsed">Details\n{reply}\n</div>', "hidden from readers"),
+    ('<div style="font-size:0.01px">\n{reply}\n</div>', "hidden from readers"),
+    ('<div style="opacity:0.02">\n{reply}\n</div>', "hidden from readers"),
+    ('<div style="height:1px;overflow:hidden">\n{reply}\n</div>', "hidden from readers"),
+    ('<div style="margin-top:-9999px">\n{reply}\n</div>', "hidden from readers"),
+    ('<div style="line-height:0.01;font-size:1%">\n{reply}\n</div>', "hidden from readers"),
+    ('<div style="color:rgba(0,0,0,0)">\n{reply}\n</div>', "hidden from readers"),
+    ('<div style="position:relative;top:-5000px">\n{reply}\n</div>', "hidden from readers"),
+    ('<div style="font-\\73 ize:0.2px">\n{reply}\n</div>', "hidden from readers"),
     ("<includeonly>\n{reply}\n</includeonly>", "would not render"),
     ("<!-- -->== Elsewhere ==\n{reply}", "under another heading"),
     ("<h2>Elsewhere</h2>\n{reply}", "under another heading"),
@@ -257,6 +265,46 @@ def test_mediawiki_refuses_a_reply_a_reader_would_not_see_in_the_askers_section(
     question = old.index("(UTC)", old.index("== Euler")) + len("(UTC)")
     assert checked_text(site, forum.title, old, base, question, ":Answered by a bot. ~~~~",
                         measure_allowance(site, forum.title), section_start=old.index("== Euler")).reply
+
+
+OVERLAY = ('<div style="position:fixed;top:0;left:0;width:100%;height:100%;z-index:99;background:#fff">'
+           'Douglas Adams died in 2020.</div>')
+
+
+@pytest.mark.parametrize("inside, reason", [
+    (OVERLAY, r"position:fixed"),
+    ('<span style="position:absolute;top:-30em">Moved up</span>', "position:absolute"),
+    ('<span style="position:relative;top:-3em">Over the question</span>', "position:relative"),
+    ('<div style="margin-top:-4em">Over the question</div>', "margin-top:-4em"),
+    ('<div style="margin:-1px 0 0 0">Slightly up</div>', "margin:-1px 0 0 0"),
+    ('<div style="transform:translateY(-200px)">Up</div>', "transform"),
+    ('<div style="float:right;height:900px">A tall float</div>', "float:right"),
+    ('<div style="width:100vw">As wide as the window</div>', "width:100vw"),
+    ('<span style="display:none">Hidden words</span>', "display:none"),
+    ('<span style="font-size:0.01px">Tiny words</span>', "font-size:0.01px"),
+    ('<span style="opacity:0.02">Faint words</span>', "opacity:0.02"),
+    ('<div style="height:1px;overflow:hidden">Cut words</div>', "height:1px"),
+    ('<span class="mw-indicators">In the page header</span>', 'class="mw-indicators"'),
+    ('<div class="floatright">Floated by the skin</div>', 'class="floatright"'),
+    ('\n<div style="border:1px solid red">Left open', "leaves elements open"),
+])
+def test_no_element_of_a_reply_may_render_outside_it_or_over_other_text(forum, mediawiki, site, inside, reason):
+    """An approved draft or the bot's own reply: every element it renders is judged, not only the signature's
+    ancestors."""
+    from bot.edit_check import checked_text, measure_allowance
+    from bot.reply_sample import sample_reply
+
+    mediawiki.edit_as_human(forum.title, PAGE)
+    base = mediawiki.revisions(forum.title)[0]["revid"]
+    question = PAGE.index("(UTC)", PAGE.index("== Euler")) + len("(UTC)")
+    allowance = measure_allowance(site, forum.title)
+    with pytest.raises(EditRefused, match=re.escape(reason) if "(" not in reason else reason):
+        checked_text(site, forum.title, PAGE, base, question, f":Answered by a bot. {inside} ~~~~", allowance,
+                     section_start=PAGE.index("== Euler"))
+    # The bot's own reply, with its query, table and collapsed steps, stays in its box.
+    own = sample_reply()
+    assert checked_text(site, forum.title, PAGE, base, question, own, allowance,
+                        section_start=PAGE.index("== Euler")).reply
 
 
 @pytest.mark.parametrize("heading, linked", [

@@ -293,6 +293,7 @@ def mediawiki() -> MediaWiki:
             settings.write(
                 "\n$wgMetaNamespace = 'Wikidata';\n"
                 "wfLoadExtension( 'SyntaxHighlight_GeSHi' );\nwfLoadExtension( 'ParserFunctions' );\n"
+                "wfLoadExtension( 'Cite' );\nwfLoadExtension( 'Poem' );\nwfLoadExtension( 'TemplateData' );\n"
                 "$wgEnableBotPasswords = true;\n$wgMainCacheType = CACHE_ACCEL;\n$wgSessionCacheType = CACHE_DB;\n"
                 "$wgRateLimits = [];\n"
                 f"$wgRawHtml = false;\n$wgPygmentizePath = '{pygmentize}';\n"
