@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,6 +33,7 @@ import pywikibot
 import requests
 from tqdm import tqdm
 
+from agent.examples.languages import guess_language
 from agent.examples.store import ExampleStore, HarvestedPage, SolvedExample, month_of, thread_name
 from agent.kb.http import retrying_session
 from bot.forum import (
@@ -236,20 +236,3 @@ def harvest_thread(section: Section, title: str, month: str, bot: str,
     if unresolved:
         return [], "only short links that lead to no query"
     return [], "no query posted by someone other than the asker" + (" or the bot" if bot_query else "")
-
-
-_FUNCTION_WORDS = {
-    "en": {"the", "and", "of", "to", "is", "are", "which", "what", "with", "for", "how", "all", "that", "have"},
-    "de": {"der", "die", "das", "und", "ist", "mit", "ich", "nicht", "eine", "für", "auf", "wie", "alle", "gibt"},
-    "fr": {"le", "la", "les", "des", "et", "est", "une", "pour", "dans", "qui", "avec", "je", "sont", "pas"},
-    "es": {"el", "los", "las", "del", "y", "es", "una", "para", "con", "que", "en", "por", "como", "todos"},
-}
-
-
-def guess_language(text: str) -> str:
-    """The language of the forum's four most common (English, German, French, Spanish) whose common words
-    *text* uses most; "" when it uses none of them."""
-    words = Counter(re.findall(r"\w+", text.lower()))
-    scores = {language: sum(words[word] for word in common) for language, common in _FUNCTION_WORDS.items()}
-    best = max(scores, key=lambda language: scores[language])
-    return best if scores[best] else ""
