@@ -181,6 +181,17 @@ class ExampleStore:
                 counts.keys.append(example.key)
         return counts
 
+    def remove_page(self, title: str) -> int:
+        """Remove the examples harvested from the page *title* (their link names it); how many there were.  A page
+        is harvested whole each time, so what it no longer gives is no longer an example."""
+        with self.connection:
+            ids = [row[0] for row in self.connection.execute(
+                "SELECT id FROM examples WHERE source IN ('forum', 'correction') AND substr(link, 1, ?) = ?",
+                (len(title) + 1, title + "#"))]
+            self.connection.executemany("DELETE FROM examples WHERE id = ?", [(id_,) for id_ in ids])
+            self.connection.executemany("DELETE FROM examples_text WHERE rowid = ?", [(id_,) for id_ in ids])
+        return len(ids)
+
     def count(self) -> int:
         return self.connection.execute("SELECT COUNT(*) FROM examples").fetchone()[0]
 
