@@ -57,7 +57,7 @@ def test_the_model_sees_similar_requests_and_a_repost_links_the_earlier_thread(m
     first_prompts = [user_messages(body) for body in rig.llm.requests
                      if sum(message["role"] == "tool" for message in body["messages"]) == 0]
     euler = next(prompt for prompt in first_prompts if "Leonhard Euler?" in prompt.split("\n")[2])
-    shown = euler.split("Similar requests other users solved", 1)[1]
+    shown = euler.split("Similar solved requests", 1)[1]
     assert "SELECT ?advisor WHERE{wd:Q6722 wdt:P184 ?advisor.}" in shown
     assert "own thread" not in shown and "?own" not in shown
     page = mediawiki.page_text(forum)

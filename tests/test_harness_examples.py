@@ -95,7 +95,7 @@ def test_an_evaluation_never_shows_its_own_threads_or_questions_and_says_how_man
     assert ('- "Who were the doctoral advisors of Carl Friedrich Gauss?" → SELECT ?a WHERE{wd:Q6722 wdt:P184 ?a.}'
             in first_prompts["Question: Who were the doctoral advisors of Leonhard Euler?"])
     for prompt in first_prompts.values():
-        shown = prompt.split("Similar requests other users solved")[1]
+        shown = prompt.split("Similar solved requests")[1]
         assert "Euler's teachers" not in shown and "Which people advised Leonhard Euler?" not in shown
     info = json.loads((out / "run.json").read_text())
     assert info["examples"] == str(store_path)

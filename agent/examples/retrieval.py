@@ -8,8 +8,8 @@ Two signals, both ranked by SQLite FTS5's BM25 over one index:
    word used once: "official language" is P37, not also "language"), looked
    for among the examples' properties, weighted :data:`PROPERTY_WEIGHT`
    times a question word.  A name shared by more than :data:`MAX_SENSES`
-   properties ("in", "from", "president") names none: the question does not
-   say which one it means.
+   properties ("from", "president") names none: the question does not say
+   which one it means; nor does a function word ("of", "in").
 
 The names come from the knowledge base (:mod:`agent.examples.naming`), so
 the second signal is the knowledge base's own labels, not a list of ours.
@@ -46,7 +46,7 @@ MAX_WORDS = 64
 #: Properties nearly every query uses: naming them says nothing about which example fits.
 GENERIC_PROPERTIES = frozenset({"P31", "P279"})
 #: What the examples' lines may take in the first prompt, in characters (the block's heading aside).
-PROMPT_CHARS = 470
+PROMPT_CHARS = 440
 #: A question shown at most this long, in characters.
 QUESTION_CHARS = 200
 #: The characters the prompt adds around an example's question and query (see prompts/question.j2).
@@ -107,7 +107,7 @@ class Retriever:
 
     def named_properties(self, question: str) -> dict[str, str]:
         """The properties *question* names, each with the words that name it; longest names first, no word
-        read twice, a name of more than :attr:`max_senses` properties naming none."""
+        read twice, a name of more than :attr:`max_senses` properties or a function word naming none."""
         words = words_of(question)[:MAX_WORDS]
         taken = [False] * len(words)
         found: dict[str, str] = {}
@@ -117,7 +117,8 @@ class Retriever:
                     continue
                 phrase = " ".join(words[start:start + size])
                 senses = self._names.get(phrase, set())
-                for pid in sorted(senses) if len(senses) <= self.max_senses else ():
+                meant = len(senses) <= self.max_senses and phrase not in ANY_FUNCTION_WORD
+                for pid in sorted(senses) if meant else ():
                     found.setdefault(pid, phrase)
                 if senses:
                     taken[start:start + size] = [True] * size
