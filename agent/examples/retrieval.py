@@ -30,7 +30,7 @@ import threading
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from agent.examples.languages import ANY_FUNCTION_WORD
+from agent.examples.languages import ANY_FUNCTION_WORD, guess_language
 from agent.examples.queries import shorten_text, whole_query
 from agent.examples.store import ExampleStore, SolvedExample, ThreadRef
 from agent.kb.local.search import fold
@@ -102,7 +102,8 @@ class Retriever:
             if pid not in GENERIC_PROPERTIES:
                 self._names[" ".join(words_of(name))].add(pid)
         self._longest = max((len(name.split()) for name in self._names), default=0)
-        self._frequencies: Counter | None = None
+        #: Document frequencies of the terms compared within one language (False) and across languages (True).
+        self._frequencies: dict[bool, Counter] = {}
         self._documents = 0
 
     def named_properties(self, question: str) -> dict[str, str]:
@@ -146,18 +147,22 @@ class Retriever:
             return self.store.property_labels(pids)
 
     def same_request(self, question: str, match: Match) -> bool:
-        """Whether *match* is clearly the same request as *question*, in any of the forum's languages: the cosine
-        of what they name (:meth:`concepts`), each weighted by its rarity among the store's questions (IDF),
-        reaches :data:`SAME_REQUEST`."""
+        """Whether *match* is clearly the same request as *question*: the cosine of their terms, each weighted by
+        its rarity among the store's questions (IDF), reaches :data:`SAME_REQUEST`.  In one language the terms
+        are all their words ("When did Rumi die?" is not "When was Rumi born?"); across the forum's languages,
+        what they name (:meth:`concepts`), as their function words differ."""
+        across = guess_language(question) != guess_language(match.example.question)
+        terms = self.concepts if across else words_of
         with self._lock:
-            if self._frequencies is None:
-                self._frequencies = Counter(concept for example in self.store.examples()
-                                            for concept in set(self.concepts(example.question)))
+            if across not in self._frequencies:
+                self._frequencies[across] = Counter(term for example in self.store.examples()
+                                                    for term in set(terms(example.question)))
                 self._documents = self.store.count()
-        first, second = self._weights(question), self._weights(match.example.question)
+            frequencies = self._frequencies[across]
+        first, second = (self._weights(terms(text), frequencies) for text in (question, match.example.question))
         norm = math.sqrt(sum(value * value for value in first.values()) * sum(value * value
                                                                                for value in second.values()))
-        return bool(norm) and sum(first[word] * second[word] for word in first.keys() & second.keys()) / norm \
+        return bool(norm) and sum(first[term] * second[term] for term in first.keys() & second.keys()) / norm \
             >= SAME_REQUEST
 
     def concepts(self, text: str) -> list[str]:
@@ -168,10 +173,9 @@ class Retriever:
         return list(named) + [word for word in words_of(text)[:MAX_WORDS]
                               if word not in ANY_FUNCTION_WORD and word not in phrases]
 
-    def _weights(self, text: str) -> dict[str, float]:
-        counts = Counter(self.concepts(text))
-        return {concept: count * math.log((self._documents + 1) / (self._frequencies[concept] + 0.5))
-                for concept, count in counts.items()}
+    def _weights(self, terms: list[str], frequencies: Counter) -> dict[str, float]:
+        return {term: count * math.log((self._documents + 1) / (frequencies[term] + 0.5))
+                for term, count in Counter(terms).items()}
 
 
 def _thread_of(example: SolvedExample) -> tuple[str, str]:
