@@ -264,18 +264,20 @@ def examples_block(question: str, retriever: Retriever, thread=None) -> tuple[st
 
 
 def prompt_figures(retriever: Retriever, questions: list[Example]) -> list[str]:
-    added, visible = [], []
+    added, visible, shown = [], [], []
     for example in questions:
         without, with_examples = examples_block(example.question, retriever, thread_of(example))
         added.append(len(with_examples) - len(without))
         block = with_examples[len(without):]
+        shown.append(sum(line.startswith("- ") for line in block.splitlines()))
         gold = gold_properties(example)
         if gold:
             visible.append(len(gold & query_properties(block.replace("→", " "))) / len(gold))
     return [f"characters the examples add to the first prompt: median {statistics.median(added):,.0f}, "
             f"mean {statistics.mean(added):,.0f}, max {max(added):,}",
-            "gold properties (P31, P279 aside) still visible in the shortened examples: "
-            f"{statistics.mean(visible):.1%}"]
+            f"whole examples shown of the five retrieved: mean {statistics.mean(shown):.2f}, none for "
+            f"{shown.count(0)} of {len(shown)} questions",
+            f"gold properties (P31, P279 aside) visible in the examples shown: {statistics.mean(visible):.1%}"]
 
 
 def _replay_costs(runs: list[dict[str, Any]], outputs: list[dict[str, Any]], retriever: Retriever) -> list[dict]:
