@@ -1,4 +1,4 @@
-"""Find the solved examples most like a question, and shorten them for the agent's first prompt.
+"""Find the solved examples most like a question, and give the agent's first prompt those that fit whole.
 
 Two signals, both ranked by SQLite FTS5's BM25 over one index:
 
