@@ -125,7 +125,7 @@ class AgentContext:
     entities: list[str] = field(default_factory=list)
     thread: str = ""
     previous_query: str = ""
-    #: Solved requests like this one, shortened (:func:`agent.examples.prompt_examples`).
+    #: Solved requests like this one, whole, as many as fit (:func:`agent.examples.prompt_examples`).
     examples: list[PromptExample] = field(default_factory=list)
 
 

@@ -12,12 +12,24 @@ bot's own forum reader (:mod:`bot.forum`), every thread gives:
   holds a query other than the bot's is stored with the bot's query it
   replaced (``spinach-examples corrections`` lists them).
 
+What the forum's archiving wrote, and only that: anyone can create a page
+under ``/Archive/``.  An archive page is read at the newest revision saved by
+one of the *archivers* (the accounts that archive the forum) or, for a page
+the forum page itself was moved to, at the move; a page with neither is not
+harvested (counted), and edits made to a page after its archiving are not
+read.  A thread whose text addresses the model ("ignore the previous
+instructions…") is kept out: examples reach later prompts.
+
+Who wrote a post is taken from the forum page's history, not from its
+signature alone (a signature is text anyone can type): a signature counts
+only if its user saved the forum page within :data:`SIGNED_WITHIN` after its
+time.  Otherwise the post has no known author: its query is still an example,
+but it is credited to nobody, and it is neither the bot's nor the asker's.
+
 Incremental: a page whose latest revision was harvested already is not read
 again.  A page that cannot be read is skipped with its reason and read again
 next time; a thread without a query from someone else is skipped with its
-reason; both are counted, and nothing stops the harvest.  Who wrote a reply
-is read from its signature (archive pages carry no history of the thread),
-so a reply signed with the bot's name counts as the bot's.
+reason; both are counted, and nothing stops the harvest.
 """
 
 from __future__ import annotations
@@ -27,6 +39,7 @@ import logging
 import re
 from collections import Counter
 from collections.abc import Callable
+from itertools import islice
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
@@ -34,16 +47,22 @@ import pywikibot
 import requests
 from tqdm import tqdm
 
+from agent.examples.languages import guess_language
 from agent.examples.store import ExampleStore, HarvestedPage, SolvedExample, month_of, thread_name
 from agent.kb.http import retrying_session
 from bot.forum import (
-    MAX_REQUEST_CHARS, Section, extract_request, normalize_user, parse_sections, posts, queries_in, query_in_url,
-    short_links,
+    MAX_REQUEST_CHARS, SIGNED_WITHIN, Section, extract_request, normalize_user, parse_sections, posts, queries_in,
+    query_in_url, short_links,
 )
+from bot.history import _revisions as revisions_listed  # the paged read of page histories
 
 log = logging.getLogger(__name__)
 #: Where ``https://w.wiki/…`` links are followed.
 SHORT_LINK_BASE = "https://w.wiki/"
+#: An archive page's revisions read at most, newest first, looking for the archiving's.
+MAX_ARCHIVE_REVISIONS = 500
+#: The forum page's revisions of one month read at most (Wikidata's forum has about 1,500 a month).
+MAX_FORUM_REVISIONS = 10000
 
 
 @dataclass
@@ -53,6 +72,8 @@ class HarvestReport:
     pages_unchanged: int = 0
     #: Pages that could not be read, with the reason; read again next time.
     pages_failed: list[tuple[str, str]] = field(default_factory=list)
+    #: Pages under ``/Archive/`` the forum's archiving did not write: not harvested.
+    pages_not_archived: list[str] = field(default_factory=list)
     threads: int = 0
     examples: int = 0
     corrections: int = 0
@@ -67,6 +88,8 @@ class HarvestReport:
                  f"threads: {self.threads}; examples found: {self.examples} (corrections: {self.corrections}); "
                  f"new in the store: {self.added}, updated: {self.updated}"]
         lines += [f"skipped {count}: {reason}" for reason, count in sorted(self.skipped.items())]
+        lines += [f"not harvested: {title}: no revision by the forum's archiving (archivers, or a move of the forum "
+                  "page)" for title in self.pages_not_archived]
         lines += [f"not read: {title}: {reason}" for title, reason in self.pages_failed]
         return lines
 
@@ -109,25 +132,77 @@ def archive_pages(site: pywikibot.site.BaseSite, forum: str) -> list[tuple[str, 
     return sorted(found, key=lambda page: (month_of(page[0]), page[0]))
 
 
-def read_page(site: pywikibot.site.BaseSite, title: str) -> tuple[str, int]:
-    """The text and revision of *title*; ``ValueError`` saying why when there is none to read."""
-    reply = site.simple_request(action="query", prop="revisions", titles=title, rvprop="ids|content",
-                                rvslots="main", formatversion="2").submit()
+def read_page(site: pywikibot.site.BaseSite, title: str, revision: int | None = None) -> tuple[str, int]:
+    """The text and revision of *title* (its latest, or *revision*); ``ValueError`` saying why when there is none
+    to read."""
+    where = {"revids": str(revision)} if revision is not None else {"titles": title}
+    reply = site.simple_request(action="query", prop="revisions", rvprop="ids|content", rvslots="main",
+                                formatversion="2", **where).submit()
     pages = reply.get("query", {}).get("pages", [])
-    if not pages or pages[0].get("missing") or pages[0].get("invalid"):
+    if not pages or pages[0].get("missing") or pages[0].get("invalid") or not pages[0].get("revisions"):
         raise ValueError("the page does not exist")
-    revision = pages[0]["revisions"][0]
-    slot = revision.get("slots", {}).get("main", {})
+    found = pages[0]["revisions"][0]
+    slot = found.get("slots", {}).get("main", {})
     if "content" not in slot:
-        raise ValueError("its latest revision is hidden")
+        raise ValueError("its revision is hidden")
     if slot.get("contentmodel", "wikitext") != "wikitext":
         raise ValueError(f"its content is {slot['contentmodel']}, not wikitext")
-    return slot["content"], revision["revid"]
+    return slot["content"], found["revid"]
+
+
+def archived_revision(site: pywikibot.site.BaseSite, title: str, forum: str, archivers: list[str]) -> int | None:
+    """The newest revision of the archive page *title* that the forum's archiving wrote: one saved by an account
+    in *archivers*, or the one the forum page had when it was moved to *title*; ``None`` when there is none."""
+    wanted = {normalize_user(name) for name in archivers}
+    found = []
+    for revision in islice(revisions_listed(site, {"titles": title, "rvprop": "ids|user", "rvdir": "older"}),
+                           MAX_ARCHIVE_REVISIONS):
+        if normalize_user(revision.get("user", "")) in wanted:
+            found.append(revision["revid"])
+            break
+    moves = site.simple_request(action="query", list="logevents", letype="move", letitle=forum, lelimit="max",
+                                formatversion="2").submit()
+    for event in moves.get("query", {}).get("logevents", []):
+        if event.get("params", {}).get("target_title") == title:
+            at_move = next(revisions_listed(site, {"titles": title, "rvprop": "ids", "rvdir": "older",
+                                                   "rvstart": event["timestamp"], "rvlimit": "1"}), None)
+            if at_move is not None:
+                found.append(at_move["revid"])
+    return max(found, default=None)
+
+
+class ForumHistory:
+    """Who saved the forum page when, read a month at a time: what a signature is checked against."""
+
+    def __init__(self, site: pywikibot.site.BaseSite, forum: str) -> None:
+        self.site = site
+        self.forum = forum
+        self._months: dict[tuple[int, int], list[tuple[str, datetime]]] = {}
+
+    def signed(self, user: str, timestamp: datetime) -> bool:
+        """Whether *user* saved the forum page within :data:`SIGNED_WITHIN` after *timestamp*."""
+        edits = self._month(timestamp) + (self._month(timestamp + SIGNED_WITHIN)
+                                          if (timestamp + SIGNED_WITHIN).month != timestamp.month else [])
+        return any(editor == user and timestamp <= saved < timestamp + SIGNED_WITHIN for editor, saved in edits)
+
+    def _month(self, when: datetime) -> list[tuple[str, datetime]]:
+        key = (when.year, when.month)
+        if key not in self._months:
+            start = datetime(when.year, when.month, 1, tzinfo=timezone.utc)
+            end = datetime(when.year + when.month // 12, when.month % 12 + 1, 1, tzinfo=timezone.utc)
+            listed = revisions_listed(self.site, {
+                "titles": self.forum, "rvprop": "user|timestamp", "rvdir": "newer",
+                "rvstart": start.strftime("%Y-%m-%dT%H:%M:%SZ"), "rvend": end.strftime("%Y-%m-%dT%H:%M:%SZ")})
+            self._months[key] = [(normalize_user(item.get("user", "")), datetime.fromisoformat(
+                item["timestamp"].replace("Z", "+00:00"))) for item in islice(listed, MAX_FORUM_REVISIONS)]
+        return self._months[key]
 
 
 def harvest(site: pywikibot.site.BaseSite, store: ExampleStore, forum: str, bot: str,
-            short_link: Callable[[str], str | None] | None = None, progress: bool = True) -> HarvestReport:
-    """Harvest the archive pages of *forum* that changed since the last harvest, and *forum* itself."""
+            short_link: Callable[[str], str | None] | None = None, progress: bool = True,
+            archivers: list[str] | None = None) -> HarvestReport:
+    """Harvest the archive pages of *forum* that changed since the last harvest, as the forum's archiving
+    (*archivers*, or a move of the forum page) wrote them, and *forum* itself."""
     report = HarvestReport()
     try:
         pages = archive_pages(site, forum)
@@ -148,15 +223,25 @@ def harvest(site: pywikibot.site.BaseSite, store: ExampleStore, forum: str, bot:
             report.pages_unchanged += 1
         else:
             due.append(title)
-    for title in tqdm(due, desc="forum pages", unit="page", disable=not progress):
+    history = ForumHistory(site, forum)
+    for title, latest in tqdm([page for page in pages if page[0] in due], desc="forum pages", unit="page",
+                              disable=not progress):
         try:
-            text, revision = read_page(site, title)
+            archived = archived_revision(site, title, forum, archivers or []) if title != forum else None
+            if title != forum and archived is None:
+                report.pages_not_archived.append(title)
+                store.remove_page(title)
+                store.record_page(HarvestedPage(title, latest, datetime.now(timezone.utc).isoformat(
+                    timespec="seconds"), 0, 0))
+                continue
+            text, _ = read_page(site, title, archived)
+            page = harvest_page(text, title, bot, short_link, history.signed)
         except (pywikibot.exceptions.Error, OSError, ValueError, KeyError, IndexError) as error:
             log.warning("not harvested: %s: %s", title, error)
             report.pages_failed.append((title, str(error) or type(error).__name__))
             continue
         report.pages_read += 1
-        page = harvest_page(text, title, bot, short_link)
+        store.remove_page(title)
         counts = store.add(page.examples)
         report.threads += page.threads
         report.examples += len(page.examples)
@@ -164,7 +249,7 @@ def harvest(site: pywikibot.site.BaseSite, store: ExampleStore, forum: str, bot:
         report.added += counts.added
         report.updated += counts.updated
         report.skipped.update(page.skipped)
-        store.record_page(HarvestedPage(title, revision, datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        store.record_page(HarvestedPage(title, latest, datetime.now(timezone.utc).isoformat(timespec="seconds"),
                                         len(page.examples), len(page.skipped)))
     return report
 
@@ -177,14 +262,16 @@ class PageHarvest:
     skipped: list[str] = field(default_factory=list)
 
 
-def harvest_page(text: str, title: str, bot: str, short_link: Callable[[str], str | None] | None = None) -> PageHarvest:
-    """The examples in the threads of one page (*title*), and the reason each thread without any was skipped."""
+def harvest_page(text: str, title: str, bot: str, short_link: Callable[[str], str | None] | None = None,
+                 signed: Callable[[str, datetime], bool] | None = None) -> PageHarvest:
+    """The examples in the threads of one page (*title*), and the reason each thread without any was skipped;
+    *signed* says whether a signature's user really saved the forum then (without it, no one is)."""
     harvested = PageHarvest()
     month = month_of(title)
     for section in parse_sections(text):
         harvested.threads += 1
         try:
-            found, reason = harvest_thread(section, title, month, bot, short_link)
+            found, reason = harvest_thread(section, title, month, bot, short_link, signed)
         except Exception as error:  # one pathological thread: skipped and counted, the page goes on
             log.exception("%s#%s: cannot read the thread", title, section.heading)
             found, reason = [], f"could not be read ({type(error).__name__})"
@@ -195,13 +282,23 @@ def harvest_page(text: str, title: str, bot: str, short_link: Callable[[str], st
 
 
 def harvest_thread(section: Section, title: str, month: str, bot: str,
-                   short_link: Callable[[str], str | None] | None = None) -> tuple[list[SolvedExample], str | None]:
-    """The solved examples and corrections of one thread, or why it gave none."""
+                   short_link: Callable[[str], str | None] | None = None,
+                   signed: Callable[[str, datetime], bool] | None = None) -> tuple[list[SolvedExample], str | None]:
+    """The solved examples and corrections of one thread, or why it gave none.  A post is credited to its
+    signature's user only when *signed* says that user saved the forum then; otherwise to nobody.  A post signed
+    as the asker or as the bot is never an example (leaving a query out is safe); it is the bot's answer, which
+    later queries correct, only when the bot saved the page then."""
     if not section.signatures:
         return [], "no signed request"
     if len(section.opening) > MAX_REQUEST_CHARS:
         return [], f"a request longer than {MAX_REQUEST_CHARS} characters"
+    if addresses_model(section.text):
+        return [], "its text addresses the model"
     request = extract_request(section)
+
+    def author(user: str, timestamp: datetime) -> str:
+        return user if signed is not None and signed(user, timestamp) else ""
+
     asker, created = section.signatures[0].user, section.signatures[0].timestamp
     thread = f"{thread_name(section.heading)} @ {created:%Y-%m-%dT%H:%M}"
     common = {"question": request.question, "link": f"{title}#{section.heading}", "language": guess_language(
@@ -219,18 +316,19 @@ def harvest_thread(section: Section, title: str, month: str, bot: str,
             else:
                 unresolved += 1
         queries = [query for query in dict.fromkeys(queries) if query]
-        if post.user == wanted:
-            bot_query = queries[0] if queries else bot_query
+        user = author(post.user, post.timestamp)
+        if post.user == wanted:  # signed as the bot: its query only if the bot saved the page then
+            bot_query = queries[0] if queries and user else bot_query
             continue
         for query in queries:
             digest = hashlib.sha1(query.encode("utf-8", "surrogatepass")).hexdigest()[:12]
             if bot_query and query != bot_query:
                 found.append(SolvedExample(key=f"correction {thread} {digest}", sparql=query, source="correction",
-                                           date=f"{post.timestamp:%Y-%m-%d}", author=post.user, bot_sparql=bot_query,
+                                           date=f"{post.timestamp:%Y-%m-%d}", author=user, bot_sparql=bot_query,
                                            **common))
             elif not bot_query and post.user != asker:
                 found.append(SolvedExample(key=f"forum {thread} {digest}", sparql=query, source="forum",
-                                           date=f"{post.timestamp:%Y-%m-%d}", author=post.user, **common))
+                                           date=f"{post.timestamp:%Y-%m-%d}", author=user, **common))
     if found:
         return found, None
     if unresolved:
@@ -238,18 +336,21 @@ def harvest_thread(section: Section, title: str, month: str, bot: str,
     return [], "no query posted by someone other than the asker" + (" or the bot" if bot_query else "")
 
 
-_FUNCTION_WORDS = {
-    "en": {"the", "and", "of", "to", "is", "are", "which", "what", "with", "for", "how", "all", "that", "have"},
-    "de": {"der", "die", "das", "und", "ist", "mit", "ich", "nicht", "eine", "für", "auf", "wie", "alle", "gibt"},
-    "fr": {"le", "la", "les", "des", "et", "est", "une", "pour", "dans", "qui", "avec", "je", "sont", "pas"},
-    "es": {"el", "los", "las", "del", "y", "es", "una", "para", "con", "que", "en", "por", "como", "todos"},
-}
+#: What a request to a person does not say and a text aimed at a language model does: instructions to drop its
+#: instructions, words about its prompt, an address to it.  Each is bounded (no nested repetition).
+_TO_THE_MODEL = re.compile(
+    r"\b(?:ignore|disregard|forget|override)\b[^\n]{0,40}?\b(?:previous|prior|above|earlier|all|your|these)\b"
+    r"[^\n]{0,20}?\b(?:instructions?|prompts?|rules|guidelines)\b"
+    r"|\b(?:system|developer)\s+(?:prompt|message|instructions?)\b"
+    r"|\byou\s+are\s+(?:now\s+)?(?:an?\s+)?(?:ai|assistant|language\s+model|llm|chatbot|agent)\b"
+    r"|\b(?:dear|hey|hello|attention|note\s+to\s+the)\s+(?:ai|llm|language\s+model|assistant|chatgpt|gpt|model)\b"
+    r"|\b(?:ignoriere|vergiss)\b[^\n]{0,40}?\b(?:anweisungen|vorgaben|regeln)\b"
+    r"|\b(?:ignore[zs]?|oublie[zs]?)\b[^\n]{0,40}?\b(?:instructions|consignes)\b"
+    r"|<\|im_start\|>|\[/?INST\]|<\|(?:system|user|assistant)\|>",
+    re.IGNORECASE)
 
 
-def guess_language(text: str) -> str:
-    """The language of the forum's four most common (English, German, French, Spanish) whose common words
-    *text* uses most; "" when it uses none of them."""
-    words = Counter(re.findall(r"\w+", text.lower()))
-    scores = {language: sum(words[word] for word in common) for language, common in _FUNCTION_WORDS.items()}
-    best = max(scores, key=lambda language: scores[language])
-    return best if scores[best] else ""
+def addresses_model(text: str) -> bool:
+    """Whether *text* speaks to a language model rather than to the forum's people: such a thread would carry
+    its words into later askers' prompts as an example, so it is kept out."""
+    return _TO_THE_MODEL.search(text) is not None

@@ -31,6 +31,8 @@ scholarly_service       wdsubgraph:scholarly_articles    the SERVICE holding sch
 kb_dir                  (live Wikidata)                  answer from a local Oxigraph store
 cache_path              (none)                           SQLite cache of Wikidata responses
 examples_path           (none)                           example store (spinach-examples) for the prompt
+archivers               (none)                           accounts that archive the forum, comma-separated:
+                                                         only what they wrote under /Archive/ is harvested
 api_key_file            (OPENAI_API_KEY)                 file holding the model endpoint's key
 base_url                (OPENAI_BASE_URL)                an OpenAI-compatible endpoint
 model                   (SPINACH_MODEL, else the         the model's name
@@ -84,6 +86,7 @@ class BotConfig:
     kb_dir: str | None = None
     cache_path: str | None = None
     examples_path: str | None = None
+    archivers: str | None = None
     api_key_file: str | None = None
     base_url: str | None = None
     model: str | None = None
@@ -115,6 +118,11 @@ class BotConfig:
         if config.review and not config.reviewer_names:
             raise ValueError(f"{path}: review = true needs reviewers (the users who may approve a draft)")
         return config
+
+    @property
+    def archiver_names(self) -> list[str]:
+        """The accounts whose edits to the forum's archive pages are its archiving."""
+        return [name.strip() for name in (self.archivers or "").split(",") if name.strip()]
 
     @property
     def reviewer_names(self) -> list[str]:

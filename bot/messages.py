@@ -41,6 +41,9 @@ MESSAGES: dict[str, dict[str, str]] = {
         "about": "about this bot",
         "user_page": "its user page",
         "earlier": "An earlier request looks similar: {link}",
+        "earlier_by_using": "{user} answered it with a query using {properties}.",
+        "earlier_by": "{user} answered it with a query.",
+        "earlier_using": "It was answered with a query using {properties}.",
     },
     "de": {
         "answer": "Diese Abfrage beantwortet die Frage ({rows}):",
@@ -73,6 +76,9 @@ MESSAGES: dict[str, dict[str, str]] = {
         "about": "über diesen Bot",
         "user_page": "seine Benutzerseite",
         "earlier": "Eine frühere Anfrage sieht ähnlich aus: {link}",
+        "earlier_by_using": "{user} beantwortete sie mit einer Abfrage über {properties}.",
+        "earlier_by": "{user} beantwortete sie mit einer Abfrage.",
+        "earlier_using": "Sie wurde mit einer Abfrage über {properties} beantwortet.",
     },
     "fr": {
         "answer": "Voici une requête qui répond à la question ({rows}) :",
@@ -103,6 +109,9 @@ MESSAGES: dict[str, dict[str, str]] = {
         "about": "à propos de ce bot",
         "user_page": "sa page utilisateur",
         "earlier": "Une demande antérieure semble similaire : {link}",
+        "earlier_by_using": "{user} y a répondu par une requête utilisant {properties}.",
+        "earlier_by": "{user} y a répondu par une requête.",
+        "earlier_using": "Elle a reçu pour réponse une requête utilisant {properties}.",
     },
     "es": {
         "answer": "Esta consulta responde a la pregunta ({rows}):",
@@ -133,6 +142,9 @@ MESSAGES: dict[str, dict[str, str]] = {
         "about": "sobre este bot",
         "user_page": "su página de usuario",
         "earlier": "Una solicitud anterior parece similar: {link}",
+        "earlier_by_using": "{user} la respondió con una consulta que usa {properties}.",
+        "earlier_by": "{user} la respondió con una consulta.",
+        "earlier_using": "Se respondió con una consulta que usa {properties}.",
     },
 }
 

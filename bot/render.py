@@ -295,27 +295,53 @@ def _in_link(text: str) -> str:
     return _LINK_CLOSERS.sub(lambda match: f"&#{ord(match.group())};", encode(text))
 
 
-def earlier_request_line(link: str, date: str, words: dict[str, str]) -> str:
-    """"An earlier request looks similar: [[Archive page#Heading|Heading]] (date)" for a thread's *link*;
-    "" when its page title is not one a link can hold as it is.  The heading is encoded, in the target and the
-    label alike (MediaWiki reads the entities of a link target as the characters they stand for)."""
-    title, _, heading = link.partition("#")
+@dataclass(frozen=True)
+class EarlierRequest:
+    """An archived thread about the same request, as the reply names it."""
+
+    #: The thread as a wiki link target (``Archive page#Heading``), and when it was answered.
+    link: str
+    date: str
+    #: Who posted the answer, as the page history says ("" when it does not).
+    author: str = ""
+    #: The properties the answer's query uses, as (ID, label or ""), in the order the query names them.
+    properties: tuple[tuple[str, str], ...] = ()
+
+
+#: The properties the "earlier request" line names at most.
+EARLIER_PROPERTIES = 4
+
+
+def earlier_request_line(earlier: EarlierRequest, words: dict[str, str]) -> str:
+    """"An earlier request looks similar: [[Archive page#Heading|Heading]] (date). Helper answered it with a
+    query using doctoral advisor (P184)." for an archived thread: where it is, who answered it and what the
+    answer used, so the asker can tell whether it answers them.  "" when its page title is not one a link can
+    hold as it is.  The heading is encoded, in the target and the label alike (MediaWiki reads the entities of a
+    link target as the characters they stand for); the author is plain text, never a user link (no ping)."""
+    title, _, heading = earlier.link.partition("#")
     if not _LINK_TITLE.fullmatch(title):
         return ""
     anchor = _in_link(" ".join(heading.split()))
     target = f"{title}#{anchor}" if anchor else title
-    shown = f"[[{target}|{anchor or _in_link(title)}]]" + (f" ({encode(date)})" if date else "")
+    shown = f"[[{target}|{anchor or _in_link(title)}]]" + (f" ({encode(earlier.date)})" if earlier.date else "")
     before, _, after = words["earlier"].partition("{link}")
-    return encode(before) + shown + encode(after)
+    line = encode(before) + shown + encode(after)
+    used = ", ".join(f"{label} ({pid})" if label else pid for pid, label in earlier.properties[:EARLIER_PROPERTIES])
+    if len(earlier.properties) > EARLIER_PROPERTIES:
+        used += " …"
+    user = " ".join(earlier.author.split())
+    key = "earlier_by_using" if user and used else "earlier_by" if user else "earlier_using" if used else ""
+    if not key:
+        return line
+    return line + ". " + encode(words[key].format(user=user, properties=used))
 
 
 def render_reply(result: AgentResult, *, depth: int = 1, max_chars: int = 20000, credit: Credit | None = None,
-                 draft: bool = False, earlier: tuple[str, str] | None = None) -> str:
+                 draft: bool = False, earlier: EarlierRequest | None = None) -> str:
     """The whole reply to one question (*depth* 1) or follow-up (2 or more), signed, under *max_chars*.
 
     *draft*: the asker posted a query of their own, so the model's explanation (what was wrong with it,
-    and the fix) comes first.  *earlier* is the (link, date) of an archived thread about the same request,
-    linked in one line.
+    and the fix) comes first.  *earlier* is an archived thread about the same request, linked in one line.
     """
     if depth < 1:
         raise ValueError(f"a reply's depth is 1 or more, not {depth}")
@@ -331,7 +357,7 @@ def render_reply(result: AgentResult, *, depth: int = 1, max_chars: int = 20000,
     if len(explanation) > EXPLANATION_CHARS:
         explanation = explanation[: EXPLANATION_CHARS - 1] + "…"
     template = _environment.get_template("reply.wiki.j2")
-    earlier_line = earlier_request_line(*earlier, words) if earlier else ""
+    earlier_line = earlier_request_line(earlier, words) if earlier else ""
     title = encode(words["steps"].format(steps=len(result.steps), calls=result.usage.llm_calls))
     footer = _footer(credit, answered, words)
 

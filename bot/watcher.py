@@ -37,6 +37,8 @@ from dataclasses import dataclass, field
 import pywikibot
 
 from agent.examples import Retriever, ThreadRef, prompt_examples
+from agent.examples.queries import properties_in_order
+from agent.examples.retrieval import GENERIC_PROPERTIES
 from agent.trace import AgentResult
 from bot.config import BotConfig
 from bot.edit_check import EditRefused
@@ -47,7 +49,7 @@ from bot.forum import (
 )
 from bot.history import Attribution, Revision, latest_revisions, revisions_after
 from bot.outcomes import changes, snapshot
-from bot.render import Credit, edit_summary, render_reply, reply_kind
+from bot.render import Credit, EarlierRequest, edit_summary, render_reply, reply_kind
 from bot.review import Review
 from bot.short_links import ShortLinks
 from bot.state import State
@@ -443,9 +445,9 @@ class Watcher:
         else:
             self._fail(task, f"not saved: {outcome.status}")
 
-    def _recall(self, request: Request, new_question: bool) -> tuple[str, str] | None:
+    def _recall(self, request: Request, new_question: bool) -> EarlierRequest | None:
         """Give *request* the solved examples most like it (never from its own thread); for a new question,
-        the (link, date) of an archived thread clearly about the same request, if one is among them."""
+        the archived thread clearly about the same request, if one is among them."""
         if self.examples is None:
             return None
         first_month = f"{request.created:%Y-%m}" if request.created else "0000-00"
@@ -454,10 +456,15 @@ class Watcher:
             request.examples = prompt_examples(matches)
             same = next((match for match in matches if in_forum(match.example.link.split("#", 1)[0], self.forum.title)
                          and self.examples.same_request(request.question, match)), None) if new_question else None
+            if same is None:
+                return None
+            used = [pid for pid in properties_in_order(same.example.sparql) if pid not in GENERIC_PROPERTIES]
+            labels = self.examples.property_labels(used)
         except sqlite3.Error as error:  # the store is damaged or replaced: answer without examples
             log.warning("the example store cannot be read (%s); answering without examples", error)
             return None
-        return (same.example.link, same.example.date) if same else None
+        return EarlierRequest(same.example.link, same.example.date, same.example.author,
+                              tuple((pid, labels.get(pid, "")) for pid in used))
 
     def _refused_answer(self, task: Task, request: Request) -> AgentResult | None:
         """The answer the wiki refused to let the bot post, for the same request: tried again as it was."""

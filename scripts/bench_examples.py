@@ -1,26 +1,33 @@
-"""Retrieval of solved examples, measured without a model: property recall, prompt characters, false links.
+"""Retrieval of solved examples, measured without a model: held-out property recall, prompt characters, links.
 
-    python -m scripts.bench_examples [--shared ../shared] [--draws 20] [--no-replay]
+    python -m scripts.bench_examples [--shared ../shared] [--draws 5] [--no-replay]
 
-The store is built from the shared non-test data only (SPINACH dev, QALD-9
-Plus train, WikiWebQuestions dev), its properties named from a local store
-loaded with the shared property list (labels and aliases).  For each SPINACH
-test question, recall at k is the share of the gold query's properties (P31
-and P279 aside) that appear in the queries of the k examples retrieved;
-questions whose gold query has no other property are left out.  The same
-figures on SPINACH dev, each question's own thread left out, are the ones
-the retriever's weight was chosen on.
+Leave one source out: for each of the eight question sets in
+``../shared/datasets`` (SPINACH dev and test, QALD-9 Plus train and test,
+QALD-7, QALD-10, WikiWebQuestions dev and test) a store is built from the
+other seven, and every question of the held-out set whose gold query uses a
+property besides P31 and P279 asks it (examples asking the same question, or
+from the same forum thread, are kept out).  Recall at k is the share of the
+gold query's properties (P31 and P279 aside) that appear in the queries of
+the k examples retrieved; "shown" is how many such properties those k queries
+show, and "recall per property shown" divides the one by the other, so that
+showing more cannot pass for finding more.
 
-The prompt figures: the characters the shortened examples add to the first
-prompt, and the share of the gold properties still visible there.  With
+Four rankings: the store's as it ships (the settings of
+:mod:`agent.examples.retrieval`); the same with its settings (property
+weight, senses) chosen on the seven other sources only, each of them held
+out in turn from a store without the held-out set, the setting whose
+smallest gain over plain BM25 at 5 across them is largest winning; plain
+BM25 over the question's words; random.
+
+The prompt figures use the store the project builds (the non-test splits):
+the characters the examples add to the first prompt and the share of the gold
+properties visible there, on SPINACH test; with
 ``../shared/reference-outputs`` present, the 387 recorded QALD-10 runs are
 replayed (as ``scripts.bench_prompts`` does) and every request is counted
-again with the examples retrieved for its question: in the first prompt, and
-as an action the model would call once before anything else.
+again with the examples retrieved for its question.
 
-What the figures cannot show: whether a model uses the examples, or its
-F1; recall says nothing of the properties shown that the question does not
-need (the mean number shown is printed beside it).
+What the figures cannot show: whether a model uses the examples, or its F1.
 """
 
 from __future__ import annotations
@@ -31,40 +38,77 @@ import random
 import statistics
 import sys
 import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from agent.actions import tool_schemas
 from agent.examples.naming import name_properties
 from agent.examples.queries import query_properties
-from agent.examples.retrieval import GENERIC_PROPERTIES, PROPERTY_WEIGHT, Retriever, prompt_examples
+from agent.examples.retrieval import GENERIC_PROPERTIES, MAX_SENSES, PROPERTY_WEIGHT, Retriever, prompt_examples
 from agent.examples.store import ExampleStore
 from agent.kb.local import LocalKB
 from agent.loop import AgentContext
 from agent.prompts import render
 from harness.datasets import Example, load_dataset
-from harness.examples import exclusion_for, load_example_splits, thread_of
+from harness.examples import EXAMPLE_SPLITS, as_solved, exclusion_for, thread_of
 
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared"
+#: The question sets held out in turn.
+SOURCES = (("spinach", "dev"), ("spinach", "test"), ("qald9plus", "train"), ("qald9plus", "test"),
+           ("qald7", "test"), ("qald10", "test"), ("wikiwebquestions", "dev"), ("wikiwebquestions", "test"))
 KS = (5, 10)
-WEIGHTS = (1.0, 2.0, 5.0, 10.0, 20.0, 50.0)
+#: The (property weight, senses) settings the tuning chooses from.
+SETTINGS = tuple((weight, senses) for senses in (1, 2, 99) for weight in (0.25, 0.5, 1.0, 2.0, 5.0))
+#: Questions per source the tuning reads at most (a fixed sample), to keep it short.
+TUNING_QUESTIONS = 100
 
 
-def build_store(shared: Path, directory: Path) -> tuple[ExampleStore, str]:
-    """The store of the shared non-test splits, its properties named from the shared property list."""
-    store = ExampleStore(directory / "examples.sqlite")
-    examples, notes = load_example_splits(shared / "datasets")
-    if notes:
-        raise SystemExit("error: " + "; ".join(notes))
-    store.add(examples)
+@dataclass
+class Figures:
+    """One ranking on one held-out set: mean recall at each k, and the mean number of properties shown at 5."""
+
+    recall: dict[int, float]
+    shown: float
+
+    @property
+    def per_property(self) -> float:
+        return self.recall[5] / self.shown if self.shown else 0.0
+
+
+def source_name(source: tuple[str, str]) -> str:
+    return f"{source[0]} {source[1]}"
+
+
+def load_sources(datasets: Path) -> dict[tuple[str, str], list[Example]]:
+    return {source: load_dataset(*source, datasets) for source in SOURCES}
+
+
+def property_names(shared: Path, directory: Path, questions: list[Example]) -> dict[str, list[str]]:
+    """The names (English labels and aliases) of every property the questions' gold queries use, from the shared
+    property list loaded into a local store."""
+    store = ExampleStore(directory / "names.sqlite")
+    store.add(as_solved(example) for example in questions)
     kb = LocalKB(directory / "properties")
     properties = shared / "wikidata" / "properties"
     kb.load([properties / "labels.property.en.tsv.gz", properties / "aliases.property.en.tsv.gz"], progress=False)
     report = name_properties(store, kb, languages=("en",))
     kb.close()
-    sources = ", ".join(f"{source} {count}" for source, count in store.counts_by_source().items())
-    return store, (f"store: {store.count()} examples ({sources}); {report.looked_up} properties looked up in the "
-                   f"property list, {report.names} names")
+    if report.failed:
+        raise SystemExit("error: the property list could not name the properties: " + "; ".join(report.failed))
+    names: dict[str, list[str]] = {}
+    for name, pid in store.property_names():
+        names.setdefault(pid, []).append(name)
+    store.close()
+    return names
+
+
+def store_of(path: Path, questions: list[Example], names: dict[str, list[str]]) -> ExampleStore:
+    store = ExampleStore(path)
+    store.add(as_solved(example) for example in questions)
+    store.add_property_names(store.unnamed_properties(), names)
+    return store
 
 
 def gold_properties(example: Example) -> set[str]:
@@ -76,28 +120,140 @@ def recall(gold: set[str], sparqls: list[str]) -> float:
     return len(gold & shown) / len(gold)
 
 
-def measure(retriever: Retriever, questions: list[Example], k: int) -> tuple[float, float]:
-    """Mean recall at *k*, and the mean number of properties (P31, P279 aside) the k queries show."""
-    recalls, shown = [], []
+def _shown(sparqls: list[str]) -> int:
+    return len(set().union(*map(query_properties, sparqls)) - GENERIC_PROPERTIES) if sparqls else 0
+
+
+def measure(retriever: Retriever, questions: list[Example]) -> Figures:
+    """Mean recall at each k of :data:`KS`, and the mean number of properties (P31, P279 aside) shown at 5."""
+    recalls: dict[int, list[float]] = {k: [] for k in KS}
+    shown = []
     for example in questions:
-        matches = retriever.similar(example.question, k, thread=thread_of(example))
-        sparqls = [match.example.sparql for match in matches]
-        recalls.append(recall(gold_properties(example), sparqls))
-        shown.append(len(set().union(*map(query_properties, sparqls)) - GENERIC_PROPERTIES) if sparqls else 0)
-    return statistics.mean(recalls), statistics.mean(shown)
+        sparqls = [match.example.sparql for match in retriever.similar(example.question, max(KS),
+                                                                          thread=thread_of(example))]
+        for k in KS:
+            recalls[k].append(recall(gold_properties(example), sparqls[:k]))
+        shown.append(_shown(sparqls[:5]))
+    return Figures({k: statistics.mean(values) for k, values in recalls.items()}, statistics.mean(shown))
 
 
-def measure_random(store: ExampleStore, questions: list[Example], k: int, draws: int,
-                   excluded: frozenset[int]) -> tuple[float, float]:
+def measure_random(store: ExampleStore, questions: list[Example], draws: int, excluded: frozenset[int]) -> Figures:
     pool = [example for example in store.examples() if example.id not in excluded]
-    recalls, shown = [], []
+    recalls: dict[int, list[float]] = {k: [] for k in KS}
+    shown = []
     for draw in range(draws):
         rng = random.Random(draw)
         for example in questions:
-            sparqls = [chosen.sparql for chosen in rng.sample(pool, k)]
-            recalls.append(recall(gold_properties(example), sparqls))
-            shown.append(len(set().union(*map(query_properties, sparqls)) - GENERIC_PROPERTIES))
-    return statistics.mean(recalls), statistics.mean(shown)
+            sparqls = [chosen.sparql for chosen in rng.sample(pool, max(KS))]
+            for k in KS:
+                recalls[k].append(recall(gold_properties(example), sparqls[:k]))
+            shown.append(_shown(sparqls[:5]))
+    return Figures({k: statistics.mean(values) for k, values in recalls.items()}, statistics.mean(shown))
+
+
+def scored(questions: list[Example]) -> list[Example]:
+    """The questions whose gold query uses a property besides P31 and P279: the ones recall can score."""
+    return [example for example in questions if gold_properties(example)]
+
+
+def tuned_setting(held_out: tuple[str, str], sources: dict[tuple[str, str], list[Example]],
+                  names: dict[str, list[str]], directory: Path) -> tuple[float, int]:
+    """The (property weight, senses) whose smallest gain in recall at 5 over plain BM25, across the sources other
+    than *held_out* (each held out in turn from a store of the rest, *held_out* never in it), is largest."""
+    worst = dict.fromkeys(SETTINGS, float("inf"))
+    for inner in sources:
+        if inner == held_out:
+            continue
+        rest = [example for source, questions in sources.items() if source not in (held_out, inner)
+                for example in questions]
+        store = store_of(directory / "tuning.sqlite", rest, names)
+        asked = scored(sources[inner])
+        asked = random.Random(0).sample(asked, min(len(asked), TUNING_QUESTIONS))
+        excluded = exclusion_for(store, sources[inner]).ids
+        plain = measure(Retriever(store, use_properties=False, excluded=excluded), asked).recall[5]
+        for weight, senses in SETTINGS:
+            gain = measure(Retriever(store, excluded=excluded, property_weight=weight, max_senses=senses),
+                           asked).recall[5] - plain
+            worst[weight, senses] = min(worst[weight, senses], gain)
+        store.close()
+        store.path.unlink()
+    return max(SETTINGS, key=lambda setting: worst[setting])
+
+
+def leave_one_source_out(shared: Path, directory: Path, draws: int, tune: bool) -> Iterator[str]:
+    """The table's lines, as they are measured: each source held out in turn from a store of the others."""
+    sources = load_sources(shared / "datasets")
+    names = property_names(shared, directory, [example for questions in sources.values() for example in questions])
+    yield "| held out | questions | ranking | recall @5 | recall @10 | shown @5 | recall per property shown @5 |"
+    yield "|---|---:|---|---:|---:|---:|---:|"
+    wins = {k: 0 for k in KS}
+    for held_out, questions in sources.items():
+        rest = [example for source, others in sources.items() if source != held_out for example in others]
+        store = store_of(directory / f"held-out-{source_name(held_out)}.sqlite".replace(" ", "-"), rest, names)
+        excluded = exclusion_for(store, questions).ids
+        asked = scored(questions)
+        shipped = f"the store's ranking (weight {PROPERTY_WEIGHT:g}, senses {MAX_SENSES})"
+        rows = {shipped: measure(Retriever(store, excluded=excluded), asked)}
+        if tune:
+            weight, senses = tuned_setting(held_out, sources, names, directory)
+            rows[f"  its setting chosen on the others (weight {weight:g}, senses {senses})"] = measure(
+                Retriever(store, excluded=excluded, property_weight=weight, max_senses=senses), asked)
+        rows["plain BM25"] = measure(Retriever(store, use_properties=False, excluded=excluded), asked)
+        rows[f"random ({draws} draws)"] = measure_random(store, asked, draws, excluded)
+        for k in KS:
+            wins[k] += rows[shipped].recall[k] > rows["plain BM25"].recall[k]
+        for number, (name, figures) in enumerate(rows.items()):
+            first = (source_name(held_out), str(len(asked))) if number == 0 else ("", "")
+            yield (f"| {first[0]} | {first[1]} | {name} | {figures.recall[5]:.1%} | {figures.recall[10]:.1%} | "
+                   f"{figures.shown:.1f} | {figures.per_property:.1%} |")
+        store.close()
+    yield (f"\nthe store's ranking beats plain BM25 on {wins[5]} of {len(sources)} held-out sets at 5, "
+           f"{wins[10]} at 10")
+
+
+def first_link(retriever: Retriever, question: str, excluded: frozenset[int] = frozenset()) -> int | None:
+    """The id of the example the bot would link as "an earlier request" (the first of the five shown that passes
+    for the same request), as the bot picks it; ``None`` for no link."""
+    matches = Retriever(retriever.store, excluded=excluded).similar(question, 5) if excluded else \
+        retriever.similar(question, 5)
+    return next((match.example.id for match in matches if retriever.same_request(question, match)), None)
+
+
+def language_figures(shared: Path, directory: Path) -> list[str]:
+    """QALD-10's questions in German and in English against a store holding the English ones as earlier
+    requests: how often each links its English twin, another request, or (the twin removed) anything."""
+    sources = load_sources(shared / "datasets")
+    english = sources[("qald10", "test")]
+    german = {example.id: example for example in load_dataset("qald10", "test", shared / "datasets", language="de")}
+    names = property_names(shared, directory, [example for questions in sources.values() for example in questions])
+    store = store_of(directory / "languages.sqlite", [example for source in EXAMPLE_SPLITS
+                                                      for example in sources[source]] + english, names)
+    ids = {example.key: example.id for example in store.examples()}
+    retriever = Retriever(store)
+    lines = ["| asked in | questions | its English twin linked | another request linked | a link, the twin removed |",
+             "|---|---:|---:|---:|---:|"]
+    for language, asked in (("English (the same words)", {example.id: example for example in english}),
+                            ("German", german)):
+        twin, other, removed = 0, 0, 0
+        for example in english:
+            if example.id not in asked:
+                continue
+            own = ids[f"qald10 test {example.id}"]
+            linked = first_link(retriever, asked[example.id].question)
+            twin += linked == own
+            other += linked is not None and linked != own
+            removed += first_link(retriever, asked[example.id].question, frozenset({own})) is not None
+        lines.append(f"| {language} | {len(asked)} | {twin} | {other} | {removed} |")
+    store.close()
+    return lines
+
+
+def shipped_store(shared: Path, directory: Path) -> ExampleStore:
+    """The store the project builds from the shared data: the non-test splits, named from the property list."""
+    sources = load_sources(shared / "datasets")
+    names = property_names(shared, directory, [example for questions in sources.values() for example in questions])
+    return store_of(directory / "examples.sqlite", [example for source in EXAMPLE_SPLITS
+                                                    for example in sources[source]], names)
 
 
 def examples_block(question: str, retriever: Retriever, thread=None) -> tuple[str, str]:
@@ -108,18 +264,20 @@ def examples_block(question: str, retriever: Retriever, thread=None) -> tuple[st
 
 
 def prompt_figures(retriever: Retriever, questions: list[Example]) -> list[str]:
-    added, visible = [], []
+    added, visible, shown = [], [], []
     for example in questions:
         without, with_examples = examples_block(example.question, retriever, thread_of(example))
         added.append(len(with_examples) - len(without))
         block = with_examples[len(without):]
+        shown.append(sum(line.startswith("- ") for line in block.splitlines()))
         gold = gold_properties(example)
         if gold:
             visible.append(len(gold & query_properties(block.replace("→", " "))) / len(gold))
     return [f"characters the examples add to the first prompt: median {statistics.median(added):,.0f}, "
             f"mean {statistics.mean(added):,.0f}, max {max(added):,}",
-            "gold properties (P31, P279 aside) still visible in the shortened examples: "
-            f"{statistics.mean(visible):.1%}"]
+            f"whole examples shown of the five retrieved: mean {statistics.mean(shown):.2f}, none for "
+            f"{shown.count(0)} of {len(shown)} questions",
+            f"gold properties (P31, P279 aside) visible in the examples shown: {statistics.mean(visible):.1%}"]
 
 
 def _replay_costs(runs: list[dict[str, Any]], outputs: list[dict[str, Any]], retriever: Retriever) -> list[dict]:
@@ -190,47 +348,33 @@ def false_links(retriever: Retriever, questions: list[Example]) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shared", type=Path, default=SHARED, help="the shared data directory (default: ../shared)")
-    parser.add_argument("--draws", type=int, default=20, help="random draws averaged for the random row")
+    parser.add_argument("--draws", type=int, default=5, help="random draws averaged for the random row")
+    parser.add_argument("--no-tuning", action="store_true", help="skip the nested tuning of the property weight "
+                                                                 "(the longest part)")
     parser.add_argument("--no-replay", action="store_true", help="skip the QALD-10 replay (about two minutes)")
     args = parser.parse_args(argv)
     if not (args.shared / "datasets").is_dir():
         print(f"error: {args.shared}/datasets is missing", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory(prefix="bench-examples-") as scratch:
-        store, summary = build_store(args.shared, Path(scratch))
-        print(summary)
+        print("leave one source out: each set held out from a store of the other seven; recall of the gold "
+              "query's properties (P31, P279 aside)\n")
+        for line in leave_one_source_out(args.shared, Path(scratch), args.draws, not args.no_tuning):
+            print(line, flush=True)
+        store = shipped_store(args.shared, Path(scratch))
+        sources = ", ".join(f"{source} {count}" for source, count in store.counts_by_source().items())
+        print(f"\nthe store the project builds: {store.count()} examples ({sources})")
         test = load_dataset("spinach", "test", args.shared / "datasets")
         dev = load_dataset("spinach", "dev", args.shared / "datasets")
-        exclusion = exclusion_for(store, test)
-        print(f"SPINACH test: {len(test)} questions; {exclusion.describe()}")
-        ours = Retriever(store, excluded=exclusion.ids)
-        plain = Retriever(store, use_properties=False, prefer_unshown=False, excluded=exclusion.ids)
-        rank_only = Retriever(store, prefer_unshown=False, excluded=exclusion.ids)
-        scored = {"test": [example for example in test if gold_properties(example)],
-                  "dev": [example for example in dev if gold_properties(example)]}
-        print(f"scored: {len(scored['test'])} test and {len(scored['dev'])} dev questions whose gold query uses a "
-              "property besides P31 and P279 (dev: each question's own thread left out)\n")
-        print("| retriever | test @5 | test @10 | dev @5 | dev @10 | properties shown @5 (test) |")
-        print("|---|---:|---:|---:|---:|---:|")
-        for name, run in (("ours: BM25, question words + named properties", lambda qs, k: measure(ours, qs, k)),
-                          ("  the same in BM25's order (no preference for unshown properties)",
-                           lambda qs, k: measure(rank_only, qs, k)),
-                          ("plain BM25, question words", lambda qs, k: measure(plain, qs, k)),
-                          (f"random (mean of {args.draws} draws)",
-                           lambda qs, k: measure_random(store, qs, k, args.draws, exclusion.ids))):
-            figures = {(split, k): run(scored[split], k) for split in ("test", "dev") for k in KS}
-            print(f"| {name} | " + " | ".join(f"{figures[split, k][0]:.1%}" for split in ("test", "dev") for k in KS)
-                  + f" | {figures['test', 5][1]:.1f} |")
-        print(f"\nthe weight of a named property against a question word (ours: {PROPERTY_WEIGHT:g}), on dev")
-        print("| weight | dev @5 | dev @10 |\n|---:|---:|---:|")
-        for weight in WEIGHTS:
-            swept = Retriever(store, excluded=exclusion.ids, property_weight=weight)
-            print(f"| {weight:g} | " + " | ".join(f"{measure(swept, scored['dev'], k)[0]:.1%}" for k in KS) + " |")
-        print()
+        ours = Retriever(store, excluded=exclusion_for(store, test).ids)
         for line in prompt_figures(ours, test):
             print(line)
         print(f"false 'earlier request' links (best example passes for the same request, from another thread): "
-              f"{false_links(ours, test)} of {len(test)} test questions, {false_links(ours, dev)} of {len(dev)} dev")
+              f"{false_links(ours, test)} of {len(test)} SPINACH test questions, {false_links(ours, dev)} of "
+              f"{len(dev)} dev")
+        print("\nacross languages: QALD-10 against a store holding its English questions as earlier requests")
+        for line in language_figures(args.shared, Path(scratch)):
+            print(line)
         if not args.no_replay:
             print()
             for line in replay_figures(args.shared, ours):

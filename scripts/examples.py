@@ -55,6 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
                                             "(default: page of bot.ini, else Wikidata:Request a query)")
         command.add_argument("--short-links", metavar="URL", default=None,
                              help="where w.wiki short links are followed (default: https://w.wiki/)")
+        command.add_argument("--archivers", metavar="NAMES", default=None,
+                             help="the accounts that archive the forum, comma-separated: only what they wrote on "
+                                  "its archive pages is read (default: archivers of bot.ini)")
 
     def naming_options(command: argparse.ArgumentParser) -> None:
         command.add_argument("--kb", metavar="DIR", help="name properties from a local store (default: live Wikidata)")
@@ -113,7 +116,12 @@ def _harvest(store: ExampleStore, args: argparse.Namespace, config: BotConfig) -
         print("note: no bot account is configured (SPINACH_BOT_USER): corrections under the bot's replies cannot "
               "be told apart", file=sys.stderr)
     links = ShortLinks(args.short_links or SHORT_LINK_BASE)
-    report = harvest(site, store, args.page or config.page, bot, links.query, progress=not args.quiet)
+    archivers = args.archivers.split(",") if args.archivers else config.archiver_names
+    if not archivers:
+        print("note: no archivers are named (--archivers, or archivers in bot.ini): only pages the forum page was "
+              "moved to are harvested from its archive", file=sys.stderr)
+    report = harvest(site, store, args.page or config.page, bot, links.query, progress=not args.quiet,
+                     archivers=archivers)
     for line in report.lines():
         print(line)
     return 0

@@ -38,7 +38,7 @@ def write_store(path, forum):
               + [SolvedExample(key=f"other {number}", question=question, source="qald9plus train",
                                sparql=f"SELECT ?x WHERE {{ ?x wdt:P{number + 17} ?y }}")
                  for number, question in enumerate(OTHERS)])
-    store.add_property_names(store.unnamed_properties(), {"P184": ["doctoral advisor"]})
+    store.add_property_names(store.unnamed_properties(), {"P184": ["doctoral advisor"]}, {"P184": "doctoral advisor"})
     store.close()
 
 
@@ -58,11 +58,13 @@ def test_the_model_sees_similar_requests_and_a_repost_links_the_earlier_thread(m
                      if sum(message["role"] == "tool" for message in body["messages"]) == 0]
     euler = next(prompt for prompt in first_prompts if "Leonhard Euler?" in prompt.split("\n")[2])
     shown = euler.split("Similar solved requests", 1)[1]
-    assert "{wd:Q6722 wdt:P184 ?a.}" in shown and "own thread" not in shown and "?own" not in shown
+    assert "SELECT ?advisor WHERE{wd:Q6722 wdt:P184 ?advisor.}" in shown
+    assert "own thread" not in shown and "?own" not in shown
     page = mediawiki.page_text(forum)
     assert "An earlier request looks similar" not in section_text(page, "Euler's advisors")
     assert (f":An earlier request looks similar: [[{forum}/Archive/2024/05#Doctoral advisors of Gauss|Doctoral "
-            "advisors of Gauss]] (2024-05-02)") in section_text(page, "Gauss")
+            "advisors of Gauss]] (2024-05-02). Helper answered it with a query using doctoral advisor (P184).") in \
+        section_text(page, "Gauss")
 
 
 def test_a_missing_store_is_a_clear_error_before_anything_is_read(rig, forum):

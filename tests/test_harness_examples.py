@@ -92,8 +92,8 @@ def test_an_evaluation_never_shows_its_own_threads_or_questions_and_says_how_man
     first_prompts = {body["messages"][1]["content"].split("\n")[0]: body["messages"][1]["content"]
                      for body in llm.requests if len(body["messages"]) == 2}
     assert len(first_prompts) == 2
-    assert "- Who were the doctoral advisors of Carl Friedrich Gauss? → {wd:Q6722 wdt:P184 ?a.}" in first_prompts[
-        "Question: Who were the doctoral advisors of Leonhard Euler?"]
+    assert ('- "Who were the doctoral advisors of Carl Friedrich Gauss?" → SELECT ?a WHERE{wd:Q6722 wdt:P184 ?a.}'
+            in first_prompts["Question: Who were the doctoral advisors of Leonhard Euler?"])
     for prompt in first_prompts.values():
         shown = prompt.split("Similar solved requests")[1]
         assert "Euler's teachers" not in shown and "Which people advised Leonhard Euler?" not in shown

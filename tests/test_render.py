@@ -20,7 +20,9 @@ from hypothesis import strategies as st
 
 from agent.trace import AgentResult, Step, Usage
 from bot.messages import MESSAGES
-from bot.render import MIN_CHARS, Credit, edit_summary, final_query_wikitext, preview_table, render_reply
+from bot.render import (
+    MIN_CHARS, Credit, EarlierRequest, edit_summary, final_query_wikitext, preview_table, render_reply,
+)
 from bot.wikitext import QUERY_SERVICE, encode, fits_sparql_template, text_block
 from tests.test_gold_queries_render import CHUNK, HREF, parse
 
@@ -502,7 +504,9 @@ def test_an_earlier_request_is_linked_to_its_section_of_the_archive_on_the_real_
     [anchor] = [section["anchor"] for section in mediawiki.api(action="parse", page=archive, prop="sections")[
         "parse"]["sections"] if section["index"] == "2"]
     section = parse_sections(mediawiki.page_text(archive))[1]
-    reply = render_reply(result(explanation="Done."), earlier=(f"{archive}#{section.heading}", "2019-11-04"))
+    earlier = EarlierRequest(f"{archive}#{section.heading}", "2019-11-04", "Bob [[x]]",
+                             (("P184", "doctoral advisor"), ("P569", "date of birth")))
+    reply = render_reply(result(explanation="Done."), earlier=earlier)
     [line] = [line for line in reply.splitlines() if "earlier request" in line]
     assert line.startswith(":An earlier request") and line.count("[[") == 1 and "~~" not in line
     _, parsed = save_and_read(mediawiki, "Render earlier request", "== Q ==\n" + reply)
@@ -512,6 +516,10 @@ def test_an_earlier_request_is_linked_to_its_section_of_the_archive_on_the_real_
     assert target.split("#", 1) == [f"/index.php/{archive.replace(' ', '_')}", anchor]
     # a space before ':' renders as a no-break space (MediaWiki's French spacing), as in the heading itself
     assert html.unescape(link.group(2)).replace("\xa0", " ") == 'Items with "quotes", 100% & [brackets] ~ bold co_2 : 1'
-    assert "An earlier request looks similar: " in html.unescape(re.sub(r"<[^>]+>", "", parsed["text"]))
+    shown = html.unescape(re.sub(r"<[^>]+>", "", parsed["text"]))
+    assert "An earlier request looks similar: " in shown
+    # Who answered and what the answer used, as plain text: the name links nobody's page (no ping).
+    assert (" (2019-11-04). Bob [[x]] answered it with a query using doctoral advisor (P184), date of birth "
+            "(P569).") in shown
     links = {page["title"]: page.get("exists", False) for page in parsed["links"]}
     assert links.pop(archive) and set(links) <= {"User:Alice", "User talk:Alice", "User:SpinachBot"}  # signatures

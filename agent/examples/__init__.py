@@ -4,7 +4,7 @@
 :mod:`agent.examples.naming` names the properties they use from the
 knowledge base, :mod:`agent.examples.retrieval` finds the ones most like a
 question (BM25 over the question's words and the properties it names) and
-shortens them for the prompt.  The command ``spinach-examples``
+gives the prompt those that fit whole.  The command ``spinach-examples``
 (:mod:`scripts.examples`) builds, updates and searches a store.
 """
 

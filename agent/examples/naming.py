@@ -33,13 +33,14 @@ class NamingReport:
 def names_query(pids: list[str], languages: tuple[str, ...] = LANGUAGES) -> str:
     values = " ".join(f"wd:{pid}" for pid in pids)
     wanted = ", ".join(f'"{language}"' for language in languages)
-    return ("SELECT ?property ?name WHERE { VALUES ?property { " + values + " } "
-            "{ ?property rdfs:label ?name } UNION { ?property skos:altLabel ?name } "
+    return ("SELECT ?property ?name ?label WHERE { VALUES ?property { " + values + " } "
+            "{ ?property rdfs:label ?name BIND(true AS ?label) } UNION { ?property skos:altLabel ?name } "
             f"FILTER(LANG(?name) IN ({wanted})) }}")
 
 
 def name_properties(store: ExampleStore, kb: KnowledgeBase, languages: tuple[str, ...] = LANGUAGES) -> NamingReport:
-    """Look up the names of the properties the store's examples use that were not looked up yet."""
+    """Look up the names of the properties the store's examples use that were not looked up yet, and the label
+    of each in the first of *languages* that has one (the reply's "earlier request" line names them)."""
     report = NamingReport()
     pending = store.unnamed_properties()
     for start in range(0, len(pending), BATCH):
@@ -53,12 +54,16 @@ def name_properties(store: ExampleStore, kb: KnowledgeBase, languages: tuple[str
             report.failed.append(f"{batch[0]}…{batch[-1]}: {result.status} {result.message[:200]}")
             continue
         names: dict[str, list[str]] = {}
+        labels: dict[str, dict[str, str]] = {}
         for row in result.bindings:
             pid = row.get("property", {}).get("value", "").rsplit("/", 1)[-1]
             name = " ".join(row.get("name", {}).get("value", "").split())
             if pid in batch and name:
                 names.setdefault(pid, []).append(name)
-        store.add_property_names(batch, names)
+                if "label" in row:
+                    labels.setdefault(pid, {})[row["name"].get("xml:lang", "")] = name
+        store.add_property_names(batch, names, {pid: next(found[language] for language in (*languages, *found)
+                                                          if language in found) for pid, found in labels.items()})
         report.looked_up += len(batch)
         report.names += sum(len(found) for found in names.values())
     for failure in report.failed:

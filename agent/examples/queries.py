@@ -1,8 +1,9 @@
-"""What an example's query says, read from its tokens: the properties it uses, and a short form for a prompt.
+"""What an example's query says, read from its tokens: the properties it uses, and its form for a prompt.
 
 Both read the tokens of the project's one SPARQL lexer, so a property named
-in a comment or a string is no property, and a shortened query is cut
-between tokens, never inside one.
+in a comment or a string is no property, and the prompt's form of a query is
+the same query: only comments, white space and the query service's own
+prefix declarations change.
 """
 
 from __future__ import annotations
@@ -10,12 +11,11 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from agent.kb.dialect import PREFIXES
 from agent.observations import shorten_iri
 from agent.sparql_lexer import Token, tokenize
 
 _PROPERTY = re.compile(r"P[1-9][0-9]*")
-_FORMS = ("SELECT", "ASK", "CONSTRUCT", "DESCRIBE")
-_LABEL_SERVICE = ("wikibase:label", "<http://wikiba.se/ontology#label>")
 #: Punctuation a space next to adds nothing for a reader (a dot keeps the space after it: ``wd:Q5.x`` would be
 #: one name).
 _TIGHT = frozenset("{}(),;")
@@ -27,9 +27,14 @@ def query_properties(sparql: str) -> set[str]:
     return set(_properties(sparql))
 
 
+def properties_in_order(sparql: str) -> list[str]:
+    """:func:`query_properties` in the order *sparql* first names them."""
+    return list(_properties(sparql))
+
+
 @lru_cache(maxsize=4096)
-def _properties(sparql: str) -> frozenset[str]:
-    found = set()
+def _properties(sparql: str) -> tuple[str, ...]:
+    found: dict[str, None] = {}
     for token in tokenize(sparql):
         if token.kind == "pname":
             local = token.text.split(":", 1)[1]
@@ -38,31 +43,20 @@ def _properties(sparql: str) -> frozenset[str]:
         else:
             continue
         if _PROPERTY.fullmatch(local):
-            found.add(local)
-    return frozenset(found)
+            found.setdefault(local)
+    return tuple(found)
 
 
-def _matching(tokens: list[Token], start: int) -> int:
-    """The index of the brace closing the first ``{`` at or after *start* (the last token when unclosed)."""
-    depth = 0
-    for index in range(start, len(tokens)):
-        if tokens[index].text == "{":
-            depth += 1
-        elif tokens[index].text == "}":
-            depth -= 1
-            if depth == 0:
-                return index
-    return len(tokens) - 1
-
-
-def _without_label_service(tokens: list[Token]) -> list[Token]:
+def _without_declared_prefixes(tokens: list[Token]) -> list[Token]:
+    """*tokens* without the ``PREFIX`` declarations the query service makes itself (same name, same IRI)."""
     kept, index = [], 0
     while index < len(tokens):
         token = tokens[index]
-        if token.kind == "word" and token.text.upper() == "SERVICE":
-            following = next((other for other in tokens[index + 1:] if other.kind != "space"), None)
-            if following is not None and following.text in _LABEL_SERVICE:
-                index = _matching(tokens, index) + 1
+        if token.kind == "word" and token.text.upper() == "PREFIX":
+            following = [other for other in tokens[index + 1:index + 6] if other.kind != "space"][:2]
+            if len(following) == 2 and following[0].kind == "pname" and following[1].kind == "iri" \
+                    and PREFIXES.get(following[0].text[:-1]) == following[1].text[1:-1]:
+                index = tokens.index(following[1], index) + 1
                 continue
         kept.append(token)
         index += 1
@@ -70,79 +64,48 @@ def _without_label_service(tokens: list[Token]) -> list[Token]:
 
 
 def _spelt(token: Token) -> str:
+    """An IRI token with the query service's prefix where the prefixed name reads as one name; others as written."""
     if token.kind != "iri":
         return token.text
     short = shorten_iri(token.text[1:-1])
-    if short == token.text[1:-1]:
+    if _PROPERTY.fullmatch(short) or re.fullmatch(r"Q[1-9][0-9]*", short):
+        short = f"wd:{short}"
+    if short == token.text[1:-1] or [(other.kind, other.text) for other in tokenize(short)] != [("pname", short)]:
         return token.text
-    return f"wd:{short}" if _PROPERTY.fullmatch(short) or re.fullmatch(r"Q[1-9][0-9]*", short) else short
+    return short
 
 
-def compact_query(sparql: str, limit: int) -> str:
-    """*sparql* in few characters for a prompt, within *limit* characters, cut between tokens (``…`` marks a cut).
+def whole_query(sparql: str) -> str | None:
+    """*sparql* as the prompt shows it: the same query, in fewer characters; ``None`` for text that is no query
+    the lexer can read whole (a quote never closed).
 
-    The prologue, comments and the label service go, Wikidata IRIs get
-    their usual prefixes, white space shrinks to single spaces (none beside
-    braces, brackets, commas and semicolons), and variables are renamed
-    ``?a``, ``?b``…  A query without aggregates shows its WHERE group and
-    modifiers only: its projection says little the pattern does not.
+    Comments go, white space shrinks to single spaces (none beside braces,
+    brackets, commas and semicolons), Wikidata IRIs take the prefixes the
+    query service declares, and declarations of those prefixes go.  Nothing
+    else changes (variable names, the label service, every clause), so the
+    query runs as it was posted.
     """
-    tokens = [token for token in tokenize(sparql) if token.kind != "comment"]
-    form = next((index for index, token in enumerate(tokens)
-                 if token.kind == "word" and token.text.upper() in _FORMS), 0)
-    tokens = _without_label_service(tokens[form:])
-    group = next((index for index, token in enumerate(tokens) if token.text == "{"), None)
-    head = tokens[:group] if group is not None else []
-    if group is not None and not any(token.kind == "word" and token.text.upper() in ("COUNT", "SUM", "AVG", "MIN",
-                                                                                  "MAX", "SAMPLE", "GROUP_CONCAT")
-                                     for token in head):
-        tokens = tokens[group:]
-    pieces = _pieces(tokens, shrink_space=True)
-    if [token.text for token in tokenize("".join(pieces)) if token.kind != "space"] != [
+    tokens = _without_declared_prefixes([token for token in tokenize(sparql) if token.kind != "comment"])
+    pieces = _pieces(tokens)
+    if not pieces or [token.text for token in tokenize("".join(pieces)) if token.kind != "space"] != [
             piece for piece in pieces if not piece.isspace()]:
-        # Text the lexer could not read (a quote never closed) can read as a string once white space shrinks
-        # (``"5\n"`` is no string, ``"5 "`` is): such a query keeps its white space as written.
-        pieces = _pieces(tokens, shrink_space=False)
-    text = "".join(pieces)
-    if len(text) <= limit:
-        return text
-    kept, size = [], len(_ELLIPSIS)
-    for piece in pieces:
-        if size + len(piece) > limit:
-            break
-        kept.append(piece)
-        size += len(piece)
-    return "".join(kept).rstrip() + _ELLIPSIS
+        return None
+    return "".join(pieces)
 
 
-def _pieces(tokens: list[Token], *, shrink_space: bool) -> list[str]:
-    """The tokens as they are shown: variables renamed, IRIs prefixed, white space one space or none (with
-    *shrink_space*) or as written."""
-    names: dict[str, str] = {}
+def _pieces(tokens: list[Token]) -> list[str]:
+    """The tokens as they are shown: IRIs prefixed, white space one space or none."""
     pieces: list[str] = []
     for index, token in enumerate(tokens):
         if token.kind == "space":
-            if not shrink_space:
-                pieces.append(token.text)
-                continue
             after = next((other.text for other in tokens[index + 1:] if other.kind != "space"), "}")
             if pieces and pieces[-1] not in _TIGHT and pieces[-1] != " " and after not in _TIGHT and after != ".":
                 pieces.append(" ")
-            continue
-        if token.kind == "var":
-            if token.text[1:] not in names:
-                names[token.text[1:]] = _short_name(len(names))
-            pieces.append("?" + names[token.text[1:]])
             continue
         pieces.append(_spelt(token))
     while pieces and pieces[-1].isspace():
         pieces.pop()
     return pieces
-
-
-def _short_name(number: int) -> str:
-    letters = "abcdefghijklmnopqrstuvwxyz"
-    return letters[number] if number < len(letters) else f"v{number}"
 
 
 def shorten_text(text: str, limit: int) -> str:

@@ -1,4 +1,4 @@
-"""Find the solved examples most like a question, and shorten them for the agent's first prompt.
+"""Find the solved examples most like a question, and give the agent's first prompt those that fit whole.
 
 Two signals, both ranked by SQLite FTS5's BM25 over one index:
 
@@ -7,14 +7,15 @@ Two signals, both ranked by SQLite FTS5's BM25 over one index:
    or an alias of a property some example uses (longest runs first, each
    word used once: "official language" is P37, not also "language"), looked
    for among the examples' properties, weighted :data:`PROPERTY_WEIGHT`
-   times a question word.
+   times a question word.  A name shared by more than :data:`MAX_SENSES`
+   properties ("from", "president") names none: the question does not say
+   which one it means; nor does a function word ("of", "in").
 
 The names come from the knowledge base (:mod:`agent.examples.naming`), so
 the second signal is the knowledge base's own labels, not a list of ours.
-From BM25's best :data:`POOL` candidates, examples are then taken in rank
-order, preferring one that shows a named property no earlier pick shows, and
-one example per thread.  ``scripts/bench_examples.py`` measures both signals
-and the choice.
+Examples are taken in BM25's order, one per thread.  Both settings are
+measured by ``scripts/bench_examples.py`` on each question set held out in
+turn, against plain BM25.
 
 No leakage: examples from the question's own thread (:class:`ThreadRef`) and
 any ids given as *excluded* are never returned.
@@ -22,19 +23,22 @@ any ids given as *excluded* are never returned.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import threading
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from agent.examples.queries import compact_query, shorten_text
+from agent.examples.languages import ANY_FUNCTION_WORD, guess_language
+from agent.examples.queries import shorten_text, whole_query
 from agent.examples.store import ExampleStore, SolvedExample, ThreadRef
 from agent.kb.local.search import fold
 
-#: How much more a named property counts than a word of the question (chosen on SPINACH dev, each question's
-#: own thread left out; see scripts/bench_examples.py).
-PROPERTY_WEIGHT = 20.0
+#: How much more a named property counts than a word of the question, and how many properties a name may have
+#: to count (chosen on held-out question sets; see scripts/bench_examples.py).
+PROPERTY_WEIGHT = 0.5
+MAX_SENSES = 2
 #: Candidates read from the index before the choice.
 POOL = 50
 #: The question's words read at most (a forum post may be long; its first words say what it asks).
@@ -42,8 +46,10 @@ MAX_WORDS = 64
 #: Properties nearly every query uses: naming them says nothing about which example fits.
 GENERIC_PROPERTIES = frozenset({"P31", "P279"})
 #: What the examples' lines may take in the first prompt, in characters (the block's heading aside).
-PROMPT_CHARS = 470
-#: The characters a prompt line adds around an example's question and query (``- `` … `` → `` … newline).
+PROMPT_CHARS = 440
+#: A question shown at most this long, in characters.
+QUESTION_CHARS = 200
+#: The characters the prompt adds around an example's question and query (see prompts/question.j2).
 EXAMPLE_FRAME = "-  → \n"
 #: The IDF-weighted cosine of two requests' words from which they are the same request.  Between a SPINACH
 #: question and its best example from another thread it reaches 0.67 at most (scripts/bench_examples.py); a
@@ -68,7 +74,7 @@ class Match:
 
 @dataclass(frozen=True)
 class PromptExample:
-    """An example as the agent's first prompt shows it: question and query, each shortened."""
+    """An example as the agent's first prompt shows it: its question, and its query whole."""
 
     question: str
     query: str
@@ -79,29 +85,30 @@ class Retriever:
 
     *use_properties* off gives plain BM25 over the question's words (the
     benchmark's baseline); *excluded* are ids never returned (a test split's
-    own threads, in evaluation).  *property_weight* and *prefer_unshown* are
-    there for the benchmark to measure what each part brings.
+    own threads, in evaluation).  *property_weight* and *max_senses* are
+    there for the benchmark to choose.
     """
 
     def __init__(self, store: ExampleStore, use_properties: bool = True, excluded: frozenset[int] = frozenset(),
-                 property_weight: float = PROPERTY_WEIGHT, prefer_unshown: bool = True):
+                 property_weight: float = PROPERTY_WEIGHT, max_senses: int = MAX_SENSES):
         self.store = store
         self.use_properties = use_properties
         self.excluded = excluded
         self.property_weight = property_weight
-        self.prefer_unshown = prefer_unshown
+        self.max_senses = max_senses
         self._lock = threading.Lock()
         self._names: dict[str, set[str]] = defaultdict(set)
         for name, pid in store.property_names() if use_properties else []:
             if pid not in GENERIC_PROPERTIES:
                 self._names[" ".join(words_of(name))].add(pid)
         self._longest = max((len(name.split()) for name in self._names), default=0)
-        self._frequencies: Counter | None = None
+        #: Document frequencies of the terms compared within one language (False) and across languages (True).
+        self._frequencies: dict[bool, Counter] = {}
         self._documents = 0
 
     def named_properties(self, question: str) -> dict[str, str]:
         """The properties *question* names, each with the words that name it; longest names first, no word
-        read twice."""
+        read twice, a name of more than :attr:`max_senses` properties or a function word naming none."""
         words = words_of(question)[:MAX_WORDS]
         taken = [False] * len(words)
         found: dict[str, str] = {}
@@ -110,9 +117,11 @@ class Retriever:
                 if any(taken[start:start + size]):
                     continue
                 phrase = " ".join(words[start:start + size])
-                for pid in sorted(self._names.get(phrase, ())):
+                senses = self._names.get(phrase, set())
+                meant = len(senses) <= self.max_senses and phrase not in ANY_FUNCTION_WORD
+                for pid in sorted(senses) if meant else ():
                     found.setdefault(pid, phrase)
-                if phrase in self._names:
+                if senses:
                     taken[start:start + size] = [True] * size
         return found
 
@@ -130,26 +139,43 @@ class Retriever:
             examples = {example.id: example for example in self.store.examples([id_ for id_, _ in candidates])}
         matches = [Match(examples[id_], score, examples[id_].properties & set(named))
                    for id_, score in candidates if id_ in examples]
-        return _choose(matches, set(named), k) if self.prefer_unshown else _one_per_thread(matches)[:k]
+        return _one_per_thread(matches)[:k]
+
+    def property_labels(self, pids: list[str]) -> dict[str, str]:
+        """The labels the store knows for *pids*."""
+        with self._lock:
+            return self.store.property_labels(pids)
 
     def same_request(self, question: str, match: Match) -> bool:
-        """Whether *match* is clearly the same request as *question*: the cosine of their words, each weighted
-        by its rarity among the store's questions (IDF), reaches :data:`SAME_REQUEST`."""
+        """Whether *match* is clearly the same request as *question*: the cosine of their terms, each weighted by
+        its rarity among the store's questions (IDF), reaches :data:`SAME_REQUEST`.  In one language the terms
+        are all their words ("When did Rumi die?" is not "When was Rumi born?"); across the forum's languages,
+        what they name (:meth:`concepts`), as their function words differ."""
+        across = guess_language(question) != guess_language(match.example.question)
+        terms = self.concepts if across else words_of
         with self._lock:
-            if self._frequencies is None:
-                self._frequencies = Counter(word for example in self.store.examples()
-                                            for word in set(words_of(example.question)))
+            if across not in self._frequencies:
+                self._frequencies[across] = Counter(term for example in self.store.examples()
+                                                    for term in set(terms(example.question)))
                 self._documents = self.store.count()
-        first, second = self._weights(question), self._weights(match.example.question)
+            frequencies = self._frequencies[across]
+        first, second = (self._weights(terms(text), frequencies) for text in (question, match.example.question))
         norm = math.sqrt(sum(value * value for value in first.values()) * sum(value * value
                                                                                for value in second.values()))
-        return bool(norm) and sum(first[word] * second[word] for word in first.keys() & second.keys()) / norm \
+        return bool(norm) and sum(first[term] * second[term] for term in first.keys() & second.keys()) / norm \
             >= SAME_REQUEST
 
-    def _weights(self, text: str) -> dict[str, float]:
-        counts = Counter(words_of(text))
-        return {word: count * math.log((self._documents + 1) / (self._frequencies[word] + 0.5))
-                for word, count in counts.items()}
+    def concepts(self, text: str) -> list[str]:
+        """What *text* names, in a form its translation shares: the properties it names (by ID, from their names in
+        the knowledge base's languages) and its other words but the forum languages' function words."""
+        named = self.named_properties(text) if self.use_properties else {}
+        phrases = {word for phrase in named.values() for word in phrase.split()}
+        return list(named) + [word for word in words_of(text)[:MAX_WORDS]
+                              if word not in ANY_FUNCTION_WORD and word not in phrases]
+
+    def _weights(self, terms: list[str], frequencies: Counter) -> dict[str, float]:
+        return {term: count * math.log((self._documents + 1) / (frequencies[term] + 0.5))
+                for term, count in Counter(terms).items()}
 
 
 def _thread_of(example: SolvedExample) -> tuple[str, str]:
@@ -166,38 +192,23 @@ def _one_per_thread(matches: list[Match]) -> list[Match]:
     return kept
 
 
-def _choose(matches: list[Match], named: set[str], k: int) -> list[Match]:
-    """In rank order, an example that shows a named property no earlier pick shows comes first; then the rest."""
-    matches = _one_per_thread(matches)
-    chosen: list[Match] = []
-    shown: set[str] = set()
-    for match in matches:
-        if len(chosen) == k:
-            break
-        if match.shows - shown or not named - shown:
-            chosen.append(match)
-            shown |= match.example.properties
-    for match in matches:
-        if len(chosen) == k:
-            break
-        if match not in chosen:
-            chosen.append(match)
-    return chosen
-
-
 def prompt_examples(matches: list[Match], chars: int = PROMPT_CHARS) -> list[PromptExample]:
-    """*matches* shortened so the lines the prompt shows stay within about *chars* characters.
+    """The examples of *matches*, in their order, that fit whole in *chars* characters together.
 
-    Each example gets an equal share of what the ones before it left: its
-    question at most a quarter of it, the query (:func:`compact_query`) the
-    rest, so a short query leaves room for a longer one later.
+    Each is its question as a quoted string (data, not words to the model;
+    cut after a word beyond :data:`QUESTION_CHARS`: a forum post can run to
+    paragraphs) and its query as posted, in fewer
+    characters (:func:`whole_query`).  A query is never cut: an example that
+    would not fit, or whose query cannot be read whole, is left out and the
+    next one tried.
     """
     shown = []
     left = chars
-    for position, match in enumerate(matches):
-        share = max(left // (len(matches) - position), 40)
-        question = shorten_text(match.example.question, share // 4)
-        query = compact_query(match.example.sparql, share - len(question) - len(EXAMPLE_FRAME))
-        shown.append(PromptExample(question, query))
-        left -= len(question) + len(query) + len(EXAMPLE_FRAME)
+    for match in matches:
+        query = whole_query(match.example.sparql)
+        question = json.dumps(shorten_text(match.example.question, QUESTION_CHARS), ensure_ascii=False)
+        size = len(question) + len(query or "") + len(EXAMPLE_FRAME)
+        if query and size <= left:
+            shown.append(PromptExample(question, query))
+            left -= size
     return shown

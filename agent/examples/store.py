@@ -47,6 +47,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS examples_text USING fts5(question, properties
 CREATE TABLE IF NOT EXISTS property_names (name TEXT NOT NULL, property TEXT NOT NULL,
     PRIMARY KEY (name, property)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS named_properties (property TEXT PRIMARY KEY) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS property_labels (property TEXT PRIMARY KEY, label TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS pages (title TEXT PRIMARY KEY, revision INTEGER NOT NULL, harvested_at TEXT NOT NULL,
     examples INTEGER NOT NULL, skipped INTEGER NOT NULL);
 """
@@ -180,6 +181,17 @@ class ExampleStore:
                 counts.keys.append(example.key)
         return counts
 
+    def remove_page(self, title: str) -> int:
+        """Remove the examples harvested from the page *title* (their link names it); how many there were.  A page
+        is harvested whole each time, so what it no longer gives is no longer an example."""
+        with self.connection:
+            ids = [row[0] for row in self.connection.execute(
+                "SELECT id FROM examples WHERE source IN ('forum', 'correction') AND substr(link, 1, ?) = ?",
+                (len(title) + 1, title + "#"))]
+            self.connection.executemany("DELETE FROM examples WHERE id = ?", [(id_,) for id_ in ids])
+            self.connection.executemany("DELETE FROM examples_text WHERE rowid = ?", [(id_,) for id_ in ids])
+        return len(ids)
+
     def count(self) -> int:
         return self.connection.execute("SELECT COUNT(*) FROM examples").fetchone()[0]
 
@@ -237,9 +249,13 @@ class ExampleStore:
         named = {row[0] for row in self.connection.execute("SELECT property FROM named_properties")}
         return sorted(used - named, key=lambda pid: int(pid[1:]))
 
-    def add_property_names(self, looked_up: Iterable[str], names: dict[str, list[str]]) -> None:
-        """Record the names (labels, aliases) found for each property looked up; one without any is noted too."""
+    def add_property_names(self, looked_up: Iterable[str], names: dict[str, list[str]],
+                           labels: dict[str, str] | None = None) -> None:
+        """Record the names (labels, aliases) found for each property looked up, and its label where *labels* has
+        one; a property without any is noted too."""
         with self.connection:
+            self.connection.executemany("INSERT OR REPLACE INTO property_labels VALUES (?, ?)",
+                                        list((labels or {}).items()))
             self.connection.executemany("INSERT OR IGNORE INTO named_properties VALUES (?)",
                                         [(pid,) for pid in looked_up])
             self.connection.executemany("INSERT OR IGNORE INTO property_names VALUES (?, ?)",
@@ -248,6 +264,16 @@ class ExampleStore:
     def property_names(self) -> list[tuple[str, str]]:
         """(name, property) pairs: every label and alias known for a property the examples use."""
         return [(row[0], row[1]) for row in self.connection.execute("SELECT name, property FROM property_names")]
+
+    def property_labels(self, pids: Iterable[str]) -> dict[str, str]:
+        """The label of each of *pids* that has one; none from a store built before labels were kept."""
+        wanted = list(pids)
+        try:
+            return {row[0]: row[1] for row in self.connection.execute(
+                f"SELECT property, label FROM property_labels WHERE property IN ({','.join('?' * len(wanted))})",
+                wanted)}
+        except sqlite3.OperationalError:  # an older store, opened read only: no such table
+            return {}
 
     # -- harvested pages --------------------------------------------------------------------------
 

@@ -213,12 +213,14 @@ class HumanEditor:
     opener: urllib.request.OpenerDirector
 
     @classmethod
-    def login(cls, api_url: str) -> HumanEditor:
+    def login(cls, api_url: str, user: str = HUMAN_USER, password_name: str = HUMAN_PASSWORD_NAME,
+              password: str = HUMAN_PASSWORD) -> HumanEditor:
+        """*user* (Alice unless said), logged in with the BotPassword *password_name*."""
         opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
         editor = cls(api_url, opener)
         token = editor.call(action="query", meta="tokens", type="login")["query"]["tokens"]["logintoken"]
-        done = editor.call(post=True, action="login", lgname=f"{HUMAN_USER}@{HUMAN_PASSWORD_NAME}",
-                           lgpassword=HUMAN_PASSWORD, lgtoken=token)
+        done = editor.call(post=True, action="login", lgname=f"{user}@{password_name}",
+                           lgpassword=password, lgtoken=token)
         assert done["login"]["result"] == "Success", done
         return editor
 
