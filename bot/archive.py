@@ -44,21 +44,17 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 import pywikibot
-import requests
 from tqdm import tqdm
 
 from agent.examples.languages import guess_language
 from agent.examples.store import ExampleStore, HarvestedPage, SolvedExample, month_of, thread_name
-from agent.kb.http import retrying_session
 from bot.forum import (
     MAX_REQUEST_CHARS, SIGNED_WITHIN, Section, extract_request, normalize_user, parse_sections, posts, queries_in,
-    query_in_url, short_links,
+    short_links,
 )
 from bot.history import _revisions as revisions_listed  # the paged read of page histories
 
 log = logging.getLogger(__name__)
-#: Where ``https://w.wiki/…`` links are followed.
-SHORT_LINK_BASE = "https://w.wiki/"
 #: An archive page's revisions read at most, newest first, looking for the archiving's.
 MAX_ARCHIVE_REVISIONS = 500
 #: The forum page's revisions of one month read at most (Wikidata's forum has about 1,500 a month).
@@ -92,28 +88,6 @@ class HarvestReport:
                   "page)" for title in self.pages_not_archived]
         lines += [f"not read: {title}: {reason}" for title, reason in self.pages_failed]
         return lines
-
-
-@dataclass
-class ShortLinks:
-    """Follows ``w.wiki`` short links to the query service link they redirect to (one request each)."""
-
-    base: str = SHORT_LINK_BASE
-    contact: str = ""
-    timeout: float = 30.0
-
-    def __post_init__(self) -> None:
-        self.session = retrying_session(self.contact, max_retries=3)
-
-    def query(self, link: str) -> str | None:
-        """The query *link* opens; ``None`` when it leads elsewhere or cannot be followed."""
-        url = self.base.rstrip("/") + "/" + link.rsplit("/", 1)[-1]
-        try:
-            response = self.session.get(url, allow_redirects=False, timeout=self.timeout)
-        except requests.RequestException as error:
-            log.warning("cannot follow %s: %s", link, error)
-            return None
-        return query_in_url(response.headers.get("Location", "")) if response.is_redirect else None
 
 
 def archive_pages(site: pywikibot.site.BaseSite, forum: str) -> list[tuple[str, int]]:

@@ -75,7 +75,7 @@ _ENTITY_TEMPLATES = {"q": "Q", "p": "P", "qid": "Q", "pid": "P"}
 _ENTITY_LINK = re.compile(r"\[\[\s*(?:d:|wikidata:)?(?:Property:)?([QP][1-9][0-9]*)\s*[|\]]", re.IGNORECASE)
 _QUERY_URL = re.compile(r"https?://query\.wikidata\.org/(?:embed\.html)?(?:#|\?query=)([^\s\]|]+)")
 #: A Wikimedia short link (``https://w.wiki/ABC``), as the query service's "Short URL" button gives them.
-_SHORT_LINK = re.compile(r"https?://w\.wiki/[A-Za-z0-9_~-]+")
+_SHORT_LINK = re.compile(r"https?://w\.wiki/[A-Za-z0-9_~$-]{1,20}(?![A-Za-z0-9_~$-])")
 _SPARQL_WORDS = re.compile(r"\b(SELECT|ASK|CONSTRUCT|DESCRIBE)\b", re.IGNORECASE)
 _CODE_TAGS = ("syntaxhighlight", "source", "pre")
 #: What a text holding a query has (a query template, a code block, a query service link): others are not parsed.

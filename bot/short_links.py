@@ -24,19 +24,16 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import re
 import time
 from dataclasses import dataclass, field
-from urllib.parse import unquote, urlsplit
+from urllib.parse import urlsplit
 
 import requests
 
 from agent.kb.http import RETRY_STATUSES, retry_after_seconds, retrying_session
-from bot.forum import Request
+from bot.forum import Request, query_in_url, short_links
 
 log = logging.getLogger(__name__)
-SHORT_LINK = re.compile(r"https?://w\.wiki/([A-Za-z0-9_~$-]{1,20})(?![A-Za-z0-9_~$-])")
-QUERY_SERVICE = re.compile(r"https://query\.wikidata\.org/(?:embed\.html)?(?:#|\?query=)(.+)", re.DOTALL)
 MAX_LINKS = 5
 TIMEOUT = 10
 #: Tries per link (the first and the ones after a busy answer or a failed connection).
@@ -107,21 +104,21 @@ class ShortLinks:
             return response.headers["Location"]
         return None
 
-    def query(self, code: str) -> str | None:
-        """The query the short link *code* stands for, or ``None``."""
+    def query(self, link: str) -> str | None:
+        """The query the short link *link* (``https://w.wiki/ABCD``) stands for, or ``None``."""
+        code = link.rsplit("/", 1)[-1]
         target = self.target(code)
-        found = QUERY_SERVICE.fullmatch(target or "")
-        if found is None:
+        query = query_in_url(target or "")
+        if not query:
             if target:
                 log.info("the short link w.wiki/%s points to %s, not to a query", code, urlsplit(target).netloc)
             return None
-        return unquote(found.group(1)).strip() or None
+        return query
 
     def resolve(self, request: Request, text: str) -> Request:
         """*request* with the queries of the short links in *text* (the asker's wikitext) among its drafts."""
         self._question_waited = 0.0
-        codes = list(dict.fromkeys(SHORT_LINK.findall(text)))[:MAX_LINKS]
-        queries = [query for query in map(self.query, codes) if query]
+        queries = [query for query in map(self.query, short_links(text)[:MAX_LINKS]) if query]
         if not queries:
             return request
         log.info("%d short link(s) in %r resolved to queries", len(queries), request.heading)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -27,11 +28,16 @@ from agent.examples.retrieval import Retriever, prompt_examples
 from agent.examples.store import ExampleStore
 from bot.config import BotConfig
 from bot.run import ENVIRONMENT
+from bot.short_links import ShortLinks
 
 DEFAULT_STORE = "examples.sqlite"
 #: The variables this command reads: the knowledge base that names properties, the wiki read as the bot reads it.
 READS = ("WIKIDATA_API_URL", "WIKIDATA_SPARQL_URL", "WIKIDATA_SPARQL_DIALECT", "SPINACH_CONTACT", "SPINACH_BOT_USER",
          "SPINACH_BOT_PASSWORD_FILE", "SPINACH_BOT_API_URL", "SPINACH_BOT_FAMILY", "SPINACH_BOT_LANG", "PYWIKIBOT_DIR")
+
+
+#: The most seconds one harvest waits on the shortener in all; a link it would not answer in time stays text.
+HARVEST_WAIT = 300.0
 
 
 def environment() -> str:
@@ -103,7 +109,7 @@ def _name_properties(store: ExampleStore, args: argparse.Namespace) -> None:
 def _harvest(store: ExampleStore, args: argparse.Namespace, config: BotConfig) -> int:
     import pywikibot
 
-    from bot.archive import SHORT_LINK_BASE, ShortLinks, harvest
+    from bot.archive import harvest
     from bot.forum import normalize_user
 
     try:
@@ -115,7 +121,9 @@ def _harvest(store: ExampleStore, args: argparse.Namespace, config: BotConfig) -
     if not bot:
         print("note: no bot account is configured (SPINACH_BOT_USER): corrections under the bot's replies cannot "
               "be told apart", file=sys.stderr)
-    links = ShortLinks(args.short_links or SHORT_LINK_BASE)
+    # One harvest is one long pass: each link's Retry-After is honoured, up to HARVEST_WAIT seconds in all.
+    links = ShortLinks(args.short_links or config.short_links, os.environ.get("SPINACH_CONTACT", ""),
+                       question_wait=HARVEST_WAIT, pass_wait=HARVEST_WAIT)
     archivers = args.archivers.split(",") if args.archivers else config.archiver_names
     if not archivers:
         print("note: no archivers are named (--archivers, or archivers in bot.ini): only pages the forum page was "

@@ -20,7 +20,8 @@ from http.server import BaseHTTPRequestHandler
 import pytest
 
 from agent.examples import ExampleStore, Retriever
-from bot.archive import ShortLinks, harvest
+from bot.archive import harvest
+from bot.short_links import ShortLinks
 from bot.forum import heading_text
 from bot.wikitext import fits_sparql_template, query_service_link, sparql_template
 from tests.support.fault_proxy import Fault, FaultProxy, Reply
