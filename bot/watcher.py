@@ -382,7 +382,7 @@ class Watcher:
 
     def _reply(self, task: Task, attribution: Attribution | None) -> None:
         page, section = self.forum.title, task.section
-        holds, draft = "no_query", False  # what the reply holds (bot.render.reply_kind)
+        holds = "no_query"  # what the reply holds (bot.render.reply_kind)
         if task.kind == "too-long":
             log.info("%r is too long to read: replying with a note", section.heading)
             reply = TOO_LONG_NOTE
@@ -393,7 +393,6 @@ class Watcher:
                 asked = (section.opening if task.followup is None
                          else section.text[task.followup.start - section.start:task.followup.end - section.start])
                 request = self.short_links.resolve(request, asked)
-            draft = bool(request.queries)
             earlier = self._recall(request, task.kind == "question")
             result = self._refused_answer(task, request)
             if result is None:
@@ -411,7 +410,7 @@ class Watcher:
                 self.counter["no answer"] += 1
                 return
             reply = render_reply(result, depth=task.depth, max_chars=self.config.reply_max_chars, credit=self.credit,
-                                 draft=draft, earlier=earlier)
+                                 earlier=earlier)
         summary = edit_summary(summary_section(section), task.kind, holds)
         if self.review is not None:
             status = self.review.submit(task.key, section, task.kind, reply, summary)

@@ -328,10 +328,10 @@ def test_a_german_question_is_answered_in_words_in_german(mediawiki, forum, rig,
     run_bot(rig, forum, "--once", "--live", llm=llm_server(german))
 
     reply = section_text(mediawiki.page_text(forum), "Doktorväter von Euler").split("Euler?", 1)[1]
-    assert "Diese Abfrage beantwortet die Frage" in reply and "[[User:SpinachBot|SpinachBot]]" in reply
+    assert "Die Abfrage unten liefert 1 Ergebnis." in reply and "[[User:SpinachBot|SpinachBot]]" in reply
     page = mediawiki.rendered_html(forum)
     assert explanation in page  # the model's words, shown as text on the rendered page
-    assert "Here is a query that answers this" not in page  # no English wording beside it
+    assert "The query below" not in page and "Steps taken" not in page  # no English wording beside it
 
 
 def test_a_follow_up_indented_two_thousand_levels_is_answered_at_the_deepest_indentation(mediawiki, forum, rig):
