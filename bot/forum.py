@@ -377,6 +377,16 @@ def followup_key(section_key: str, revision: int) -> str:
     return f"{section_key} / r{revision}"
 
 
+def addressee(section: Section, key: str) -> str | None:
+    """Whom the reply to *key* answers: the author of the follow-up *key* names (its revision), else the user
+    who signed the question; ``None`` when neither is known."""
+    section_key, _, revision = key.rpartition(" / r")
+    if section_key == section.key and revision.isdigit():
+        return next((comment.user for comment in section.comments if comment.owner == int(revision) and comment.user),
+                    None)
+    return section.signatures[0].user if section.signatures else None
+
+
 def find_section(sections: list[Section], key: str) -> Section | None:
     """The section whose identity is *key*; for a follow-up's key, that section, ``answered`` when the bot
     has replied below the follow-up (``None`` when the follow-up is no longer there)."""

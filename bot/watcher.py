@@ -41,7 +41,7 @@ from agent.trace import AgentResult
 from bot.config import BotConfig
 from bot.edit_check import EditRefused
 from bot.forum import (
-    MAX_DEPTH, MAX_REQUEST_CHARS, FollowUp, Reading, Request, Section, answered_by_human, extract_followup,
+    MAX_DEPTH, MAX_REQUEST_CHARS, FollowUp, Reading, Request, Section, addressee, answered_by_human, extract_followup,
     extract_request, followup_key, in_forum, mark_answered, normalize_user, page_lead, parse_sections,
     pending_followup, ping_in, previous_query, summary_section,
 )
@@ -409,9 +409,12 @@ class Watcher:
                                           f"no query found ({result.stop_reason}); staying silent")
                 self.counter["no answer"] += 1
                 return
+            # With the review step the asker is addressed when the approved draft is posted, never in the draft.
+            asker = addressee(section, task.key) if self.config.ping_asker and self.review is None else None
             reply = render_reply(result, depth=task.depth, max_chars=self.config.reply_max_chars, credit=self.credit,
-                                 earlier=earlier)
-        summary = edit_summary(summary_section(section), task.kind, holds)
+                                 earlier=earlier, asker=asker)
+        # A ping in a thread the bot has not answered is its first answer there, not a revision of one.
+        summary = edit_summary(summary_section(section), task.kind if section.answered else "question", holds)
         if self.review is not None:
             status = self.review.submit(task.key, section, task.kind, reply, summary)
             self.counter[status] += 1

@@ -336,7 +336,8 @@ class ForumPage:
             diff = page_diff(self.title, old, new)
             # A dry run asks MediaWiki too (read-only): it shows what a live run would refuse.
             checked = checked_text(self.site, self.title, old, base, point, reply, self.allowance(),
-                                   section_start=section.start)
+                                   section_start=section.start,
+                                   addressed=frozenset(f"User:{signature.user}" for signature in section.signatures))
             if not self.writes:
                 return PostOutcome("previewed", diff=diff)
             if self.stopped():

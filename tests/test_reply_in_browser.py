@@ -134,3 +134,39 @@ def test_a_collapsed_reply_is_at_most_twice_as_tall_as_a_regulars_answer(mediawi
     regular = browser.evaluate(HEIGHT % (json.dumps("Carol"), json.dumps("Bob")))
     print(f"{language}: bot {bot:.0f} px, regular {regular:.0f} px")
     assert bot <= 2 * regular, (bot, regular)
+
+
+def answer(mediawiki, rig: BotRig, forum: str, language: str, *options: str) -> str:
+    """The bot's reply to the rivers question in *language*, as saved."""
+    heading, question, _ = QUESTIONS[language]
+    assert rig.run(forum, "--once", "--live", *options).code == 0
+    mediawiki.edit_as_human(forum, mediawiki.page_text(forum) + new_section(heading, question))
+    done = rig.run(forum, "--once", "--live", *options)
+    assert done.code == 0 and len(rig.bot_edits(forum)) == 1, done.stderr[-3000:]
+    return mediawiki.page_text(forum).split(question, 1)[1].split("\n", 1)[1]
+
+
+#: In the page: the line of the reply that holds *text*, what it shows and the user pages it links.
+LINE = """((text) => {
+  const line = [...document.querySelectorAll('#mw-content-text dd')].filter((dd) => dd.innerText.includes(text))
+                                                                    .pop();
+  return {text: line.innerText, users: [...line.querySelectorAll("a")].map((a) => a.title.split(" (")[0])};
+})(%s)"""
+
+
+def test_the_asker_is_addressed_as_the_forum_does_unless_bot_ini_says_not_to(mediawiki, llm_server, world, browser,
+                                                                            tmp_path):
+    forum = mediawiki.fresh_forum("asker addressed")
+    rig = BotRig(mediawiki, tmp_path, llm_server(plan("en")), world)
+    reply = answer(mediawiki, rig, forum, "en")
+    assert reply.startswith(":{{re|1=Alice}} These are the rivers in Germany")
+    open_page(browser, mediawiki, forum)
+    first = browser.evaluate(LINE % json.dumps("These are the rivers"))
+    assert first["text"].startswith("@Alice: These are the rivers") and first["users"][0] == "User:Alice"
+
+    quiet = mediawiki.fresh_forum("asker not addressed")
+    (tmp_path / "quiet").mkdir()
+    (tmp_path / "quiet" / "bot.ini").write_text("[bot]\nping_asker = false\n")
+    rig = BotRig(mediawiki, tmp_path / "quiet", llm_server(plan("en")), world)
+    reply = answer(mediawiki, rig, quiet, "en", "--config", str(tmp_path / "quiet" / "bot.ini"))
+    assert reply.startswith(":These are the rivers in Germany") and "{{re" not in reply
