@@ -400,6 +400,8 @@ class Watcher:
                 result = self.answer(request)
                 # Scrubbed before it is stored: an endpoint's error may echo a secret into the stop message.
                 self.state.record_trace(page, task.key, scrub(result.to_dict()))
+            if not result.language and task.kind == "follow-up":  # the model named none: the thread's language
+                result.language = self._previous(task, "language") or ""
             if result.stop_reason in ("llm_error", "kb_error"):
                 self._fail(task, f"{result.stop_reason}: {result.stop_message}", transient=True)
                 return
@@ -470,10 +472,15 @@ class Watcher:
 
     def _previous_query(self, task: Task) -> str | None:
         """The bot's last final query in this section: from its stored trace, else read back from the page."""
+        return self._previous(task, "final_sparql") or previous_query(task.section, self.bot)
+
+    def _previous(self, task: Task, name: str) -> str | None:
+        """Field *name* (``final_sparql``, ``language``) of the bot's last stored answer in this section that has
+        one."""
         prefix = task.section.key + " / r"
         best: tuple[int, str] | None = None
         for record in self.state.sections(self.forum.title):
-            if record.status != "answered" or not record.trace or not record.trace.get("final_sparql"):
+            if record.status != "answered" or not record.trace or not record.trace.get(name):
                 continue
             if record.key == task.section.key:
                 order = 0
@@ -482,8 +489,8 @@ class Watcher:
             else:
                 continue
             if best is None or order > best[0]:
-                best = (order, record.trace["final_sparql"])
-        return best[1] if best else previous_query(task.section, self.bot)
+                best = (order, record.trace[name])
+        return best[1] if best else None
 
     def _refuse(self, task: Task, reason: str, revision: int | None) -> None:
         """MediaWiki's check refused the reply: logged with its reason and recorded ``refused``, never
