@@ -136,6 +136,49 @@ def test_a_collapsed_reply_is_at_most_twice_as_tall_as_a_regulars_answer(mediawi
     assert bot <= 2 * regular, (bot, regular)
 
 
+#: In the page: where, on screen, the column *header* of the trace's table starts and where *value* in the row
+#: below it starts.
+COLUMN = """((line, header, value) => {
+  const content = [...document.querySelectorAll('.mw-collapsible-content')].pop();
+  const walker = document.createTreeWalker(content, NodeFilter.SHOW_TEXT);
+  while (walker.nextNode() && !walker.currentNode.textContent.includes(line)) {}
+  const node = walker.currentNode, text = node.textContent, start = text.indexOf(line);
+  const left = (offset) => { const range = document.createRange(); range.setStart(node, offset);
+                             range.setEnd(node, offset + 1); return range.getBoundingClientRect().left; };
+  return [left(text.indexOf(header, start)), left(text.indexOf(value, text.indexOf('\\n', start)))];
+})(%s, %s, %s)"""
+#: What the steps say in each language: the draft's rows counted, the final query named, the result's rows.
+TRACE_WORDS = {"en": ("… 39 more rows (41 rows in all)", "(the final query, shown above)",
+                      "… 4 more rows (6 rows in all)"),
+               "de": ("… 39 weitere Zeilen (41 Zeilen insgesamt)", "(die endgültige Abfrage, oben gezeigt)",
+                      "… 4 weitere Zeilen (6 Zeilen insgesamt)"),
+               "fr": ("… 39 lignes de plus (41 lignes en tout)", "(la requête finale, montrée ci-dessus)",
+                      "… 4 lignes de plus (6 lignes en tout)")}
+
+
+@pytest.mark.parametrize("language", ["en", "de", "fr"])
+def test_the_steps_tell_the_truth_in_the_askers_language(mediawiki, llm_server, world, browser, tmp_path,
+                                                         language):
+    forum = mediawiki.fresh_forum(f"trace {language}")
+    rig = BotRig(mediawiki, tmp_path, llm_server(plan(language)), world)
+    answer(mediawiki, rig, forum, language)
+    open_page(browser, mediawiki, forum)
+    browser.evaluate("[...document.querySelectorAll('.mw-collapsible-toggle')].pop().click(), true")
+    shown = browser.evaluate("[...document.querySelectorAll('.mw-collapsible-content')].pop().innerText")
+    # (MediaWiki shows a space before ";" as a no-break space, inside <nowiki> too)
+    lines = [line.replace("\xa0", " ").strip() for line in shown.splitlines()]
+    draft_rows, final, final_rows = TRACE_WORDS[language]
+    assert lines[lines.index(DRAFT) + 4] == draft_rows  # the draft in full, two rows, and how many in all
+    assert lines[lines.index("3. Keep the rivers longer than 500 km and add their basins.") + 1] == final
+    assert lines[-2] == final_rows and lines[-1] == "4. The final query answers it."  # no empty stop() step
+    assert not any(line in ("{", "}", "stop()") for line in lines)
+    if language != "en":
+        assert not any(word in shown for word in ("more", "rows", "query above", "found")), shown
+    header, value = browser.evaluate(COLUMN % (json.dumps("→ river  riverLabel"), json.dumps("length"),
+                                               json.dumps("1233")))
+    assert header == value  # the columns line up on screen
+
+
 def answer(mediawiki, rig: BotRig, forum: str, language: str, *options: str) -> str:
     """The bot's reply to the rivers question in *language*, as saved."""
     heading, question, _ = QUESTIONS[language]
