@@ -47,7 +47,7 @@ EXPLANATION_CHARS = 2000
 WRAP_CHARS = 100
 LINE_CHARS = 160
 #: Rows (or lines) of each observation shown, tried in turn before steps are left out.
-OBSERVATION_ROWS = (2, 1, 0)
+OBSERVATION_ROWS = (1, 0)
 #: The smallest cap a reply can be held to: its fixed wording, a note and the signature.
 MIN_CHARS = 1500
 GEO = "http://www.opengis.net/ont/geosparql#wktLiteral"
@@ -288,7 +288,7 @@ def _observation_lines(step: Step, rows: int, words: dict[str, str]) -> list[str
     lines = [line.rstrip() for line in observation.splitlines() if line.strip() and not _BRACKETS.fullmatch(line)]
     if step.action == "get_wikidata_entry" and lines:
         properties = sum(1 for line in observation.splitlines() if _ENTRY_KEY.match(line))
-        return [_cut_line(lines[0])] + ([counted(words, "properties", properties)] if rows > 1 else [])
+        return [_cut_line(lines[0]), counted(words, "properties", properties)]
     shown = [_cut_line(line) for line in lines[:rows]]
     if len(lines) > len(shown) and shown:
         shown.append(counted(words, "more_lines", len(lines) - len(shown)))
