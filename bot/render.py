@@ -67,6 +67,8 @@ _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[\"“«„(]?[^\W\d_a-z]|\d)")
 #: A line of an entry's JSON that is brackets alone, and one that starts a property of it.
 _BRACKETS = re.compile(r"\s*[\[\]{}(),]*\s*")
 _ENTRY_KEY = re.compile(r'^ "')
+#: A property named in a search hit (``watershed area (P2053) [quantity…]: …``) or an entry (``"length (P2043)":``).
+_PROPERTY_NAMED = re.compile(r'^[ "]*([^"\n()\[\]:]+?) \((P[1-9]\d*)\)', re.MULTILINE)
 #: The knowledge base's fixed sentences (agent.observations), by the message that says them in the reply's words.
 FIXED_OBSERVATIONS = {"No entities or properties found.": "nothing_found",
                       "The query returned an empty result.": "no_rows"}
@@ -195,15 +197,42 @@ def header_words(name: str) -> str:
     return " ".join(words) or name
 
 
-def _columns(variables: list[str], rows: list[dict[str, Binding]]) -> list[tuple[str, str]]:
+def property_labels(result: AgentResult) -> dict[str, str]:
+    """The properties the agent saw named (in its searches and the entries it read), by ID: the label the
+    knowledge base gave it."""
+    labels: dict[str, str] = {}
+    for step in result.steps:
+        if step.action in ("search_wikidata", "get_wikidata_entry") and step.observation:
+            for label, pid in _PROPERTY_NAMED.findall(step.observation):
+                labels.setdefault(pid, label.strip())
+    return labels
+
+
+def _says_nothing(name: str) -> bool:
+    """A variable whose name says nothing of what it holds: a letter or two, with or without a digit."""
+    return len(name.rstrip("0123456789")) <= 2
+
+
+def _header(name: str, result: AgentResult, labels: dict[str, str]) -> str:
+    """A column's header: the variable's name as words; for a name that says nothing (``?u``), the label of the
+    one property whose value it is in the final query, when the agent saw that property named."""
+    if _says_nothing(name):
+        properties = set(re.findall(rf"\b(?:wdt|ps|p):(P[1-9]\d*)\s+\?{re.escape(name)}\b", result.final_sparql or ""))
+        if len(properties) == 1 and (label := labels.get(properties.pop())):
+            return label
+    return header_words(name)
+
+
+def _columns(result: AgentResult, variables: list[str], rows: list[dict[str, Binding]]) -> list[tuple[str, str]]:
     """The columns to show and their headers in words: a label column is left out where its item column shows
     the item, which ``{{Q}}`` already shows with its label."""
     shown = []
+    labels = property_labels(result)
     for name in variables:
         base = name[:-len("Label")] if name.endswith("Label") else None
         if base in variables and all(_entity(row.get(base)) or name not in row for row in rows):
             continue
-        header = header_words(base if base and base not in variables else name)
+        header = _header(base if base and base not in variables else name, result, labels)
         shown.append((name, header if len(header) <= HEADER_CHARS else header[:HEADER_CHARS - 1] + "…"))
     return shown
 
@@ -214,7 +243,7 @@ def preview_table(result: AgentResult, rows: int, words: dict[str, str]) -> str:
     if not isinstance(result.answer, list) or not result.answer or rows <= 0:
         return ""
     shown_rows = result.answer[:rows]
-    columns = _columns(result.variables or list(result.answer[0]), shown_rows)
+    columns = _columns(result, result.variables or list(result.answer[0]), shown_rows)
     lines = ['{| class="wikitable"', "! " + " !! ".join(encode(header, cell=True) for _, header in columns)]
     for row in shown_rows:
         lines.append("|-")

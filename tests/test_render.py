@@ -625,3 +625,14 @@ def test_headers_are_words_and_numbers_are_written_as_the_replys_language_writes
     assert tables["en"][3] == "| 24,152,700 || 1707 || -1,234,567.25 || 24152700"
     assert tables["de"][3] == "| 24.152.700 || 1707 || -1.234.567,25 || 24152700"
     assert tables["fr"][3] == "| 24\u202f152\u202f700 || 1707 || -1\u202f234\u202f567,25 || 24152700"
+
+
+def test_a_variable_whose_name_says_nothing_is_headed_by_the_property_the_agent_saw_named():
+    search = ("river (Q4022): natural flowing watercourse\n\nProperties:\nwatershed area (P2053) [quantity: a "
+              "number; its unit via p:/psv:]: size of a stream's watershed")
+    row = {"r": term("Rhine"), "u": term("185000"), "x1": term("1233"), "y": term("1")}
+    found = AgentResult("q", "SELECT * WHERE { ?r wdt:P2053 ?u ; wdt:P2043 ?x1 ; wdt:P9 ?y }", [row], list(row),
+                        [Step("t", "search_wikidata", "river", search),
+                         Step("t", "get_wikidata_entry", "Q584", 'Rhine (Q584)\n{\n "length (P2043)": "1233"\n}')],
+                        "stop")
+    assert preview_table(found, 3, MESSAGES["en"]).splitlines()[1] == "! r !! watershed area !! length !! y"
