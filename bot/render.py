@@ -71,7 +71,9 @@ _ENTRY_KEY = re.compile(r'^ "')
 _PROPERTY_NAMED = re.compile(r'^[ "]*([^"\n()\[\]:]+?) \((P[1-9]\d*)\)', re.MULTILINE)
 #: The knowledge base's fixed sentences (agent.observations), by the message that says them in the reply's words.
 FIXED_OBSERVATIONS = {"No entities or properties found.": "nothing_found",
-                      "The query returned an empty result.": "no_rows"}
+                      "The query returned an empty result.": "no_rows", "True": "yes", "False": "no"}
+#: What a search's observation says to the model alone: the heading of its properties, the glosses in brackets.
+_SEARCH_NOTES = re.compile(r"^Properties:$| \[[^\[\]\n]*\]", re.MULTILINE)
 
 _environment = jinja2.Environment(loader=jinja2.PackageLoader("bot", "templates"),
                                   undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
@@ -294,6 +296,8 @@ def _result_lines(step: Step, rows: int, words: dict[str, str]) -> list[str]:
     observation = step.observation or ""
     if step.query_status == "empty":
         return [words["no_rows"]]
+    if observation.strip() in FIXED_OBSERVATIONS:  # an ASK's answer
+        return [words[FIXED_OBSERVATIONS[observation.strip()]]]
     if step.query_status in ("syntax_error", "error", "timeout"):
         first = observation.strip().splitlines()[0] if observation.strip() else ""
         message = first.split(":", 1)[1].strip() if first.startswith(("Syntax error:", "Error:")) else ""
@@ -314,6 +318,8 @@ def _observation_lines(step: Step, rows: int, words: dict[str, str]) -> list[str
     observation = (step.observation or "").strip()
     if observation in FIXED_OBSERVATIONS:
         return [words[FIXED_OBSERVATIONS[observation]]]
+    if step.action == "search_wikidata":
+        observation = _SEARCH_NOTES.sub("", observation)
     lines = [line.rstrip() for line in observation.splitlines() if line.strip() and not _BRACKETS.fullmatch(line)]
     if step.action == "get_wikidata_entry" and lines:
         properties = sum(1 for line in observation.splitlines() if _ENTRY_KEY.match(line))

@@ -607,6 +607,18 @@ def test_a_german_or_french_trace_says_in_its_language_what_the_knowledge_base_a
     assert not any(word in steps for word in english), steps
 
 
+def test_a_search_of_properties_or_an_ask_is_told_without_the_models_english_notes():
+    search = ("Properties:\nwatershed area (P2053) [quantity: a number; its unit via p:/psv:]: size of a stream's "
+              "watershed\nlength (P2043) [quantity: a number; its unit via p:/psv:]: measured dimension")
+    steps = [Step("Suche.", "search_wikidata", "Einzugsgebiet", search),
+             Step("Prüfen.", "execute_sparql", "ASK { wd:Q584 wdt:P2053 ?a }", "True", query_status="ok")]
+    found = AgentResult("q", "ASK { wd:Q584 wdt:P2053 ?a }", True, [], steps, "stop", "", Usage(llm_calls=3),
+                        language="de")
+    shown = steps_text(render_reply(found))
+    assert "   → watershed area (P2053): size of a stream's watershed\n     … 1 weitere Zeile" in shown
+    assert "→ ja" in shown and "Properties" not in shown and "quantity" not in shown and "True" not in shown
+
+
 def test_a_reply_without_a_query_never_says_it_ran_no_queries():
     searched = AgentResult("q", None, None, [], [Step("s", "search_wikidata", "Euler", "No entities or properties "
                                                        "found.")], "repeated_stop", "", Usage(llm_calls=2))
