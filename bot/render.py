@@ -134,7 +134,7 @@ def _number(value: float) -> str:
     return f"{abs(value):.4f}".rstrip("0").rstrip(".")
 
 
-def number_text(value: str, words: dict[str, str]) -> str:
+def written_number(value: str, words: dict[str, str]) -> str:
     """A decimal number as the reply's language writes it: its decimal mark, and its thousands grouped from five
     digits on (so that a year or a four-digit count reads as written); *value* unchanged when it is no plain
     decimal (an exponent, a word)."""
@@ -149,7 +149,7 @@ def number_text(value: str, words: dict[str, str]) -> str:
     return ("-" if sign == "-" else "") + whole + (words["decimal_mark"] + fraction if fraction else "")
 
 
-def cell_text(term: Binding, words: dict[str, str] | None = None) -> str:
+def cell_text(term: Binding, words: dict[str, str]) -> str:
     """A value as a reader wants it in a table: dates without a midnight time, coordinates as degrees, numbers
     as the reply's language (*words*) writes them."""
     value = term.get("value", "")
@@ -169,7 +169,7 @@ def cell_text(term: Binding, words: dict[str, str] | None = None) -> str:
         text = f"{_number(lat)}°{'N' if lat >= 0 else 'S'} {_number(lon)}°{'E' if lon >= 0 else 'W'}"
         return text + (f" ({shorten_iri(globe)})" if globe and globe != EARTH else "")
     if datatype in NUMBERS:
-        return number_text(value, words or messages_for("en"))
+        return written_number(value, words)
     return shorten_iri(value) if term.get("type") == "uri" else value
 
 
