@@ -16,7 +16,8 @@ that will store the edit is asked, through pywikibot's API request:
   what they transclude), the "Try it!" link to the query service, entity
   links, a link to the forum page itself or one of its archive pages (the
   "earlier request" line), the bot's signature links and one more link to
-  a user who signed in the section (the ``{{re|…}}`` that notifies the asker);
+  a user the history names as a writer of the section (the ``{{re|…}}``
+  that notifies the asker);
 * the reply's collapsible block must come out of the parser closed;
 * the reply must render where a reader of the asker's section sees it: a
   word added after the reply's signature (only in the text that is parsed,

@@ -380,13 +380,19 @@ def followup_key(section_key: str, revision: int) -> str:
 
 
 def addressee(section: Section, key: str) -> str | None:
-    """Whom the reply to *key* answers: the author of the follow-up *key* names (its revision), else the user
-    who signed the question; ``None`` when neither is known."""
+    """Whom the reply to *key* answers, as the page's history names them (anyone can type a signature): the
+    author of the follow-up *key* names (its revision), else the section's author; ``None`` when not known."""
     section_key, _, revision = key.rpartition(" / r")
     if section_key == section.key and revision.isdigit():
         return next((comment.user for comment in section.comments if comment.owner == int(revision) and comment.user),
                     None)
-    return section.signatures[0].user if section.signatures else None
+    return section.author
+
+
+def thread_users(section: Section) -> set[str]:
+    """The users the page's history names as writers of *section*: its author and the authors of its comments
+    (those a reply may address)."""
+    return {user for user in (section.author, *(comment.user for comment in section.comments)) if user}
 
 
 def find_section(sections: list[Section], key: str) -> Section | None:
