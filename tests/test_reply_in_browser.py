@@ -120,7 +120,8 @@ def open_page(browser, mediawiki, forum: str) -> None:
                       "document.querySelector('.mw-collapsible-toggle')")
 
 
-@pytest.mark.parametrize(("language", "query"), [("en", FINAL), ("de", FINAL), ("fr", FINAL), ("en", ONE_LINE)])
+@pytest.mark.parametrize(("language", "query"), [("en", FINAL), ("de", FINAL), ("fr", FINAL), ("en", ONE_LINE)],
+                         ids=["en", "de", "fr", "en-one-line"])
 def test_a_collapsed_reply_is_at_most_twice_as_tall_as_a_regulars_answer(mediawiki, llm_server, world, browser,
                                                                          tmp_path, language, query):
     heading, question, explanation = QUESTIONS[language]
