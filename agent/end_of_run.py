@@ -142,8 +142,11 @@ def finish(run: _Run, reason: str, final: int | None) -> FinalAnswer:
         answer.best_effort = True
         extraction = extract(run)
         result = None
+        # The model's last stop, refused for want of a query, said in its words what it found: they stand
+        # where the extraction says nothing (a follow-up that asks for no query, an unreachable model).
+        answer.explanation = (extraction and extraction.explanation) or run.stop_extras.get("explanation", "")
+        answer.language = (extraction and extraction.language) or run.stop_extras.get("language", "")
         if extraction is not None:
-            answer.explanation, answer.language = extraction.explanation, extraction.language
             if extraction.sparql:
                 result = run.run_query(extraction.sparql)
                 if result.status == "ok":

@@ -298,12 +298,11 @@ class _Run:
         return None
 
     def stop(self, index: int, extras: dict[str, str]) -> int | None:
+        self.stop_extras = extras  # a refused stop's words too: the model's explanation, in the asker's language
         if is_set(extras.get(CANNOT_ANSWER)):
-            self.stop_extras = extras
             raise _RunEnded("cannot_answer", "the model found the question cannot be answered from Wikidata")
         queries = [i for i in self.path if self.steps[i].action == "execute_sparql" and i in self.results]
         if queries and self.results[queries[-1]].status == "ok":
-            self.stop_extras = extras
             return queries[-1]
         self.steps[index].rolled_back = True
         if not queries:

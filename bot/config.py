@@ -19,6 +19,7 @@ retry_minutes           30                               wait after a failed try
 reply_max_chars         20000                            hard cap on a reply's size
 reply_without_answer    true                             post an honest "no query found" reply
 max_followups           3                                follow-ups answered per section at most
+ping_asker              true                             address the asker ({{re|…}}), which notifies them
 skip_human_answered     true                             leave a section where someone posted a query
 operator                (none)                           your user name, named in every reply
 documentation           User:{username}                  the page every reply links as "about this bot"
@@ -75,6 +76,7 @@ class BotConfig:
     reply_max_chars: int = 20000
     reply_without_answer: bool = True
     max_followups: int = 3
+    ping_asker: bool = True
     skip_human_answered: bool = True
     operator: str | None = None
     documentation: str = "User:{username}"

@@ -15,7 +15,9 @@ that will store the edit is asked, through pywikibot's API request:
   reply's own markup adds: the ``{{SPARQL}}`` and ``{{Q}}`` templates (and
   what they transclude), the "Try it!" link to the query service, entity
   links, a link to the forum page itself or one of its archive pages (the
-  "earlier request" line) and the bot's signature links;
+  "earlier request" line), the bot's signature links and one more link to
+  a user the history names as a writer of the section (the ``{{re|…}}``
+  that notifies the asker);
 * the reply's collapsible block must come out of the parser closed;
 * the reply must render where a reader of the asker's section sees it: a
   word added after the reply's signature (only in the text that is parsed,
@@ -184,8 +186,11 @@ def measure_allowance(site: pywikibot.site.APISite, title: str, markup: str = ""
 
 
 def differences(old: Rendering, new: Rendering, allowance: Allowance, reply_collapsibles: int,
-                added_sections: tuple[tuple[str, str], ...] = ()) -> list[str]:
-    """Every way *new* differs from *old* beyond what a reply may add (and *added_sections* at the end), in words."""
+                added_sections: tuple[tuple[str, str], ...] = (), addressed: frozenset[str] = frozenset()) -> list[str]:
+    """Every way *new* differs from *old* beyond what a reply may add (and *added_sections* at the end), in words.
+
+    *addressed* holds the user pages the reply may link once more: the users of the thread it answers, whom a
+    reply addresses (``{{re|…}}``) to notify them."""
     found = []
     if new.sections != old.sections + added_sections:
         added = [line for _, line in new.sections if (_, line) not in old.sections]
@@ -206,7 +211,8 @@ def differences(old: Rendering, new: Rendering, allowance: Allowance, reply_coll
         if gained:
             found.append(f"{name} would appear: {gained[:5]}")
     before, after = Counter(dict(old.user_links)), Counter(dict(new.user_links))
-    pinged = sorted(title for title in after if after[title] > before[title] and title not in allowance.links)
+    pinged = sorted(title for title in after if after[title] > before[title] and title not in allowance.links
+                    and not (title in addressed and after[title] == before[title] + 1))
     if pinged:
         found.append(f"user links would appear: {pinged[:5]}")
     unlinked = sorted(title for title in before if after[title] < before[title])
@@ -505,7 +511,7 @@ def transformed_reply(reply: str, signature: str, timestamp: str) -> str:
 
 def checked_text(site: pywikibot.site.APISite, title: str, old: str, base: int | None, point: int, reply: str,
                  allowance: Allowance, *, added_sections: tuple[tuple[str, str], ...] = (),
-                 section_start: int | None = None) -> CheckedEdit:
+                 section_start: int | None = None, addressed: frozenset[str] = frozenset()) -> CheckedEdit:
     """The exact text to save: old text plus reply, transformed and verified by the wiki; or :class:`EditRefused`.
 
     *point* is where the reply goes in *old*; the new text is
@@ -515,7 +521,8 @@ def checked_text(site: pywikibot.site.APISite, title: str, old: str, base: int |
     exist yet); *added_sections* the sections the reply may add at the
     page's end (a draft on the review page).
     *section_start* is where the asker's section's heading starts: the
-    reply must show under that heading.
+    reply must show under that heading.  *addressed*: the user pages the
+    reply may link once (see :func:`differences`).
     """
     reply = reply.rstrip("\n")
     if "~~~~" not in reply:
@@ -532,7 +539,7 @@ def checked_text(site: pywikibot.site.APISite, title: str, old: str, base: int |
     marked = old[:point] + "\n" + transformed_reply(reply, signature, timestamp + word) + old[point:]
     parsed = parse(site, title, text=marked.rstrip())
     after = Rendering.from_parse(parsed)
-    found = differences(before, after, allowance, len(COLLAPSIBLE.findall(reply)), added_sections)
+    found = differences(before, after, allowance, len(COLLAPSIBLE.findall(reply)), added_sections, addressed)
     alone = parse(site, title, text=signed + "\n\n" + SENTINEL, props="text")["text"]
     found += trace_problems(site, title, signed, alone)
     found += box_problems(alone, allowance)

@@ -55,6 +55,8 @@ from bot.wikiparse import parse as parse_wikitext
 MAX_REQUEST_CHARS = 20000
 #: The thread handed to the model as context keeps its last this many characters.
 THREAD_CHARS = 8000
+#: A reply of the bot in the thread the model reads: its final query is given apart, as the draft to revise.
+_BOT_REPLY = "(your earlier answer)"
 #: The deepest indentation of a reply (a follow-up indented deeper is answered at this depth).
 MAX_DEPTH = 10
 #: A bot signature on lines whose revision is not known is a reply only if the bot saved the page this soon after.
@@ -383,6 +385,22 @@ def followup_key(section_key: str, revision: int) -> str:
     return f"{section_key} / r{revision}"
 
 
+def addressee(section: Section, key: str) -> str | None:
+    """Whom the reply to *key* answers, as the page's history names them (anyone can type a signature): the
+    author of the follow-up *key* names (its revision), else the section's author; ``None`` when not known."""
+    section_key, _, revision = key.rpartition(" / r")
+    if section_key == section.key and revision.isdigit():
+        return next((comment.user for comment in section.comments if comment.owner == int(revision) and comment.user),
+                    None)
+    return section.author
+
+
+def thread_users(section: Section) -> set[str]:
+    """The users the page's history names as writers of *section*: its author and the authors of its comments
+    (those a reply may address)."""
+    return {user for user in (section.author, *(comment.user for comment in section.comments)) if user}
+
+
 def find_section(sections: list[Section], key: str) -> Section | None:
     """The section whose identity is *key*; for a follow-up's key, that section, ``answered`` when the bot
     has replied below the follow-up (``None`` when the follow-up is no longer there)."""
@@ -624,23 +642,38 @@ def _without_signatures(text: str, offset: int, signatures: list[Signature]) -> 
     return "".join(pieces)
 
 
-def thread_text(section: Section) -> str:
-    """The section as plain words, signatures reduced to their user names, the last THREAD_CHARS kept.
+def thread_text(section: Section, start: int, end: int) -> str:
+    """The words of the thread between page offsets *start* and *end*, the last THREAD_CHARS kept: each comment
+    as plain words and the name of the user who signed it; each reply of the bot as one line saying so (the
+    model is given its final query apart, never its reply flattened into words).
 
-    Only the section's last 2 x THREAD_CHARS characters are read: plain words are never longer than the
-    wikitext they come from.
+    Only the last 2 x THREAD_CHARS characters are read: plain words are never longer than the wikitext they
+    come from.
     """
-    position = max(section.start, section.end - 2 * THREAD_CHARS)
+    position = max(start, end - 2 * THREAD_CHARS)
     pieces: list[str] = []
+    for reply in [reply for reply in section.replies if reply.end > position and reply.start < end]:
+        pieces.append(_signed_words(section, position, max(position, reply.start)))
+        pieces.append(f"{_BOT_REPLY}\n")
+        position = max(position, reply.end)
+    pieces.append(_signed_words(section, position, end))
+    lines = " ".join(pieces).splitlines()
+    return "\n".join(line.strip() for line in lines if line.strip())[-THREAD_CHARS:]
+
+
+def _signed_words(section: Section, start: int, end: int) -> str:
+    """The plain words between page offsets *start* and *end*, each signature reduced to its user name."""
+    pieces: list[str] = []
+    position = start
     for signature in section.signatures:
-        if signature.start < position:
+        if signature.start < position or signature.end > end:
             continue
         pieces.append(plain_text(section.text[position - section.start:signature.start - section.start])
                       .rstrip(" -—–~"))
         pieces.append(f"— {signature.user}\n")
         position = signature.end
-    pieces.append(plain_text(section.text[position - section.start:]))
-    return " ".join(pieces)[-THREAD_CHARS:]
+    pieces.append(plain_text(section.text[position - section.start:end - section.start]))
+    return " ".join(pieces)
 
 
 def _by_author(section: Section) -> list[str]:
@@ -662,8 +695,13 @@ def extract_request(section: Section) -> Request:
     code = parse_wikitext(combined[:2 * MAX_REQUEST_CHARS])
     return Request(heading=section.heading,
                    question=f"{section.heading}\n\n{question}" if question else section.heading,
-                   queries=_queries(code), entities=_entities(code), thread=thread_text(section),
-                   created=section.created)
+                   queries=_queries(code), entities=_entities(code),
+                   thread=thread_text(section, _opening_end(section), section.end), created=section.created)
+
+
+def _opening_end(section: Section) -> int:
+    """Where the question ends in the page: its first signature's end (the section's end when it is unsigned)."""
+    return section.signatures[0].end if section.signatures else section.end
 
 
 def reply_depth(indent: int) -> int:
@@ -734,13 +772,16 @@ def extract_followup(section: Section, followup: FollowUp, previous_query: str |
     code = parse_wikitext(text[:2 * MAX_REQUEST_CHARS])
     queries = _queries(code)
     entities = _entities(code)
+    # The thread before the follow-up; a ping's question is the section's own, given in the question already.
+    since = section.start + len(section.text.split("\n", 1)[0])
     if not section.replies and len(section.opening) <= MAX_REQUEST_CHARS:
         asked = extract_request(section)
         words = f"{plain_text(section.opening)}\n\n{words}".strip()
         queries, entities = asked.queries + queries, asked.entities + entities
+        since = _opening_end(section)
     return Request(heading=section.heading, question=f"{section.heading}\n\n{words}" if words else section.heading,
                    queries=[query for query in dict.fromkeys(queries) if query != previous_query],
-                   entities=list(dict.fromkeys(entities)), thread=thread_text(section),
+                   entities=list(dict.fromkeys(entities)), thread=thread_text(section, since, followup.start),
                    previous_query=previous_query or "", created=section.created)
 
 

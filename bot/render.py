@@ -1,16 +1,19 @@
-"""Render the bot's reply as a Wikidata regular writes one: the query, a short preview, the answer in words,
-the steps collapsed, who wrote it.
+"""Render the bot's reply as a Wikidata regular writes one, words first: the asker addressed, the answer in
+words with how many results, the query, a short preview, the rest of the explanation, the steps collapsed,
+who wrote it.
 
 Every line starts with the thread's ``:`` indentation, so a human's reply
 with one more ``:`` renders under it.  Every piece of text that comes from
 the model, from Wikidata or from the asker goes through :mod:`bot.wikitext`
 before it reaches the template (``reply.wiki.j2``): prose and table cells
 escaped only where MediaWiki would read markup, the steps as one
-code block of encoded lines, shown as written.  When the asker posted a draft query,
-the model's explanation (its diagnosis of the draft) leads the reply.
+code block of encoded lines, shown as written.  The preview's headers are the
+query's variables as words, its numbers written as the reply's language writes them.
 
 The reply is written in the asker's language where :mod:`bot.messages` has
-it.  It says that an automated agent wrote it, names the operator and links
+it, the steps included: what the knowledge base answered is told in those
+words (how many rows a query returned, in all), the data itself as it came.
+It says that an automated agent wrote it, names the operator and links
 the bot's documentation page (:class:`Credit`).  It stays under
 ``max_chars``: the trace is shortened first (observations cut, then the
 oldest steps left out), then the preview rows, and a query too long for any
@@ -32,16 +35,19 @@ from agent.trace import AgentResult, Step
 from bot.messages import messages_for
 from bot.wikitext import encode, fits_sparql_template, inline, query_service_link, sparql_template, text_block
 
-PREVIEW_ROWS = 5
+#: Rows of the preview under the query: enough to see what the query returns, few enough to keep the reply short.
+PREVIEW_ROWS = 3
 CELL_CHARS = 120
 HEADER_CHARS = 24
-THOUGHT_CHARS = 160
+THOUGHT_CHARS = 400
+#: Sentences of the model's explanation that lead the reply; the rest follows the preview.
+LEAD_SENTENCES = 2
 EXPLANATION_CHARS = 2000
 #: The width the trace's prose is wrapped at, and the longest line of a query or an observation it shows.
 WRAP_CHARS = 100
 LINE_CHARS = 160
-#: Lines of each observation shown, tried in turn before steps are left out.
-OBSERVATION_LINES = (2, 1, 0)
+#: Rows (or lines) of each observation shown, tried in turn before steps are left out.
+OBSERVATION_ROWS = (1, 0)
 #: The smallest cap a reply can be held to: its fixed wording, a note and the signature.
 MIN_CHARS = 1500
 GEO = "http://www.opengis.net/ont/geosparql#wktLiteral"
@@ -49,6 +55,25 @@ EARTH = "http://www.wikidata.org/entity/Q2"
 _POINT = re.compile(r"(?:<([^<>\s]*)>\s*)?Point\(\s*([-+]?[0-9.eE+-]+)\s+([-+]?[0-9.eE+-]+)\s*\)", re.IGNORECASE)
 _DATE_TIME = re.compile(r"([+-]?\d{4,})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.\d+)?Z?")
 _TITLE_UNSAFE = re.compile(r"[\[\]{}|#<>~\n]")
+NUMBERS = frozenset(XSD + name for name in ("decimal", "integer", "double", "float", "int", "long", "short",
+                                             "nonNegativeInteger", "positiveInteger"))
+_DECIMAL = re.compile(r"([+-]?)(\d+)(?:\.(\d+))?")
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_UNITS = {"km2": "km²", "m2": "m²", "m3": "m³", "km3": "km³"}
+_SENTENCE_END = re.compile(r"[.!?…](?=\s|$)")
+#: Where one sentence ends and the next starts: a full stop, question or exclamation mark, then a space and a
+#: capital, a digit or an opening quote (an abbreviation such as "e.g. the" stays inside its sentence).
+_SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[\"“«„(]?[^\W\d_a-z]|\d)")
+#: A line of an entry's JSON that is brackets alone, and one that starts a property of it.
+_BRACKETS = re.compile(r"\s*[\[\]{}(),]*\s*")
+_ENTRY_KEY = re.compile(r'^ "')
+#: A property named in a search hit (``watershed area (P2053) [quantity…]: …``) or an entry (``"length (P2043)":``).
+_PROPERTY_NAMED = re.compile(r'^[ "]*([^"\n()\[\]:]+?) \((P[1-9]\d*)\)', re.MULTILINE)
+#: The knowledge base's fixed sentences (agent.observations), by the message that says them in the reply's words.
+FIXED_OBSERVATIONS = {"No entities or properties found.": "nothing_found",
+                      "The query returned an empty result.": "no_rows", "True": "yes", "False": "no"}
+#: What a search's observation says to the model alone: the heading of its properties, the glosses in brackets.
+_SEARCH_NOTES = re.compile(r"^Properties:$| \[[^\[\]\n]*\]", re.MULTILINE)
 
 _environment = jinja2.Environment(loader=jinja2.PackageLoader("bot", "templates"),
                                   undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
@@ -109,8 +134,24 @@ def _number(value: float) -> str:
     return f"{abs(value):.4f}".rstrip("0").rstrip(".")
 
 
-def cell_text(term: Binding) -> str:
-    """A value as a reader wants it in a table: dates without a midnight time, coordinates as degrees."""
+def written_number(value: str, words: dict[str, str]) -> str:
+    """A decimal number as the reply's language writes it: its decimal mark, and its thousands grouped from five
+    digits on (so that a year or a four-digit count reads as written); *value* unchanged when it is no plain
+    decimal (an exponent, a word)."""
+    match = _DECIMAL.fullmatch(value.strip())
+    if not match:
+        return value
+    sign, whole, fraction = match.groups()
+    whole = whole.lstrip("0") or "0"
+    if len(whole) > 4:
+        head = len(whole) % 3 or 3
+        whole = words["group_mark"].join([whole[:head]] + [whole[i:i + 3] for i in range(head, len(whole), 3)])
+    return ("-" if sign == "-" else "") + whole + (words["decimal_mark"] + fraction if fraction else "")
+
+
+def cell_text(term: Binding, words: dict[str, str]) -> str:
+    """A value as a reader wants it in a table: dates without a midnight time, coordinates as degrees, numbers
+    as the reply's language (*words*) writes them."""
     value = term.get("value", "")
     datatype = term.get("datatype", "")
     if datatype == XSD + "dateTime" and (date := _DATE_TIME.fullmatch(value.strip())):
@@ -127,8 +168,8 @@ def cell_text(term: Binding) -> str:
             return value
         text = f"{_number(lat)}°{'N' if lat >= 0 else 'S'} {_number(lon)}°{'E' if lon >= 0 else 'W'}"
         return text + (f" ({shorten_iri(globe)})" if globe and globe != EARTH else "")
-    if datatype in (XSD + "decimal", XSD + "integer") and value.startswith("+"):
-        return value[1:]
+    if datatype in NUMBERS:
+        return written_number(value, words)
     return shorten_iri(value) if term.get("type") == "uri" else value
 
 
@@ -139,44 +180,83 @@ def _entity(term: Binding | None) -> str | None:
     return short if short[:1] in "QP" and short[1:].isdigit() else None
 
 
-def _cell(term: Binding | None) -> str:
+def _cell(term: Binding | None, words: dict[str, str]) -> str:
     if term is None:
         return " "
     entity = _entity(term)
     if entity:
         return "{{" + entity[0] + "|" + entity + "}}"
-    return inline(cell_text(term), CELL_CHARS, cell=True) or " "
+    if term.get("datatype") in NUMBERS:  # its group mark may be a narrow no-break space, which inline() would fold
+        return encode(cell_text(term, words)[:CELL_CHARS], cell=True) or " "
+    return inline(cell_text(term, words), CELL_CHARS, cell=True) or " "
 
 
-def _columns(variables: list[str], rows: list[dict[str, Binding]]) -> list[tuple[str, str]]:
-    """The columns to show and their headers: a label column is left out where its item column shows the
-    item, which ``{{Q}}`` already shows with its label."""
+def header_words(name: str) -> str:
+    """A variable's name as words: ``basin_km2`` is "basin km²", ``dateOfBirth`` "date of birth"."""
+    spaced = _CAMEL.sub(" ", name).replace("_", " ").replace("-", " ")
+    words = [_UNITS.get(word.lower(), word if word.isupper() and len(word) > 1 else word.lower())
+             for word in spaced.split()]
+    return " ".join(words) or name
+
+
+def property_labels(result: AgentResult) -> dict[str, str]:
+    """The properties the agent saw named (in its searches and the entries it read), by ID: the label the
+    knowledge base gave it."""
+    labels: dict[str, str] = {}
+    for step in result.steps:
+        if step.action in ("search_wikidata", "get_wikidata_entry") and step.observation:
+            for label, pid in _PROPERTY_NAMED.findall(step.observation):
+                labels.setdefault(pid, label.strip())
+    return labels
+
+
+def _says_nothing(name: str) -> bool:
+    """A variable whose name says nothing of what it holds: a letter or two, with or without a digit."""
+    return len(name.rstrip("0123456789")) <= 2
+
+
+def _header(name: str, result: AgentResult, labels: dict[str, str]) -> str:
+    """A column's header: the variable's name as words; for a name that says nothing (``?u``), the label of the
+    one property whose value it is in the final query, when the agent saw that property named."""
+    if _says_nothing(name):
+        properties = set(re.findall(rf"\b(?:wdt|ps|p):(P[1-9]\d*)\s+\?{re.escape(name)}\b", result.final_sparql or ""))
+        if len(properties) == 1 and (label := labels.get(properties.pop())):
+            return label
+    return header_words(name)
+
+
+def _columns(result: AgentResult, variables: list[str], rows: list[dict[str, Binding]]) -> list[tuple[str, str]]:
+    """The columns to show and their headers in words: a label column is left out where its item column shows
+    the item, which ``{{Q}}`` already shows with its label."""
     shown = []
+    labels = property_labels(result)
     for name in variables:
         base = name[:-len("Label")] if name.endswith("Label") else None
         if base in variables and all(_entity(row.get(base)) or name not in row for row in rows):
             continue
-        header = base if base and base not in variables else name
-        header = header.replace("_", " ").strip() or name
+        header = _header(base if base and base not in variables else name, result, labels)
         shown.append((name, header if len(header) <= HEADER_CHARS else header[:HEADER_CHARS - 1] + "…"))
     return shown
 
 
 def preview_table(result: AgentResult, rows: int, words: dict[str, str]) -> str:
-    """The first *rows* rows as a wikitable (an item once, as {{Q|...}}, which shows its label)."""
+    """The first *rows* rows as a wikitable (an item once, as {{Q|...}}, which shows its label); how many rows
+    there are in all the words above it say."""
     if not isinstance(result.answer, list) or not result.answer or rows <= 0:
         return ""
     shown_rows = result.answer[:rows]
-    columns = _columns(result.variables or list(result.answer[0]), shown_rows)
+    columns = _columns(result, result.variables or list(result.answer[0]), shown_rows)
     lines = ['{| class="wikitable"', "! " + " !! ".join(encode(header, cell=True) for _, header in columns)]
     for row in shown_rows:
         lines.append("|-")
-        lines.append("| " + " || ".join(_cell(row.get(name)) for name, _ in columns))
-    if len(result.answer) > rows:
-        more = encode(words["more_rows"].format(count=len(result.answer) - rows), cell=True)
-        lines += ["|-", f"| colspan={len(columns)} | {more}"]
+        lines.append("| " + " || ".join(_cell(row.get(name), words) for name, _ in columns))
     lines.append("|}")
     return "\n".join(lines)
+
+
+def counted(words: dict[str, str], key: str, count: int) -> str:
+    """``{key}_one`` or ``{key}_other`` of *words*, filled with *count*."""
+    return words[key + ("_one" if count == 1 else "_other")].format(count=count)
 
 
 def _wrapped(text: str, indent: str, first: str = "") -> list[str]:
@@ -185,49 +265,110 @@ def _wrapped(text: str, indent: str, first: str = "") -> list[str]:
                          subsequent_indent=indent, break_on_hyphens=False) or [first.rstrip()]
 
 
-def _lines(text: str, indent: str, limit: int | None = None) -> list[str]:
-    """The lines of a query or an observation, each cut at LINE_CHARS, at most *limit* of them."""
-    lines = [line.rstrip() for line in str(text).strip("\n").splitlines()]
-    shown = lines if limit is None else lines[:limit]
-    out = [indent + (line if len(line) <= LINE_CHARS else line[:LINE_CHARS - 1] + "…") for line in shown]
-    if len(lines) > len(shown):
-        out.append(f"{indent}… ({len(lines) - len(shown)} more)")
-    return out
+def _cut_line(line: str) -> str:
+    return line if len(line) <= LINE_CHARS else line[:LINE_CHARS - 1] + "…"
 
 
-def step_lines(number: int, step: Step, observation_lines: int, final: str, words: dict[str, str]) -> list[str]:
-    """One step in the trace's compact form (thought, action, the first *observation_lines* of what it saw), as
+def _lines(text: str, indent: str) -> list[str]:
+    """The lines of a query, each cut at LINE_CHARS."""
+    return [indent + _cut_line(line.rstrip()) for line in str(text).strip("\n").splitlines()]
+
+
+def _thought(text: str) -> str:
+    """The step's thought, whole up to THOUGHT_CHARS; a longer one ends at its last sentence (or word) that fits."""
+    thought = " ".join(text.split())
+    if len(thought) <= THOUGHT_CHARS:
+        return thought
+    head = thought[:THOUGHT_CHARS - 1]
+    end = max((match.end() for match in _SENTENCE_END.finditer(head)), default=0)
+    return head[:end].rstrip() if end > THOUGHT_CHARS // 3 else head.rsplit(" ", 1)[0] + " …"
+
+
+def _aligned(rows: list[list[str]]) -> list[str]:
+    """Tab-separated rows as columns padded with spaces, so that they line up in the steps' fixed-width font."""
+    widths = [max(len(row[column]) for row in rows if column < len(row)) for column in range(max(map(len, rows)))]
+    return ["  ".join(cell.ljust(widths[column]) for column, cell in enumerate(row)).rstrip() for row in rows]
+
+
+def _result_lines(step: Step, rows: int, words: dict[str, str]) -> list[str]:
+    """What a query returned, in the reply's words: the header and the first *rows* rows, lined up, and how many
+    rows there were; a failure's reason."""
+    observation = step.observation or ""
+    if step.query_status == "empty":
+        return [words["no_rows"]]
+    if observation.strip() in FIXED_OBSERVATIONS:  # an ASK's answer
+        return [words[FIXED_OBSERVATIONS[observation.strip()]]]
+    if step.query_status in ("syntax_error", "error", "timeout"):
+        first = observation.strip().splitlines()[0] if observation.strip() else ""
+        message = first.split(":", 1)[1].strip() if first.startswith(("Syntax error:", "Error:")) else ""
+        return [words["query_" + step.query_status].format(message=_cut_line(message))]
+    table = [line.split("\t") for line in observation.splitlines() if "\t" in line or not line.startswith(("(", "."))]
+    if step.row_count is None or len(table) < 2:  # an ASK's answer, or a result the trace kept no table of
+        return [_cut_line(line) for line in observation.strip().splitlines()[:1]]
+    lines = [_cut_line(line) for line in _aligned(table[:1 + rows])] if rows else []
+    if step.row_count > rows:
+        more = counted(words, "more_rows", step.row_count - rows) if rows else ""
+        lines.append(" ".join(filter(None, (more, counted(words, "rows_in_all", step.row_count)))))
+    return lines
+
+
+def _observation_lines(step: Step, rows: int, words: dict[str, str]) -> list[str]:
+    """What an action other than a query returned, its first *rows* lines: a search's hits, an entry's heading and
+    how many properties it has; the fixed English sentences of the knowledge base in the reply's words."""
+    observation = (step.observation or "").strip()
+    if observation in FIXED_OBSERVATIONS:
+        return [words[FIXED_OBSERVATIONS[observation]]]
+    if step.action == "search_wikidata":
+        observation = _SEARCH_NOTES.sub("", observation)
+    lines = [line.rstrip() for line in observation.splitlines() if line.strip() and not _BRACKETS.fullmatch(line)]
+    if step.action == "get_wikidata_entry" and lines:
+        properties = sum(1 for line in observation.splitlines() if _ENTRY_KEY.match(line))
+        return [_cut_line(lines[0]), counted(words, "properties", properties)]
+    shown = [_cut_line(line) for line in lines[:rows]]
+    if len(lines) > len(shown) and shown:
+        shown.append(counted(words, "more_lines", len(lines) - len(shown)))
+    return shown
+
+
+def step_lines(number: int, step: Step, rows: int, final: str, words: dict[str, str]) -> list[str]:
+    """One step in the trace's compact form (thought, action, the first *rows* rows or lines of what it saw), as
     plain lines: the reply's steps block and the chat page show the same form."""
-    thought = " ".join(step.thought.split())
-    if len(thought) > THOUGHT_CHARS:
-        thought = thought[:THOUGHT_CHARS - 1] + "…"
+    thought = _thought(step.thought)
     lines = _wrapped(thought, "   ", f"{number}. ") if thought else [f"{number}."]
     rolled_back = f" {words['rolled_back']}" if step.rolled_back else ""
+    if step.action == "stop":  # the model's last words; what it stopped on is the final query
+        return lines
     if step.action == "execute_sparql":  # the query shows what the step did
-        if final and step.argument.strip() == final:
+        if final and step.argument.strip(" \t\r\n") == final:
             lines.append(f"   {words['same_query']}{rolled_back}")
         else:
             lines += _lines(step.argument, "   ")
             lines[-1] += rolled_back
     else:
-        argument = " ".join(step.argument.split())
-        argument = argument if len(argument) <= LINE_CHARS else argument[:LINE_CHARS - 1] + "…"
+        argument = _cut_line(" ".join(step.argument.split()))
         lines.append(f"   {step.action or '?'}({argument}){rolled_back}")
-    if step.observation and observation_lines > 0:
-        shown = _lines(step.observation, "     ", observation_lines)
-        lines += ["   → " + shown[0][5:]] + shown[1:]
+    if step.observation and rows > 0:
+        shown = (_result_lines(step, rows, words) if step.action == "execute_sparql"
+                 else _observation_lines(step, rows, words))
+        if shown:
+            lines += ["   → " + shown[0]] + ["     " + line for line in shown[1:]]
     return lines
+
+
+def shown_steps(result: AgentResult) -> list[Step]:
+    """The steps the trace shows: all but a ``stop`` that says nothing (its query is the final one)."""
+    return [step for step in result.steps if step.action != "stop" or step.thought.strip()]
 
 
 def _traces(result: AgentResult, final: str, words: dict[str, str]) -> Iterator[str]:
     """The steps as one text block, shorter and shorter."""
-    if not result.steps:
+    steps_shown = shown_steps(result)
+    if not steps_shown:
         yield ""
         return
-    for observation_lines in OBSERVATION_LINES:
-        steps = [step_lines(number, step, observation_lines, final, words)
-                 for number, step in enumerate(result.steps, 1)]
-        skips = range(len(steps)) if observation_lines == OBSERVATION_LINES[-1] else range(1)
+    for rows in OBSERVATION_ROWS:
+        steps = [step_lines(number, step, rows, final, words) for number, step in enumerate(steps_shown, 1)]
+        skips = range(len(steps)) if rows == OBSERVATION_ROWS[-1] else range(1)
         for skip in skips:
             shown = [line for step in steps[skip:] for line in step]
             if skip:
@@ -235,27 +376,47 @@ def _traces(result: AgentResult, final: str, words: dict[str, str]) -> Iterator[
             yield text_block("\n".join(shown))
 
 
-def _lead(result: AgentResult, answered: bool, words: dict[str, str]) -> str:
-    if not answered:
-        return words["cannot_answer" if result.stop_reason == "cannot_answer" else "nothing"]
+def split_explanation(text: str) -> tuple[str, list[str]]:
+    """The model's explanation as the reply's words: its first sentences (at most LEAD_SENTENCES, from its first
+    paragraph) lead the reply; the rest are paragraphs after the preview."""
+    paragraphs = [" ".join(line.split()) for line in text.splitlines() if line.strip()]
+    if not paragraphs:
+        return "", []
+    sentences = _SENTENCE_SPLIT.split(paragraphs[0])
+    lead = " ".join(sentences[:LEAD_SENTENCES])
+    rest = " ".join(sentences[LEAD_SENTENCES:])
+    return lead, ([rest] if rest else []) + paragraphs[1:]
+
+
+def _found(result: AgentResult, rows: int, words: dict[str, str]) -> str:
+    """The sentence that says what the query below finds: how many results, how many the table shows."""
     prefix = "best_effort" if result.best_effort else "answer"
     if isinstance(result.answer, bool):
         return words[prefix + "_ask"].format(yes_no=words["yes" if result.answer else "no"])
     count = len(result.answer or [])
-    rows = words["rows_one"] if count == 1 else words["rows_other"].format(count=count)
-    return words[prefix].format(rows=rows)
+    shown = min(rows, count)
+    found = counted(words, "rows", count)
+    if 0 < shown < count:
+        found += ", " + words["first_rows"].format(count=shown)
+    return words[prefix].format(rows=found)
 
 
 def _tried(result: AgentResult, words: dict[str, str], sentence: str = "tried") -> str:
-    """What was searched and run, from the trace: *sentence* ``tried`` (none returned results) or ``searched``."""
+    """What was searched and run, from the trace: *sentence* ``tried`` (none returned results) or ``searched``;
+    "" when nothing was searched or run."""
     searches = list(dict.fromkeys(step.argument.strip() for step in result.steps
                                   if step.action == "search_wikidata" and step.argument.strip()))
     count = sum(step.action == "execute_sparql" for step in result.steps)
-    queries = words["queries_one"] if count == 1 else words["queries_other"].format(count=count)
+    if not searches and not count:
+        return ""
+    queries = counted(words, "queries", count)
+    shown = ", ".join(f"“{' '.join(term.split())[:80]}”" for term in searches[:5])
+    shown += " …" if len(searches) > 5 else ""
+    if not count:
+        return words["searched_only"].format(searches=shown)
     if not searches:
         return words[sentence + "_no_search"].format(queries=queries)
-    shown = ", ".join(f"“{' '.join(term.split())[:80]}”" for term in searches[:5])
-    return words[sentence].format(searches=shown + (" …" if len(searches) > 5 else ""), queries=queries)
+    return words[sentence].format(searches=shown, queries=queries)
 
 
 def _footer(credit: Credit, answered: bool, words: dict[str, str]) -> str:
@@ -271,6 +432,21 @@ def _footer(credit: Credit, answered: bool, words: dict[str, str]) -> str:
 
 def _paragraphs(text: str) -> list[str]:
     return [encode(" ".join(line.split())) for line in text.splitlines() if line.strip()]
+
+
+def address_reply(reply: str, asker: str | None) -> str:
+    """*reply* with *asker* addressed at the start of its first line, after its indentation (a draft approved on
+    the review page is addressed when it is posted, so that the review page notifies no asker)."""
+    indent = len(reply) - len(reply.lstrip(":"))
+    return reply[:indent] + addressing(asker) + reply[indent:]
+
+
+def addressing(asker: str | None) -> str:
+    """``{{re|Asker}} ``, which the forum's regulars write to notify the asker; "" for no one, or for a name that
+    cannot be a user name."""
+    if not asker or _TITLE_UNSAFE.search(asker) or not asker.strip():
+        return ""
+    return "{{re|1=" + encode(" ".join(asker.split())) + "}} "
 
 
 def shows_query(result: AgentResult) -> bool:
@@ -337,11 +513,13 @@ def earlier_request_line(earlier: EarlierRequest, words: dict[str, str]) -> str:
 
 
 def render_reply(result: AgentResult, *, depth: int = 1, max_chars: int = 20000, credit: Credit | None = None,
-                 draft: bool = False, earlier: EarlierRequest | None = None) -> str:
+                 earlier: EarlierRequest | None = None, asker: str | None = None) -> str:
     """The whole reply to one question (*depth* 1) or follow-up (2 or more), signed, under *max_chars*.
 
-    *draft*: the asker posted a query of their own, so the model's explanation (what was wrong with it,
-    and the fix) comes first.  *earlier* is an archived thread about the same request, linked in one line.
+    Words first, as the forum's regulars write: *asker* addressed (``{{re|…}}``, which notifies them), the
+    model's explanation (its first sentences; with the asker's draft, its diagnosis) and how many results the
+    query finds; then the query, the first rows, the rest of the explanation, the steps collapsed, who wrote it.
+    *earlier* is an archived thread about the same request, linked in one line.
     """
     if depth < 1:
         raise ValueError(f"a reply's depth is 1 or more, not {depth}")
@@ -351,21 +529,31 @@ def render_reply(result: AgentResult, *, depth: int = 1, max_chars: int = 20000,
     words = messages_for(result.language)
     query_text = (result.final_sparql or "").strip(" \t\r\n")
     answered = shows_query(result)
-    explanation = result.explanation.strip() or ("" if answered else _tried(result, words))
+    explanation = result.explanation.strip()
     if result.stop_reason == "cannot_answer":  # the model's reasons, then what it searched, from the trace
-        explanation = " ".join(filter(None, (result.explanation.strip(), _tried(result, words, "searched"))))
+        explanation = " ".join(filter(None, (explanation, _tried(result, words, "searched"))))
+    elif not answered and not explanation:
+        explanation = _tried(result, words)
     if len(explanation) > EXPLANATION_CHARS:
         explanation = explanation[: EXPLANATION_CHARS - 1] + "…"
     template = _environment.get_template("reply.wiki.j2")
     earlier_line = earlier_request_line(earlier, words) if earlier else ""
-    title = encode(words["steps"].format(steps=len(result.steps), calls=result.usage.llm_calls))
+    title = encode(words["steps"].format(steps=len(shown_steps(result)), calls=result.usage.llm_calls))
     footer = _footer(credit, answered, words)
+    address = addressing(asker)
 
     def render(query: str, rows: int, trace: str, explained: str) -> str:
-        return template.render(indent=":" * depth, lead=encode(_lead(result, answered, words)), query=query,
+        if answered:
+            opening, rest = split_explanation(explained)
+            lead = " ".join(filter(None, (encode(opening), encode(_found(result, rows, words)))))
+            paragraphs = [encode(paragraph) for paragraph in rest]
+        else:
+            lead = encode(words["cannot_answer" if result.stop_reason == "cannot_answer" else "nothing"])
+            paragraphs = _paragraphs(explained)
+        return template.render(indent=":" * depth, lead=address + lead, query=query,
                                preview=preview_table(result, rows, words) if answered else "",
-                               explanation=_paragraphs(explained), diagnosis=draft and answered, trace=trace,
-                               title=title, earlier=earlier_line, footer=footer).strip()
+                               explanation=paragraphs, trace=trace, title=title, earlier=earlier_line,
+                               footer=footer).strip()
 
     query = final_query_wikitext(query_text, try_it=words["try_it"]) if answered else ""
     for trace in _traces(result, query_text if answered else "", words):

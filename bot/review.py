@@ -7,7 +7,7 @@ draft, one section per draft, at the end of the review page (default
     == Draft 12 ==
     Reply to [[Wikidata:Request a query#Euler|Euler]] … (the bot's signature)
     <!-- draft 12 begins: the reply as it will be posted (its signature is added then) -->
-    :Here is a query that answers this (3 results):
+    :The query below finds 3 results.
     …
     <!-- draft 12 ends -->
 
@@ -15,7 +15,9 @@ A reviewer (a user named in ``reviewers``) adds ``{{approved}}`` anywhere in
 the section outside the draft, usually as a signed reply
 (``:{{approved}} ~~~~``), and the bot posts the draft's text as it stands
 then, edits included, signed, through the same checks as any reply (MediaWiki
-judges it before and after the save).  ``{{rejected}}`` drops it.  Who added
+judges it before and after the save); with ``ping_asker`` the asker is
+addressed (``{{re|…}}``) then, never in the draft, so the review page
+notifies no one.  ``{{rejected}}`` drops it.  Who added
 a mark is read from the review page's history, never from a signature: a mark
 added by anyone else is ignored and logged.  Before posting, the draft is
 checked again: a forum section that is gone, already answered by the bot,
@@ -34,8 +36,9 @@ from collections import Counter
 from dataclasses import dataclass
 
 from bot.drafts import Draft, Drafts
-from bot.forum import Section, answered_by_human, mask_inert, normalize_user
+from bot.forum import Section, addressee, answered_by_human, mask_inert, normalize_user
 from bot.history import Attribution, Revision, revisions_after
+from bot.render import address_reply
 from bot.state import State
 from bot.wikitext import encode
 from bot.wiki import EditRefused, ForumPage
@@ -129,6 +132,8 @@ class Review:
     page: ForumPage
     state: State
     reviewers: list[str]
+    #: Address the asker in the reply as posted (bot.ini ``ping_asker``); never in the draft.
+    ping_asker: bool = False
 
     def __post_init__(self) -> None:
         self.drafts = Drafts(self.state.connection)
@@ -194,7 +199,9 @@ class Review:
             self._close(draft, "dropped", "stale: " + stale, reopen)
             return "dropped"
         try:
-            outcome = self.forum.post_reply(draft.key, text.rstrip() + SIGNATURE, draft.summary, attribution)
+            asker = addressee(section, draft.key) if self.ping_asker else None
+            outcome = self.forum.post_reply(draft.key, address_reply(text.rstrip(), asker) + SIGNATURE, draft.summary,
+                                            attribution)
         except EditRefused as refused:
             self._close(draft, "dropped", f"refused by the edit check: {refused}", "refused")
             return "refused"

@@ -315,12 +315,14 @@ def run_with(args: argparse.Namespace, config: BotConfig, llm_config, answer, ex
         return 2
     if config.live and not config.operator:
         log.warning("no operator in bot.ini: replies name no one who runs the bot")
-    forum = ForumPage(site, config.page, config.stop_page, live=config.live, reply_markup=credit.markup())
+    # {{re|…}} addressing the bot itself stands for the asker's: its templates are allowed, its link is the bot's.
+    reply_markup = credit.markup() + (f"{{{{re|1={username}}}}}" if config.ping_asker and username else "")
+    forum = ForumPage(site, config.page, config.stop_page, live=config.live, reply_markup=reply_markup)
     review = None
     if config.review:
         page = ForumPage(site, config.review_page.format(username=username), config.stop_page, live=config.live,
                          reply_markup=credit.markup() + f"[[{config.page}]]")
-        review = Review(forum, page, state, config.reviewer_names)
+        review = Review(forum, page, state, config.reviewer_names, config.ping_asker)
     watcher = Watcher(forum, state, answer, config, examples=examples, credit=credit, review=review,
                       short_links=ShortLinks(config.short_links, os.environ.get("SPINACH_CONTACT", "")))
     log.info("%s %s as %s (%s; model %s at %s%s)", "watching" if not (args.once or args.section) else "reading",

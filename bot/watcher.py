@@ -43,7 +43,7 @@ from agent.trace import AgentResult
 from bot.config import BotConfig
 from bot.edit_check import EditRefused
 from bot.forum import (
-    MAX_DEPTH, MAX_REQUEST_CHARS, FollowUp, Reading, Request, Section, answered_by_human, extract_followup,
+    MAX_DEPTH, MAX_REQUEST_CHARS, FollowUp, Reading, Request, Section, addressee, answered_by_human, extract_followup,
     extract_request, followup_key, in_forum, mark_answered, normalize_user, page_lead, parse_sections,
     pending_followup, ping_in, previous_query, summary_section,
 )
@@ -386,7 +386,7 @@ class Watcher:
 
     def _reply(self, task: Task, attribution: Attribution | None) -> None:
         page, section = self.forum.title, task.section
-        holds, draft = "no_query", False  # what the reply holds (bot.render.reply_kind)
+        holds = "no_query"  # what the reply holds (bot.render.reply_kind)
         if task.kind == "too-long":
             log.info("%r is too long to read: replying with a note", section.heading)
             reply = TOO_LONG_NOTE
@@ -397,7 +397,6 @@ class Watcher:
                 asked = (section.opening if task.followup is None
                          else section.text[task.followup.start - section.start:task.followup.end - section.start])
                 request = self.short_links.resolve(request, asked)
-            draft = bool(request.queries)
             earlier = self._recall(request, task.kind == "question")
             result = self._refused_answer(task, request)
             if result is None:
@@ -405,6 +404,8 @@ class Watcher:
                 result = self.answer(request)
                 # Scrubbed before it is stored: an endpoint's error may echo a secret into the stop message.
                 self.state.record_trace(page, task.key, scrub(result.to_dict()))
+            if not result.language and task.kind == "follow-up":  # the model named none: the thread's language
+                result.language = self._previous(task, "language") or ""
             if result.stop_reason in ("llm_error", "kb_error"):
                 self._fail(task, f"{result.stop_reason}: {result.stop_message}", transient=True)
                 return
@@ -414,9 +415,12 @@ class Watcher:
                                           f"no query found ({result.stop_reason}); staying silent")
                 self.counter["no answer"] += 1
                 return
+            # With the review step the asker is addressed when the approved draft is posted, never in the draft.
+            asker = addressee(section, task.key) if self.config.ping_asker and self.review is None else None
             reply = render_reply(result, depth=task.depth, max_chars=self.config.reply_max_chars, credit=self.credit,
-                                 draft=draft, earlier=earlier)
-        summary = edit_summary(summary_section(section), task.kind, holds)
+                                 earlier=earlier, asker=asker)
+        # A ping in a thread the bot has not answered is its first answer there, not a revision of one.
+        summary = edit_summary(summary_section(section), task.kind if section.answered else "question", holds)
         if self.review is not None:
             status = self.review.submit(task.key, section, task.kind, reply, summary)
             self.counter[status] += 1
@@ -477,10 +481,15 @@ class Watcher:
 
     def _previous_query(self, task: Task) -> str | None:
         """The bot's last final query in this section: from its stored trace, else read back from the page."""
+        return self._previous(task, "final_sparql") or previous_query(task.section, self.bot)
+
+    def _previous(self, task: Task, name: str) -> str | None:
+        """Field *name* (``final_sparql``, ``language``) of the bot's last stored answer in this section that has
+        one."""
         prefix = task.section.key + " / r"
         best: tuple[int, str] | None = None
         for record in self.state.sections(self.forum.title):
-            if record.status != "answered" or not record.trace or not record.trace.get("final_sparql"):
+            if record.status != "answered" or not record.trace or not record.trace.get(name):
                 continue
             if record.key == task.section.key:
                 order = 0
@@ -489,8 +498,8 @@ class Watcher:
             else:
                 continue
             if best is None or order > best[0]:
-                best = (order, record.trace["final_sparql"])
-        return best[1] if best else previous_query(task.section, self.bot)
+                best = (order, record.trace[name])
+        return best[1] if best else None
 
     def _refuse(self, task: Task, reason: str, revision: int | None) -> None:
         """MediaWiki's check refused the reply: logged with its reason and recorded ``refused``, never

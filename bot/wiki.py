@@ -54,7 +54,7 @@ from pywikibot.site import Namespace
 from bot.edit_check import Allowance, EditRefused, checked_text, measure_allowance, sections_of
 from bot.forum import (
     Reading, Section, find_section, insert_reply, locate_after_change, mark_answered, page_lead, parse_sections,
-    reply_point,
+    reply_point, thread_users,
 )
 from bot.history import Attribution, OwnEdit, own_revisions
 from bot.sections import read_sections
@@ -336,7 +336,8 @@ class ForumPage:
             diff = page_diff(self.title, old, new)
             # A dry run asks MediaWiki too (read-only): it shows what a live run would refuse.
             checked = checked_text(self.site, self.title, old, base, point, reply, self.allowance(),
-                                   section_start=section.start)
+                                   section_start=section.start,
+                                   addressed=frozenset(f"User:{user}" for user in thread_users(section)))
             if not self.writes:
                 return PostOutcome("previewed", diff=diff)
             if self.stopped():

@@ -17,8 +17,8 @@ from bot.render import step_lines
 from bot.wikitext import clean, query_service_link
 from serve.graphs import ServedGraph
 
-#: Lines of each observation the page shows (the wiki's reply shows 2 at most).
-OBSERVATION_LINES = 8
+#: Rows (or lines) of each observation the page shows (the wiki's reply shows fewer).
+OBSERVATION_ROWS = 8
 #: Rows of the final query's result shown.
 PREVIEW_ROWS = 20
 
@@ -31,7 +31,7 @@ NO_QUERY = {
 
 
 def step_event(number: int, step: Step) -> dict[str, Any]:
-    lines = step_lines(number, step, OBSERVATION_LINES, "", messages_for("en"))
+    lines = step_lines(number, step, OBSERVATION_ROWS, "", messages_for("en"))
     return {"number": number, "action": clean(step.action), "lines": [clean(line) for line in lines],
             "rolled_back": step.rolled_back}
 

@@ -121,7 +121,8 @@ def test_dry_run_prints_the_reply_and_diff_and_edits_nothing(mediawiki, forum, r
     assert "dry run: nothing was saved" in done.stdout and re.search(r"^\+.*~~~~", done.stdout, re.M)
     # the section is the page's last: the asker's line and the reply's first stay two lines of the diff
     assert re.search(r"^[ -]Who advised Euler\? .*\(UTC\)$", done.stdout, re.M), done.stdout[-2000:]
-    assert re.search(r"^\+:Here is a query that answers this", done.stdout, re.M) and "(UTC)+" not in done.stdout
+    assert re.search(r"^\+:\{\{re\|1=Alice\}\} The query below finds", done.stdout, re.M)
+    assert "(UTC)+" not in done.stdout
     assert rig.bot_edits(forum) == []
     section = rig.run(forum, "--section", "Euler")  # --section alone is a dry run too
     assert "dry run: nothing was saved" in section.stdout and rig.bot_edits(forum) == []

@@ -192,7 +192,10 @@ def test_a_follow_up_by_the_asker_under_the_bots_reply_is_identified_by_its_revi
     assert request.previous_query == "SELECT ?film WHERE { ?film wdt:P57 wd:Q2001 }"
     assert request.queries == []  # the bot's own query is the draft to revise, not the asker's
     assert request.to_context().previous_query == request.previous_query
-    assert "Films by Kubrick?" in request.thread and "— SpinachBot" in request.thread
+    # the thread is the people's words before the follow-up; the bot's reply one line, its query given apart
+    assert request.thread == "Films by Kubrick? — Ann\n(your earlier answer)"
+    asked = extract_request(parse_sections(question)[0])
+    assert asked.thread == "" and asked.question == "Films\n\nFilms by Kubrick?"  # given once, as the question
     key = followup_key(section.key, 4)
     assert not find_section(sections_of(attribution), key).answered
     answered = attribution.advance(5, BOT, followed + ":::The year is added. " + sign(BOT, 3) + "\n")

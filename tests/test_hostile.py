@@ -89,9 +89,11 @@ REPLY_MAX_CHARS = 20000
 #: The stand-in model's key: no pass may print it.
 KEY = "sk-hostile-corpus"
 EXPLANATION = "The query lists the doctoral advisors (P184) of Leonhard Euler (Q7604)."
-#: What a reply may add to the page: the query template, entity templates, the bot's signature, "Try it!".
-ALLOWED_TEMPLATES = frozenset({"Template:SPARQL", "Template:Q"})
+#: What a reply may add to the page: the query template, entity templates, the bot's signature, "Try it!", and
+#: {{re}} addressing the asker (a link to the user page of the one who asked, who signed in the thread).
+ALLOWED_TEMPLATES = frozenset({"Template:SPARQL", "Template:Q", "Template:Re"})
 ALLOWED_LINK_PREFIXES = (f"User:{BOT_USER}", f"User talk:{BOT_USER}")
+ASKER = "User:Alice"
 QUERY_SERVICE = "https://query.wikidata.org/"
 BOT_SIGNATURE = re.compile(
     rf"\[\[User:{BOT_USER}\|{BOT_USER}\]\] \(\[\[User talk:{BOT_USER}\|talk\]\]\) "
@@ -841,7 +843,7 @@ def judge_reply(mediawiki, title: str, item: Plan, reply: dict[str, Any], final:
         problems.append(f"the reply adds categories {parsed.categories}")
     if extra := parsed.templates - ALLOWED_TEMPLATES:
         problems.append(f"the reply transcludes {sorted(extra)}")
-    if extra := {link for link in parsed.links if not link.startswith(ALLOWED_LINK_PREFIXES)}:
+    if extra := {link for link in parsed.links if not link.startswith(ALLOWED_LINK_PREFIXES) and link != ASKER}:
         problems.append(f"the reply links to {sorted(extra)}")
     if parsed.images or parsed.interwiki or parsed.properties not in ("[]", "{}"):
         problems.append(f"the reply adds images {parsed.images}, interwiki {parsed.interwiki} or page "

@@ -128,30 +128,47 @@ def test_a_magic_link_word_is_spelt_after_any_character_but_an_ascii_letter_or_d
     assert "&#82;FC" in encode("x_RFC 12") and "&#80;MID" in encode("_PMID 12") and "aISBN" in encode("aISBN 1")
 
 
-def test_a_reply_shows_the_query_rows_words_and_trace_and_a_signature():
+def test_a_reply_leads_with_words_then_the_query_rows_rest_trace_and_a_signature():
     reply = render_reply(result(thought="Look up the answer", label="Douglas Adams",
                                 final="SELECT ?x WHERE { ?x wdt:P31 wd:Q5 }",
-                                explanation="The query lists humans (P31 = Q5).\nItems without a class are left out."),
-                         credit=Credit("User:SpinachBot/About", "Alice"))
+                                explanation="The query lists humans (P31 = Q5). It reads every item. Items without "
+                                            "a class are left out.\nSome humans lack P31."),
+                         credit=Credit("User:SpinachBot/About", "Alice"), asker="Bob")
     lines = reply.splitlines()
-    assert lines[0] == ":Here is a query that answers this (7 results):"
-    assert ":{{SPARQL|query=SELECT ?x WHERE { ?x wdt:P31 wd:Q5 }\n}}" in reply
-    assert reply.count("{{Q|Q42}}") == 5 and "… 2 more rows" in reply
+    assert lines[0] == (":{{re|1=Bob}} The query lists humans (P31 = Q5). It reads every item. "
+                        "The query below finds 7 results, the first 3 in the table.")
+    assert lines[1] == ":{{SPARQL|query=SELECT ?x WHERE { ?x wdt:P31 wd:Q5 }"
+    assert reply.count("{{Q|Q42}}") == 3 and "more rows" not in reply.split("<div")[0]
     assert "Douglas Adams" not in reply.split("|}")[0]  # {{Q}} shows the label: no second column of it
-    assert ":The query lists humans (P31 = Q5).\n:Items without a class are left out." in reply
+    assert "|}\n:Items without a class are left out.\n:Some humans lack P31.\n:<div" in reply
     assert 'class="mw-collapsible mw-collapsed"' in reply and "1. Look up the answer" in reply
     assert lines[-1].startswith(":<small>Written by an automated agent") and lines[-1].endswith(" ~~~~")
     assert "run by [[User talk:Alice|Alice]]" in lines[-1] and "[[User:SpinachBot/About|about this bot]]" in lines[-1]
     assert "please check the query" in lines[-1]
 
 
+def test_without_an_explanation_the_reply_opens_with_how_many_results():
+    reply = render_reply(result(label="l", final="SELECT ?x {}", explanation=""))
+    assert reply.splitlines()[0] == ":The query below finds 7 results, the first 3 in the table."
+    one = result(label="l", final="SELECT ?x {}", explanation="")
+    one.answer = one.answer[:1]
+    assert render_reply(one).splitlines()[0] == ":The query below finds 1 result."
+
+
+def test_the_asker_is_addressed_only_by_a_name_a_user_can_have():
+    assert render_reply(result(label="l", final="SELECT ?x {}"), asker="A=B").startswith(":{{re|1=A=B}} ")
+    for name in (None, "", "Bob]] [[Category:X", "{{x}}"):
+        assert "{{re" not in render_reply(result(label="l", final="SELECT ?x {}"), asker=name)
+    assert render_reply(result(label="l", final="SELECT ?x {}"), asker="Bob", depth=3).startswith(":::{{re|1=Bob}} ")
+
+
 def test_a_diagnosis_of_the_askers_draft_leads_the_reply():
     fixed = result(thought="t", label="l", final="SELECT ?x WHERE { ?x wdt:P31 wd:Q5 }",
                    explanation="Your query used P31 on the wrong side.\nThe fix swaps subject and object.")
-    lines = render_reply(fixed, draft=True).splitlines()
-    assert lines[:3] == [":Your query used P31 on the wrong side.", ":The fix swaps subject and object.",
-                         ":Here is a query that answers this (7 results):"]
-    assert render_reply(fixed).splitlines()[0].startswith(":Here is a query")
+    lines = render_reply(fixed).splitlines()
+    assert lines[0] == (":Your query used P31 on the wrong side. The query below finds 7 results, the first 3 in the "
+                        "table.")
+    assert ":The fix swaps subject and object.\n:<div" in "\n".join(lines)
 
 
 def test_depth_indents_every_line_with_colons():
@@ -241,7 +258,7 @@ def test_a_question_wikidata_cannot_answer_gets_its_reasons_and_what_was_searche
     assert ("Wikidata records no favourite food for Euler. I searched Wikidata for “Euler favourite food” and "
             "ran 1 query.") in html.unescape(reply)
     assert "{{SPARQL" not in reply and "please check" not in reply and "query.wikidata.org" not in reply
-    assert lines[-1] == (":<small>Written by an automated agent that explores Wikidata with a language model "
+    assert lines[-1] == (":<small>Written by an automated agent with a language model "
                          "(about this bot: its user page).</small> ~~~~")
     german = render_reply(cannot_answer("de", "Dazu hat Wikidata keine Aussage."))
     assert "Diese Frage lässt sich mit Wikidata nicht beantworten" in german and "Ich habe Wikidata nach" in german
@@ -255,23 +272,23 @@ def test_a_reply_without_a_query_never_asks_to_check_one():
 
 def test_a_best_effort_query_says_so_and_a_boolean_is_answered_in_words():
     best = render_reply(result(label="l", final="SELECT ?x {}", best_effort=True))
-    assert "I did not settle on a query myself" in best and "(7 results)" in best
-    ask = result(label="l", final="ASK { wd:Q42 wdt:P31 wd:Q5 }")
+    assert "I did not settle on a query myself" in best and "(7 results, the first 3 in the table)" in best
+    ask = result(label="l", final="ASK { wd:Q42 wdt:P31 wd:Q5 }", explanation="")
     ask.answer = True
-    assert "its answer is yes:" in render_reply(ask)
+    assert render_reply(ask).startswith(":The query below answers this: yes.\n")
     ask.answer = False
-    assert "its answer is no:" in render_reply(ask)
+    assert render_reply(ask).startswith(":The query below answers this: no.\n")
 
 
 @pytest.mark.parametrize(("language", "lead"), [
-    ("de", "Diese Abfrage beantwortet die Frage (7 Ergebnisse):"),
-    ("fr-CA", "Voici une requête qui répond à la question (7 résultats) :"),
-    ("es", "Esta consulta responde a la pregunta (7 resultados):"),
-    ("pt", "Here is a query that answers this (7 results):"),
-    ("", "Here is a query that answers this (7 results):"),
+    ("de", "Die Abfrage unten liefert 7 Ergebnisse, die ersten 3 in der Tabelle."),
+    ("fr-CA", "La requête ci-dessous donne 7 résultats, les 3 premiers dans le tableau."),
+    ("es", "La consulta de abajo da 7 resultados, los 3 primeros en la tabla."),
+    ("pt", "The query below finds 7 results, the first 3 in the table."),
+    ("", "The query below finds 7 results, the first 3 in the table."),
 ])
 def test_the_fixed_wording_follows_the_askers_language(language, lead):
-    reply = render_reply(result(label="l", final="SELECT ?x {}", language=language))
+    reply = render_reply(result(label="l", final="SELECT ?x {}", language=language, explanation=""))
     assert reply.splitlines()[0] == ":" + lead
 
 
@@ -288,7 +305,7 @@ def test_the_reply_is_capped_trace_first_then_rows():
     long.steps = long.steps * 10
     reply = render_reply(long, max_chars=12000)
     assert len(reply) <= 12000
-    assert "{{SPARQL|query=" in reply and "earlier steps left out" in reply and "… 2 more rows" in reply
+    assert "{{SPARQL|query=" in reply and "earlier steps left out" in reply and "the first 3 in the table" in reply
     short = render_reply(long, max_chars=MIN_CHARS)
     assert len(short) <= MIN_CHARS and "38 earlier steps left out" in short and "{{SPARQL|query=" in short
     with pytest.raises(ValueError, match="at least"):
@@ -523,3 +540,119 @@ def test_an_earlier_request_is_linked_to_its_section_of_the_archive_on_the_real_
             "(P569).") in shown
     links = {page["title"]: page.get("exists", False) for page in parsed["links"]}
     assert links.pop(archive) and set(links) <= {"User:Alice", "User talk:Alice", "User:SpinachBot"}  # signatures
+
+
+def river_rows(count: int) -> list[dict]:
+    return [{"river": term(f"http://www.wikidata.org/entity/Q{1000 + n}", kind="uri"),
+             "length": term(str(100 + 10 * n), "http://www.w3.org/2001/XMLSchema#decimal")} for n in range(count)]
+
+
+def traced(language: str = "en") -> AgentResult:
+    """A run as the agent records it: the knowledge base's own observations, the stop step last."""
+    from agent.kb.base import Claim, Entry, Value
+    from agent.observations import format_entry, format_table, shorten_iri
+
+    def table(rows):
+        return format_table(["river", "length"], [{name: {**value, "value": shorten_iri(value["value"])}
+                                                   for name, value in row.items()} for row in rows])
+
+    draft, final = "SELECT ?river ?length WHERE { ?river wdt:P31 wd:Q4022 }", "SELECT ?river WHERE { ?river ?p ?o }"
+    entry = format_entry(Entry("Q4022", "river", "natural flowing watercourse",
+                               [Claim("P279", "subclass of", Value("stream", "Q47521")),
+                                Claim("P31", "instance of", Value("landform type", "Q1"))]))
+    steps = [Step("Look for rivers.", "search_wikidata", "Flüsse", "No entities or properties found."),
+             Step("Read the item for river.", "get_wikidata_entry", "Q4022", entry),
+             Step("List them all. " + "Then narrow them down to the long ones in the next step. " * 8,
+                  "execute_sparql", draft, table(river_rows(802)), query_status="ok", row_count=802),
+             Step("Check one.", "execute_sparql", final, table(river_rows(1)), query_status="ok", row_count=1),
+             Step("Nothing there.", "execute_sparql", final + " LIMIT 0", "The query returned an empty result.",
+                  query_status="empty", row_count=0),
+             Step("", "stop", "", None)]
+    return AgentResult("q", final, river_rows(1), ["river"], steps, "stop", "", Usage(llm_calls=6),
+                       explanation="One river.", language=language)
+
+
+def steps_text(reply: str) -> str:
+    return html.unescape(re.search(r"<nowiki>(.*)</nowiki>", reply, re.DOTALL).group(1))
+
+
+def test_the_trace_counts_result_rows_and_names_the_final_query_only_when_it_is_the_same_text():
+    steps = steps_text(render_reply(traced()))
+    lines = steps.splitlines()
+    draft = lines.index("   SELECT ?river ?length WHERE { ?river wdt:P31 wd:Q4022 }")
+    assert lines[draft + 1:draft + 4] == ["   → river  length", "     Q1000  100",
+                                          "     … 801 more rows (802 rows in all)"]
+    check = lines.index("4. Check one.")
+    assert lines[check + 1:check + 4] == ["   (the final query, shown above)", "   → river  length",
+                                          "     Q1000  100"]
+    assert "SELECT ?river WHERE { ?river ?p ?o } LIMIT 0" in steps and "→ no rows" in steps
+    assert steps.count("(the final query, shown above)") == 1
+
+
+def test_the_trace_has_no_empty_stop_step_no_lone_bracket_and_no_thought_cut_mid_sentence():
+    reply = render_reply(traced())
+    steps = steps_text(reply)
+    lines = steps.splitlines()
+    assert lines[-1].startswith("     ") or lines[-1].startswith("   →")  # the last step is the empty result's
+    assert "stop()" not in steps and "6." not in steps and "Steps taken (5," in reply
+    assert not any(line.strip() in "{}[]" for line in lines)
+    assert "   → river (Q4022): natural flowing watercourse" in lines and "     (2 properties)" in lines
+    thought = " ".join(line.strip() for line in lines[lines.index(next(x for x in lines if x.startswith("3. "))):
+                                                       lines.index("   SELECT ?river ?length WHERE { ?river wdt:P31 "
+                                                                   "wd:Q4022 }")])
+    assert thought.endswith("in the next step.") and len(thought) <= 3 + 400
+
+
+@pytest.mark.parametrize(("language", "wanted", "english"), [
+    ("de", ["nichts gefunden", "… 801 weitere Zeilen (802 Zeilen insgesamt)", "(die endgültige Abfrage, oben gezeigt)",
+            "keine Zeilen", "(2 Eigenschaften)"], ["found", "more", "rows", "query above", "properties"]),
+    ("fr", ["rien trouvé", "… 801 lignes de plus (802 lignes en tout)", "(la requête finale, montrée ci-dessus)",
+            "aucune ligne", "(2 propriétés)"], ["found", "more", "rows", "query above", "properties"]),
+])
+def test_a_german_or_french_trace_says_in_its_language_what_the_knowledge_base_answered(language, wanted, english):
+    steps = steps_text(render_reply(traced(language)))
+    assert all(text in steps for text in wanted), steps
+    assert not any(word in steps for word in english), steps
+
+
+def test_a_search_of_properties_or_an_ask_is_told_without_the_models_english_notes():
+    search = ("Properties:\nwatershed area (P2053) [quantity: a number; its unit via p:/psv:]: size of a stream's "
+              "watershed\nlength (P2043) [quantity: a number; its unit via p:/psv:]: measured dimension")
+    steps = [Step("Suche.", "search_wikidata", "Einzugsgebiet", search),
+             Step("Prüfen.", "execute_sparql", "ASK { wd:Q584 wdt:P2053 ?a }", "True", query_status="ok")]
+    found = AgentResult("q", "ASK { wd:Q584 wdt:P2053 ?a }", True, [], steps, "stop", "", Usage(llm_calls=3),
+                        language="de")
+    shown = steps_text(render_reply(found))
+    assert "   → watershed area (P2053): size of a stream's watershed\n     … 1 weitere Zeile" in shown
+    assert "→ ja" in shown and "Properties" not in shown and "quantity" not in shown and "True" not in shown
+
+
+def test_a_reply_without_a_query_never_says_it_ran_no_queries():
+    searched = AgentResult("q", None, None, [], [Step("s", "search_wikidata", "Euler", "No entities or properties "
+                                                       "found.")], "repeated_stop", "", Usage(llm_calls=2))
+    reply = html.unescape(render_reply(searched))
+    assert "I searched Wikidata for “Euler”." in reply and "0 queries" not in reply
+    assert "ran" not in render_reply(AgentResult("q", None, None, [], [], "path_limit", "", Usage()))
+
+
+def test_headers_are_words_and_numbers_are_written_as_the_replys_language_writes_them():
+    xsd = "http://www.w3.org/2001/XMLSchema#"
+    row = {"basin_km2": term("24152700", xsd + "decimal"), "dateOfBirth": term("1707", xsd + "integer"),
+           "u": term("-1234567.25", xsd + "double"), "label": term("24152700")}
+    found = AgentResult("q", "SELECT * {}", [row], list(row), [], "stop")
+    tables = {language: preview_table(found, 3, MESSAGES[language]).splitlines() for language in ("en", "de", "fr")}
+    assert tables["en"][1] == "! basin km² !! date of birth !! u !! label"
+    assert tables["en"][3] == "| 24,152,700 || 1707 || -1,234,567.25 || 24152700"
+    assert tables["de"][3] == "| 24.152.700 || 1707 || -1.234.567,25 || 24152700"
+    assert tables["fr"][3] == "| 24\u202f152\u202f700 || 1707 || -1\u202f234\u202f567,25 || 24152700"
+
+
+def test_a_variable_whose_name_says_nothing_is_headed_by_the_property_the_agent_saw_named():
+    search = ("river (Q4022): natural flowing watercourse\n\nProperties:\nwatershed area (P2053) [quantity: a "
+              "number; its unit via p:/psv:]: size of a stream's watershed")
+    row = {"r": term("Rhine"), "u": term("185000"), "x1": term("1233"), "y": term("1")}
+    found = AgentResult("q", "SELECT * WHERE { ?r wdt:P2053 ?u ; wdt:P2043 ?x1 ; wdt:P9 ?y }", [row], list(row),
+                        [Step("t", "search_wikidata", "river", search),
+                         Step("t", "get_wikidata_entry", "Q584", 'Rhine (Q584)\n{\n "length (P2043)": "1233"\n}')],
+                        "stop")
+    assert preview_table(found, 3, MESSAGES["en"]).splitlines()[1] == "! r !! watershed area !! length !! y"

@@ -95,7 +95,9 @@ def test_a_draft_is_posted_when_a_reviewer_approves_it_and_dropped_when_one_reje
     assert review.sections()["Euler"] == review.sections()["Euler again"] == "drafted"
     first = review.draft(1)
     assert f"[[{forum}#Euler|Euler]]" in first and "[[User:SpinachBot|SpinachBot]]" in first  # linked, signed
-    assert ":Here is a query that answers this" in first and "~~~~" not in first
+    assert ":The query lists Euler's doctoral advisors (P184). The query below finds 1 result." in first
+    assert "~~~~" not in first
+    assert "{{re|" not in first  # the review page notifies no asker
 
     review.mark(1, "{{approved}}")
     review.mark(2, "{{Rejected}}")
@@ -103,7 +105,8 @@ def test_a_draft_is_posted_when_a_reviewer_approves_it_and_dropped_when_one_reje
     [edit] = rig.bot_edits(forum)
     assert edit["comment"].startswith("/* Euler */ reply with a SPARQL query written by an automated agent")
     posted = section_text(mediawiki.page_text(forum), "Euler")
-    assert ":Here is a query that answers this" in posted and posted.count("[[User:SpinachBot|SpinachBot]]") == 1
+    assert ":{{re|1=Alice}} The query lists Euler's" in posted  # the asker is addressed as it is posted
+    assert posted.count("[[User:SpinachBot|SpinachBot]]") == 1
     assert "run by [[User talk:Alice|Alice]]" in posted
     assert "[[User:SpinachBot" not in section_text(mediawiki.page_text(forum), "Euler again")
     assert review.drafts()["Euler"][0] == "posted" and review.drafts()["Euler again"][0] == "rejected"
@@ -119,15 +122,15 @@ def test_the_edited_draft_is_posted_and_still_checked_by_mediawiki(mediawiki, fo
     review.run()
     ask(mediawiki, forum, "Euler", "Euler again")
     review.run()
-    review.edit_draft(1, lambda text: text.replace(":Here is a query that answers this",
-                                                   ":Checked by the operator. Here is a query that answers this"))
+    review.edit_draft(1, lambda text: text.replace(":The query lists",
+                                                   ":Checked by the operator. The query lists"))
     review.mark(1, "{{approved}}")
-    review.edit_draft(2, lambda text: text.replace(":Here is a query", ":[[Category:Spam]] Here is a query"))
+    review.edit_draft(2, lambda text: text.replace(":The query lists", ":[[Category:Spam]] The query lists"))
     review.mark(2, "{{approved}}")
     log = review.run()
     [edit] = rig.bot_edits(forum)
     text = mediawiki.page_text(forum)
-    assert ":Checked by the operator. Here is a query that answers this" in section_text(text, "Euler")
+    assert ":{{re|1=Alice}} Checked by the operator. The query lists" in section_text(text, "Euler")
     assert "Category:Spam" not in text and "[[User:SpinachBot" not in section_text(text, "Euler again")
     status, reason = review.drafts()["Euler again"]
     assert status == "dropped" and "refused by the edit check" in reason and "categories would appear" in reason

@@ -84,7 +84,7 @@ MEASURE = """(() => {
                            return e.getBoundingClientRect().left; };
   const level = (node) => { let count = 0; for (let e = node.parentElement; e && e !== root; e = e.parentElement)
                               if (e.tagName === 'DD' || e.tagName === 'LI') count++; return count; };
-  const lead = find('Here is a query that answers this');
+  const lead = find('The query lists Euler');
   const signature = [...root.querySelectorAll('a')].filter((a) => a.textContent === '%(bot)s').pop();
   const reply = nodes.slice(nodes.indexOf(lead), nodes.indexOf(signature.firstChild) + 1)
                      .filter((node) => node.textContent.trim() && node.parentElement.offsetParent !== null);

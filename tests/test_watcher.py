@@ -190,7 +190,11 @@ def test_a_ping_in_a_backlog_section_is_answered_and_a_human_answered_section_is
     done = run_bot(rig, forum, "--once", "--live")
     [edit] = rig.bot_edits(forum)
     text = mediawiki.page_text(forum)
-    assert "SpinachBot" in section_text(text, "Query times out").split("could you have a look?", 1)[1]
+    answer = section_text(text, "Query times out").split("could you have a look?", 1)[1]
+    assert "SpinachBot" in answer and "::{{re|1=Alice}} " in answer  # the one who pinged is addressed
+    # the bot's first answer in that thread: summarised as an answer, not as a revision of an earlier one
+    assert edit["comment"] == ("/* Query times out */ reply with a SPARQL query written by an automated agent "
+                               "(please check it)"), edit["comment"]
     assert "[[User:SpinachBot" not in section_text(text, "Advisors")
     assert any(status == "skipped" and "query" in (error or "")
                for key, (status, _, error) in records(rig).items() if key.startswith("Advisors @")), done.stderr
@@ -328,10 +332,10 @@ def test_a_german_question_is_answered_in_words_in_german(mediawiki, forum, rig,
     run_bot(rig, forum, "--once", "--live", llm=llm_server(german))
 
     reply = section_text(mediawiki.page_text(forum), "Doktorväter von Euler").split("Euler?", 1)[1]
-    assert "Diese Abfrage beantwortet die Frage" in reply and "[[User:SpinachBot|SpinachBot]]" in reply
+    assert "Die Abfrage unten liefert 1 Ergebnis." in reply and "[[User:SpinachBot|SpinachBot]]" in reply
     page = mediawiki.rendered_html(forum)
     assert explanation in page  # the model's words, shown as text on the rendered page
-    assert "Here is a query that answers this" not in page  # no English wording beside it
+    assert "The query below" not in page and "Steps taken" not in page  # no English wording beside it
 
 
 def test_a_follow_up_indented_two_thousand_levels_is_answered_at_the_deepest_indentation(mediawiki, forum, rig):

@@ -101,7 +101,8 @@ def test_a_reply_is_saved_against_the_revision_it_was_built_on(forum, mediawiki)
     ("[[Category:Spam]]", "categories would appear"),
     ("{{Some other template}}", "templates would appear"),
     ("[https://example.org/ a link]", "external links would appear"),
-    ("[[User:Alice]]", "user links would appear"),
+    ("[[User:Mallory]]", "user links would appear"),  # no one in the thread
+    ("[[User:Alice]] [[User:Alice]]", "user links would appear"),  # the asker, twice
     ("[[Main Page]] {{Q|Q1}}", "links would appear"),
     ("[[Wikidata:Request a query/Archive/2019/11#A|another forum's archive]]", "links would appear"),
     ("\n== A fake heading ==\n", "sections change"),
@@ -115,6 +116,12 @@ def test_mediawiki_refuses_an_edit_that_does_more_than_add_the_reply(forum, medi
         forum.post_reply(key_of(PAGE, "Euler's advisors"), REPLY.replace("Steps: 1.", "Steps: 1. " + payload),
                          "reply")
     assert mediawiki.revisions(forum.title) == before
+
+
+def test_a_reply_may_address_the_user_who_signed_in_its_thread_once(forum, mediawiki):
+    reply = REPLY.replace(":Here is a query:", ":@[[User:Alice|Alice]]: Here is a query:")
+    assert forum.post_reply(key_of(PAGE, "Euler's advisors"), reply, "reply").status == "posted"
+    assert ":@[[User:Alice|Alice]]: Here is a query:" in mediawiki.page_text(forum.title)
 
 
 def test_a_link_to_the_forums_own_archive_is_the_replys_own(forum, mediawiki):

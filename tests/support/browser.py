@@ -109,6 +109,11 @@ class Browser:
             raise RuntimeError(f"the page's script failed: {result['exceptionDetails']}")
         return result["result"].get("value")
 
+    def width(self, pixels: int, height: int = 900) -> None:
+        """Lay pages out *pixels* wide, as a reader's window of that width shows them."""
+        self.call("Emulation.setDeviceMetricsOverride", width=pixels, height=height, deviceScaleFactor=1,
+                  mobile=False)
+
     def open(self, url: str, ready: str, seconds: float = 60) -> None:
         """Load *url* and wait until the expression *ready* is true."""
         self.call("Page.navigate", url=url)

@@ -49,6 +49,8 @@ HUMAN_USER = "Alice"
 HUMAN_PASSWORD_NAME = "browser"
 HUMAN_PASSWORD = "abcdefghijklmnopqrstuv0123456789"
 
+#: Wikidata's {{re}} (a redirect to {{ping}}) for one user: "@User:", the user page linked, which notifies them.
+RE_TEMPLATE = "@[[User:{{{1}}}|{{{1}}}]]:"
 SPARQL_TEMPLATE = (
     "{{#tag:syntaxhighlight|{{{query}}}|lang=sparql}}"
     "<span class=\"try-it\">[https://query.wikidata.org/#{{urlencode:{{{query}}}|PATH}} Try it!]</span>"
@@ -319,6 +321,7 @@ def mediawiki() -> MediaWiki:
                 time.sleep(0.2)
         wiki.edit_as_human("Template:SPARQL", SPARQL_TEMPLATE, "the forum's query template")
         wiki.edit_as_human("Template:Q", "{{{1}}}", "entity template")
+        wiki.edit_as_human("Template:Re", RE_TEMPLATE, "the forum's template that notifies a user")
         yield wiki
         server.stop()
     finally:  # the highlighter goes with the wiki, even one that never started
