@@ -516,6 +516,36 @@ def test_backlog_is_kept_when_the_first_pass_cannot_reach_the_wiki(rig):
     assert count_replies(rig.mediawiki.page_text(page), "Old question") == 1, stderr[-3000:]
 
 
+def test_a_second_stop_signal_during_a_save_stops_cleanly_and_the_save_is_recorded(rig):
+    page = "Wikidata:Faults/two signals"
+    rig.mediawiki.human().edit(page, LEAD)
+    (rig.bot.directory / "bot.ini").write_text("[bot]\ninterval_minutes = 0.02\n")
+    current: dict = {}
+
+    def two_signals(params) -> None:  # a supervisor repeating its SIGTERM, while the wiki stores the reply
+        current["process"].send_signal(signal.SIGTERM)
+        time.sleep(1)
+        current["process"].send_signal(signal.SIGTERM)
+
+    watcher = current["process"] = rig.start(page, "--live", "--config", str(rig.bot.directory / "bot.ini"))
+    log = LogReader(watcher)
+    try:
+        wait_for(lambda: log.count("pass over") >= 1, 60, "the first look", log.death)
+        signals = rig.wiki.add(Fault("two SIGTERMs during the save", wiki_action("edit", title=page), two_signals))
+        rig.mediawiki.human().edit(page, LEAD + question("Euler", "Who advised Euler?", 5))
+        watcher.wait(timeout=120)
+    finally:
+        if watcher.poll() is None:
+            watcher.kill()
+    stderr = log.close()
+    rig.logs.append(stderr)
+    assert signals.fired == 1
+    assert watcher.returncode == 0, stderr[-3000:]
+    assert "Traceback" not in stderr and "closed database" not in stderr and "already stopping" in stderr
+    assert count_replies(rig.mediawiki.page_text(page), "Euler") == 1
+    assert [status for status, _ in rig.statuses(page).values()] == ["answered"], stderr[-3000:]
+
+
 def test_a_saved_revision_other_than_what_was_sent_is_undone_at_once(rig):
     page = "Wikidata:Faults/stored otherwise"
     rig.mediawiki.human().edit(page, LEAD + question("Euler", "Who advised Euler?", 4))
