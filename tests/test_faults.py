@@ -863,3 +863,41 @@ def test_no_secret_leaves_the_bot_whatever_the_services_echo(rig):
     assert echo.fired and key.fired
     assert count_replies(rig.mediawiki.page_text(page), "Echo") == 1
     assert "[redacted]" in "".join(record.trace or "" for record in rig.bot.records(page=page).values())
+
+
+# --- the review page's saves ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("when", ["a note before the save", "a note after the save", "the page created"])
+def test_a_draft_saved_while_its_answer_is_lost_is_written_once_and_a_reviewers_edit_is_never_undone(rig, when):
+    from tests.test_review import Reviewing
+
+    page = f"Wikidata:Faults/slow review {when}"
+    rig.mediawiki.human().edit(page, LEAD)
+    review = Reviewing(rig.bot, page, f"slow {when}")
+    if when != "the page created":
+        rig.mediawiki.edit_as_human(review.page, "Drafts of the bot's replies.\n", "the review page")
+    review.run()  # the first look
+    note = ":A reviewer's note, kept. [[User:Alice|Alice]] 12:00, 20 November 2026 (UTC)"
+
+    def reviewer_note(params=None) -> None:
+        rig.mediawiki.edit_as_human(review.page, review.text().rstrip("\n") + "\n" + note + "\n", "a note")
+
+    def answer_lost(params) -> None:  # the wiki stored the draft; its answer never reaches the bot
+        if when != "a note before the save":
+            reviewer_note()
+        raise ConnectionAbortedError("the answer to the save is lost")
+
+    if when == "a note before the save":
+        rig.wiki.add(Fault("a reviewer's note", wiki_action("edit", title=review.page), reviewer_note))
+    lost = rig.wiki.add(Fault("answer lost", wiki_action("edit", title=review.page), answer_lost, when="after"))
+    rig.mediawiki.human().edit(page, LEAD + question("Euler", "Who advised Euler?", 5))
+    log = review.run()
+    rig.logs.append(log)
+    assert lost.fired == 1
+    text = review.text()
+    assert text.count("== Draft 1 ==") == 1 and "== Draft 2 ==" not in text, log[-3000:]
+    assert note in text, log[-3000:]
+    assert not [revision for revision in rig.bot.bot_edits(review.page) if "undo" in revision["comment"]]
+    review.mark(1, "{{approved}}")
+    rig.logs.append(review.run())
+    assert count_replies(rig.mediawiki.page_text(page), "Euler") == 1
