@@ -3,8 +3,9 @@
 A draft's status: ``drafted`` (on the review page, waiting for a reviewer),
 ``approved`` (a reviewer approved it; being checked and posted), ``posted``
 (on the forum, ``forum_revision`` says where), ``rejected`` (a reviewer
-rejected it) or ``dropped`` (stale, or its section on the review page is
-gone; ``reason`` says why).  ``reason`` also keeps the last mark that was
+rejected it), ``dropped`` (stale, refused, or its section on the review page
+is gone; ``reason`` says why) or ``voided`` (someone not a reviewer changed
+its text; ``reason`` names the revision).  ``reason`` also keeps the last mark that was
 ignored (an approval by a user who is not a reviewer).
 """
 
@@ -21,7 +22,7 @@ CREATE TABLE IF NOT EXISTS drafts (
     key TEXT NOT NULL,              -- the task's key in the sections table
     heading TEXT NOT NULL,
     kind TEXT NOT NULL,             -- question | follow-up | too-long
-    status TEXT NOT NULL,           -- drafted | approved | posted | rejected | dropped
+    status TEXT NOT NULL,           -- drafted | approved | posted | rejected | dropped | voided
     reply TEXT NOT NULL,            -- the reply as drafted, its signature left out
     summary TEXT NOT NULL,          -- the forum edit's summary
     digest TEXT NOT NULL,           -- the forum section's text when drafted

@@ -13,15 +13,34 @@ draft, one section per draft, at the end of the review page (default
 
 A reviewer (a user named in ``reviewers``) adds ``{{approved}}`` anywhere in
 the section outside the draft, usually as a signed reply
-(``:{{approved}} ~~~~``), and the bot posts the draft's text as it stands
-then, edits included, signed, through the same checks as any reply (MediaWiki
-judges it before and after the save).  ``{{rejected}}`` drops it.  Who added
-a mark is read from the review page's history, never from a signature: a mark
-added by anyone else is ignored and logged.  Before posting, the draft is
-checked again: a forum section that is gone, already answered by the bot,
-answered by someone with a query, or changed since the draft (a new comment
-in the thread) drops it with its reason, and a changed section is answered
-anew, as a new draft.  The drafts' statuses are kept in the state file
+(``:{{approved}} ~~~~``); ``{{rejected}}`` drops the draft.  What an approval
+means is read from the review page's history (:func:`read_history`), never
+from a signature:
+
+* a mark counts only in the section it was added to, and only when a
+  reviewer's revision added it there (a mark moved in from another section is
+  its mover's, and is ignored and logged);
+* the text posted is the draft as it stood in the revision that added the
+  approval (edits a reviewer makes before approving are posted, later ones
+  are not), signed, through the same checks as any reply (MediaWiki judges it
+  before and after the save);
+* every change to the draft's text since the bot's revision wrote it must
+  come from a reviewer or the bot: a change by anyone else (a line inside the
+  draft, a copy of its section under the same heading) voids the draft, and
+  its question is drafted anew;
+* the draft must render on the forum exactly as on the review page
+  (:func:`page_dependent`): markup that depends on the page it is on is
+  refused.
+
+Draft numbers are never reused: a new one is above every number the state,
+the review page and the bot's edit summaries there have seen.  Before
+posting, the draft is checked again: a forum section that is gone, already
+answered by the bot, answered by someone with a query, or changed since the
+draft (a new comment in the thread) drops it with its reason, and a changed
+section is answered anew, as a new draft.  What became of each draft
+(posted, with a link to the forum's diff; rejected, by whom; dropped or
+refused, and why; voided, by whose edit) is written into its section, signed
+by the bot.  The drafts' statuses are kept in the state file
 (:mod:`bot.drafts`); the review page is never cleaned up by the bot.
 """
 
@@ -33,9 +52,12 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
+from pywikibot.exceptions import Error
+
 from bot.drafts import Draft, Drafts
+from bot.edit_check import parse
 from bot.forum import Section, answered_by_human, mask_inert, normalize_user
-from bot.history import Attribution, Revision, revisions_after
+from bot.history import Attribution, Revision, latest_revisions, own_revisions
 from bot.state import State
 from bot.wikitext import encode
 from bot.wiki import EditRefused, ForumPage
@@ -52,6 +74,29 @@ def _begins(number: int) -> str:
 
 def _ends(number: int) -> str:
     return f"<!-- draft {number} ends -->"
+
+
+#: Why a draft is dropped and its question drafted again.
+CHANGED_THREAD = "the thread changed since the draft"
+#: The statuses of a draft still waiting for a reviewer (see :mod:`bot.drafts`).
+WAITING = ("drafted", "approved")
+_DRAFT_SUMMARY = re.compile(r"/\* Draft (\d+) \*/")
+
+
+def _plain(text: str) -> str:
+    """*text* (a user name, a reason) as words on the review page, never markup."""
+    return encode(" ".join(text.split())[:300])
+
+
+def page_dependent(site, text: str, shown_on: str, posted_on: str) -> str | None:
+    """Why *text* would not look on *posted_on* as it looked on *shown_on*, or ``None``: MediaWiki renders it
+    as both pages (markup that reads the page's name or namespace, a parser function or a template that does,
+    would show there what the reviewer never saw)."""
+    renders = [parse(site, title, text=text, props="text")["text"] for title in (shown_on, posted_on)]
+    if renders[0] == renders[1]:
+        return None
+    return (f"the draft renders differently on {posted_on} than on {shown_on}, where it was reviewed (markup that "
+            "depends on the page it is on)")
 
 
 def digest(section: Section) -> str:
@@ -74,21 +119,28 @@ def draft_section(number: int, forum_title: str, heading: str, reply: str) -> st
 class DraftView:
     """A draft's section on the review page as it is now."""
 
-    #: The draft's text between its markers, ``None`` when a marker is gone.
+    #: The draft's text between its markers, ``None`` when a marker is gone or the section is not one.
     text: str | None
     #: How many of each mark the section holds outside the draft (and outside comments and <nowiki>).
     marks: dict[str, int]
+    #: How many sections of the page are headed "Draft N" for this number (one, unless someone copied it).
+    copies: int = 1
 
 
-def _section(page_text: str, number: int) -> tuple[str, str] | None:
-    """The section of draft *number*: its raw text and its text with inert parts blanked."""
+_DRAFT_HEADING = re.compile(r"^==\s*Draft (\d+)\s*==[ \t]*$", re.MULTILINE)
+
+
+def _section(page_text: str, number: int) -> tuple[str, str, int] | None:
+    """The first section of draft *number*: its raw text, its text with inert parts blanked, and how many
+    sections bear its heading."""
     masked = mask_inert(page_text)
-    heading = re.search(rf"^==\s*Draft {number}\s*==[ \t]*$", masked, re.MULTILINE)
-    if heading is None:
+    headings = [found for found in _DRAFT_HEADING.finditer(masked) if int(found[1]) == number]
+    if not headings:
         return None
+    heading = headings[0]
     following = re.compile(r"^==[^=].*$", re.MULTILINE).search(masked, heading.end())
     end = following.start() if following else len(page_text)
-    return page_text[heading.start():end], masked[heading.start():end]
+    return page_text[heading.start():end], masked[heading.start():end], len(headings)
 
 
 def read_draft(page_text: str, number: int) -> DraftView | None:
@@ -96,27 +148,62 @@ def read_draft(page_text: str, number: int) -> DraftView | None:
     found = _section(page_text, number)
     if found is None:
         return None
-    raw, masked = found
+    raw, masked, copies = found
     begins, ends = raw.find(_begins(number)), raw.find(_ends(number))
     text = None
     outside = masked
     if 0 <= begins < ends:
-        text = raw[begins + len(_begins(number)):ends].strip("\n")
+        if copies == 1 and raw.count(_begins(number)) == 1:
+            text = raw[begins + len(_begins(number)):ends].strip("\n")
         outside = masked[:begins] + masked[ends:]
-    return DraftView(text, {name: len(mark.findall(outside)) for name, mark in MARKS.items()})
+    return DraftView(text, {name: len(mark.findall(outside)) for name, mark in MARKS.items()}, copies)
 
 
-def mark_adders(revisions: list[Revision], number: int) -> dict[str, list[str]]:
-    """Who added each mark still in draft *number*'s section, from the revisions made since the draft."""
-    adders: dict[str, list[str]] = {name: [] for name in MARKS}
-    for revision in revisions:
+def numbers_on(page_text: str) -> list[int]:
+    """The draft numbers whose headings stand on the review page."""
+    return [int(found[1]) for found in _DRAFT_HEADING.finditer(page_text)]
+
+
+@dataclass(frozen=True)
+class Mark:
+    """A mark in a draft's section: who added it, in which revision, and the draft's text then."""
+
+    user: str
+    revision: int
+    #: The draft's text as it stood when the mark was added: what an approval approves.
+    draft: str | None
+
+
+@dataclass(frozen=True)
+class History:
+    """What the review page's history says of one draft, from the bot's revision that wrote it."""
+
+    #: The marks still in the section, each with the revision that added it, by mark name.
+    marks: dict[str, list[Mark]]
+    #: The first revision by someone neither a reviewer nor the bot that changed the draft's text.
+    voided_by: Revision | None = None
+
+
+def read_history(revisions: list[Revision], number: int, trusted: set[str]) -> History:
+    """Who added each mark still in draft *number*'s section, and whether anyone not *trusted* (the reviewers
+    and the bot) changed its text; *revisions* start with the bot's own that wrote the draft.
+
+    A mark belongs to the revision that made the section's count of it grow, in that section only: a mark
+    moved in from another section, or a section copied under the draft's heading, is its mover's.
+    """
+    marks: dict[str, list[Mark]] = {name: [] for name in MARKS}
+    current: str | None = None
+    for index, revision in enumerate(revisions):
         view = read_draft(revision.text, number)
-        marks = view.marks if view else {name: 0 for name in MARKS}
-        for name, count in marks.items():
-            while len(adders[name]) < count:
-                adders[name].append(normalize_user(revision.user))
-            del adders[name][count:]
-    return adders
+        text = view.text if view is not None else None
+        if index and text != current and normalize_user(revision.user) not in trusted:
+            return History(marks, revision)
+        current = text
+        for name, count in (view.marks if view else {name: 0 for name in MARKS}).items():
+            while len(marks[name]) < count:
+                marks[name].append(Mark(normalize_user(revision.user), revision.id, current))
+            del marks[name][count:]
+    return History(marks)
 
 
 @dataclass
@@ -131,10 +218,22 @@ class Review:
     def __post_init__(self) -> None:
         self.drafts = Drafts(self.state.connection)
         self.reviewers = [normalize_user(name) for name in self.reviewers]
+        #: Each waiting draft's number, with the review page's revision whose history showed nothing to do.
+        self._unchanged: dict[int, int] = {}
+
+    def next_number(self) -> int:
+        """A number no draft ever had: above the state's, the review page's and the bot's edit summaries there
+        (a lost state file starts counting again, the review page keeps its drafts)."""
+        used = [self.drafts.next_number() - 1]
+        if self.page.latest_revision() is not None:
+            used += numbers_on(self.page.read()[0])
+            used += [int(found[1]) for edit in own_revisions(self.page.site, self.page.title, self.page.username)
+                     if (found := _DRAFT_SUMMARY.match(edit.comment))]
+        return max(used) + 1
 
     def submit(self, key: str, section: Section, kind: str, reply: str, summary: str) -> str:
         """Put *reply* on the review page as a draft; the outcome's status (``drafted``, ``previewed``, …)."""
-        number = self.drafts.next_number()
+        number = self.next_number()
         text = draft_section(number, self.forum.title, section.heading, reply)
         outcome = self.page.add_section(text, f"/* Draft {number} */ a reply to review: {summary}")
         if outcome.status == "posted":
@@ -146,7 +245,8 @@ class Review:
         return outcome.status
 
     def run(self, attribution: Attribution | None) -> Counter:
-        """Read the review page once: post what a reviewer approved, drop what was rejected or went stale."""
+        """Read the review page once: post what a reviewer approved, drop what was rejected, went stale or was
+        changed by someone else."""
         done: Counter = Counter()
         waiting = self.drafts.waiting(self.forum.title)
         if not waiting:
@@ -154,56 +254,93 @@ class Review:
         text, revision = self.page.read()
         for draft in waiting:
             view = read_draft(text, draft.number)
-            if view is None or view.text is None:
+            if view is None or (view.text is None and view.copies == 1):
                 what = "section" if view is None else "begin or end marker"
                 self._close(draft, "dropped", f"the draft's {what} is gone from {self.page.title}", "skipped")
                 done["dropped"] += 1
                 continue
-            if not any(view.marks.values()):
+            if self._unchanged.get(draft.number) == revision or (
+                    not any(view.marks.values()) and view.text == draft.reply and view.copies == 1):
                 continue
-            revisions = revisions_after(self.page.site, self.page.title, draft.review_revision or 0, revision)
-            if revisions is None:
-                log.warning("draft %d: too many edits of %s since it was written to tell who marked it; "
-                            "approve it again in a new edit later", draft.number, self.page.title)
+            history = read_history(latest_revisions(self.page.site, self.page.title, revision,
+                                                    since=draft.review_revision or 0),
+                                   draft.number, {*self.reviewers, normalize_user(self.page.username)})
+            if history.voided_by is not None:
+                by = history.voided_by
+                self._close(draft, "voided", f"revision {by.id} by {normalize_user(by.user)}, who is not a "
+                            "reviewer, changed the draft", "pending")
+                self._note(draft, f"'''Voided''': [[Special:Diff/{by.id}|an edit]] by {_plain(by.user)}, who is "
+                           "not a reviewer, changed this draft; nothing was posted, and the question will be "
+                           "drafted anew.")
+                done["voided"] += 1
                 continue
-            adders = mark_adders(revisions, draft.number)
-            ignored = sorted({f"{{{{{name}}}}} by {user}" for name, users in adders.items() for user in users
-                              if user not in self.reviewers})
-            if ignored:
-                log.warning("draft %d: %s ignored: not in reviewers", draft.number, ", ".join(ignored))
-                self.drafts.set(draft.number, reason=f"ignored (not a reviewer): {', '.join(ignored)}")
-            if any(user in self.reviewers for user in adders["rejected"]):
-                self._close(draft, "rejected", "rejected by " + ", ".join(adders["rejected"]), "rejected")
-                done["rejected"] += 1
-            elif any(user in self.reviewers for user in adders["approved"]):
-                done[self._post(draft, view.text, attribution)] += 1
+            done[self._decide(draft, history, attribution)] += 1
+            if self.drafts.get(draft.number).status in WAITING:
+                self._unchanged[draft.number] = revision
         return done
 
-    def _post(self, draft: Draft, text: str, attribution: Attribution | None) -> str:
-        """Post an approved draft's text, signed, unless it went stale; what happened."""
+    def _decide(self, draft: Draft, history: History, attribution: Attribution | None) -> str:
+        """Post, reject or leave a draft whose history was read: what happened."""
+        ignored = sorted({f"{{{{{name}}}}} by {mark.user}" for name, marks in history.marks.items()
+                          for mark in marks if mark.user not in self.reviewers})
+        if ignored:
+            log.warning("draft %d: %s ignored: not in reviewers", draft.number, ", ".join(ignored))
+            self.drafts.set(draft.number, reason=f"ignored (not a reviewer): {', '.join(ignored)}")
+        rejecters = [mark.user for mark in history.marks["rejected"] if mark.user in self.reviewers]
+        approvals = [mark for mark in history.marks["approved"] if mark.user in self.reviewers]
+        if rejecters:
+            self._close(draft, "rejected", "rejected by " + ", ".join(rejecters), "rejected")
+            self._note(draft, f"'''Rejected''' by {_plain(', '.join(rejecters))}: nothing was posted.")
+            return "rejected"
+        if not approvals:
+            return "waiting"
+        approval = approvals[-1]
+        if approval.draft is None:
+            reason = "the draft's begin or end marker was gone when it was approved"
+            self._close(draft, "dropped", reason, "skipped")
+            self._note(draft, f"'''Dropped''': {reason}; nothing was posted.")
+            return "dropped"
+        return self._post(draft, approval, attribution)
+
+    def _post(self, draft: Draft, approval: Mark, attribution: Attribution | None) -> str:
+        """Post the draft as it stood when it was approved, signed, unless it went stale; what happened."""
         self.drafts.set(draft.number, "approved")
         page_text, _ = self.forum.read()
         section = self.forum.locate(page_text, draft.key, attribution)
         stale = self._stale(draft, section)
         if stale:
-            reopen = "pending" if stale == "the thread changed since the draft" else "skipped"
+            reopen = "pending" if stale == CHANGED_THREAD else "skipped"
             self._close(draft, "dropped", "stale: " + stale, reopen)
+            again = (", and the question will be drafted anew with the thread as it is now" if reopen == "pending"
+                     else "")
+            self._note(draft, f"'''Dropped''': {stale}; nothing was posted{again}.")
             return "dropped"
+        unlike = page_dependent(self.page.site, approval.draft, self.page.title, self.forum.title)
+        if unlike:
+            self._close(draft, "dropped", f"refused: {unlike}", "refused")
+            self._note(draft, f"'''Refused''': {_plain(unlike)}; nothing was posted.")
+            return "refused"
         try:
-            outcome = self.forum.post_reply(draft.key, text.rstrip() + SIGNATURE, draft.summary, attribution)
+            outcome = self.forum.post_reply(draft.key, approval.draft.rstrip() + SIGNATURE, draft.summary,
+                                            attribution)
         except EditRefused as refused:
             self._close(draft, "dropped", f"refused by the edit check: {refused}", "refused")
+            self._note(draft, f"'''Refused''' by the edit check: {_plain(str(refused))}; nothing was posted.")
             return "refused"
         if outcome.status == "posted":
             self.drafts.set(draft.number, "posted", forum_revision=outcome.revision)
             self.state.record_answered(self.forum.title, draft.key, outcome.revision)
-            log.info("draft %d posted to %r (revision %d)", draft.number, draft.heading, outcome.revision)
+            log.info("draft %d posted to %r (revision %d) as %s approved it (revision %d)", draft.number,
+                     draft.heading, outcome.revision, approval.user, approval.revision)
+            self._note(draft, f"'''Posted''' as [[Special:Diff/{outcome.revision}|this edit]] of the forum, as "
+                       f"{_plain(approval.user)} approved it in [[Special:Diff/{approval.revision}|this edit]].")
             return "posted"
         if outcome.status == "previewed":
             self.drafts.set(draft.number, "drafted")
             log.info("draft %d approved; a live run would post it:\n%s", draft.number, outcome.diff)
             return "previewed"
         self._close(draft, "dropped", f"stale: {outcome.status}", "skipped")
+        self._note(draft, f"'''Dropped''': {_plain(outcome.status)}; nothing was posted.")
         return "dropped"
 
     def _stale(self, draft: Draft, section: Section | None) -> str | None:
@@ -215,10 +352,25 @@ class Review:
         if draft.kind == "question" and answered_by_human(section, normalize_user(self.forum.username)):
             return "someone posted a query there meanwhile"
         if digest(section) != draft.digest:
-            return "the thread changed since the draft"
+            return CHANGED_THREAD
         return None
 
     def _close(self, draft: Draft, status: str, reason: str, section_status: str) -> None:
         self.drafts.set(draft.number, status, reason)
         self.state.set_status(self.forum.title, draft.key, section_status, f"draft {draft.number} {status}: {reason}")
         log.info("draft %d for %r %s: %s", draft.number, draft.heading, status, reason)
+
+    def _note(self, draft: Draft, words: str) -> None:
+        """Write what became of the draft into its section of the review page, signed.  The outcome is recorded
+        first: a note that cannot be written is logged, and the outcome stands."""
+        outcome_word = words.split(":", 1)[0].strip("' ")
+        try:
+            outcome = self.page.add_note(f"Draft {draft.number}", f":{words}{SIGNATURE}",
+                                         f"/* Draft {draft.number} */ {outcome_word.lower()}")
+        except (EditRefused, Error) as error:
+            log.warning("draft %d: its outcome could not be written on %s: %s", draft.number, self.page.title,
+                        error)
+            return
+        if outcome.status not in ("posted", "previewed"):
+            log.warning("draft %d: its outcome was not written on %s (%s)", draft.number, self.page.title,
+                        outcome.status)

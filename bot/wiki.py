@@ -321,7 +321,19 @@ class ForumPage:
             refused.revision = self.page().latest_revision_id
             raise
 
-    def _post_reply(self, key: str, reply: str, summary: str, attribution: Attribution | None) -> PostOutcome:
+    def add_note(self, heading: str, note: str, summary: str) -> PostOutcome:
+        """Add *note* (a signed line) to the one section headed *heading*, a section the bot wrote itself (a
+        draft's on the review page), checked like a reply."""
+        text, revision = self.read()
+        found = [section for section in parse_sections(text, reading=self.reading(text, revision))
+                 if section.heading == heading]
+        if len(found) != 1:
+            return PostOutcome("section-gone")
+        return self._post_reply(found[0].key, note, summary, None, again=True)
+
+    def _post_reply(self, key: str, reply: str, summary: str, attribution: Attribution | None,
+                    again: bool = False) -> PostOutcome:
+        """:meth:`post_reply`; *again*: in a section the bot has written in already."""
         for attempt in range(MAX_CONFLICT_RETRIES + 1):
             page = self.page()
             old = page.get(force=True)
@@ -332,7 +344,7 @@ class ForumPage:
             section = self.locate(old, key, attribution, self.reading(old, base), base)
             if section is None:
                 return PostOutcome("section-gone")
-            if section.answered:
+            if section.answered and not again:
                 return PostOutcome("already-answered")
             if self.refusal(old, section, self.reading(old, base)):
                 return PostOutcome("opted-out")

@@ -168,3 +168,143 @@ def test_a_stale_draft_is_checked_again_and_dropped_with_its_reason(mediawiki, f
     assert drafts["Euler again"] == ("dropped", "stale: the thread changed since the draft")
     review.run()  # the changed question is drafted anew, with its thread as it is now
     assert "== Draft 3 ==" in review.text() and review.drafts()["Euler again"] == ("drafted", None)
+
+
+# --- what a reviewer approved is what is posted ---------------------------------------------------------------
+
+#: Someone who is not a reviewer: an unregistered editor, known by the address the wiki saw.
+STRANGER = "127.0.0.1"
+OVERLAY = '<div style="position:fixed;top:0;left:0;width:100%;height:100%;z-index:99;background:#fff">Gone</div>'
+
+
+def edit_as_stranger(mediawiki, title: str, text: str, summary: str = "an edit") -> None:
+    """Save *text* without logging in, as anyone may."""
+    import json
+    import urllib.request
+    from urllib.parse import urlencode
+
+    data = urlencode({"action": "edit", "title": title, "text": text, "summary": summary, "token": "+\\",
+                      "format": "json"}).encode()
+    with urllib.request.urlopen(urllib.request.Request(mediawiki.api_url, data=data), timeout=60) as response:
+        done = json.load(response)
+    assert done.get("edit", {}).get("result") == "Success", done
+
+
+def change_draft(review: Reviewing, number: int, change, editor) -> None:
+    """*editor* (a function of title, text, summary) saves the review page with draft *number*'s section changed."""
+    text = review.text()
+    head, rest = text.split(f"== Draft {number} ==\n", 1)
+    section, _, tail = rest.partition("\n== ")
+    editor(review.page, head + f"== Draft {number} ==\n" + change(section) + (("\n== " + tail) if tail else ""),
+           "an edit")
+
+
+def inside_draft(line: str):
+    return lambda section: section.replace(":Here is a query that answers this", line + "\n:Here is a query that "
+                                           "answers this", 1)
+
+
+@pytest.mark.parametrize("when", ["after the approval", "before the approval"])
+def test_a_change_to_the_draft_by_someone_not_a_reviewer_voids_it_and_the_review_page_says_so(
+        mediawiki, forum, rig, request, when):
+    review = Reviewing(rig, forum, request.node.name)
+    review.run()
+    ask(mediawiki, forum, "Euler")
+    review.run()
+    inserted = ":INSERTED: run [https://query.wikidata.org/#DELETE%20WHERE this query] to check."
+
+    def stranger(title, text, summary):
+        edit_as_stranger(mediawiki, title, text, summary)
+
+    if when == "after the approval":
+        review.mark(1, "{{approved}}")
+        change_draft(review, 1, inside_draft(inserted), stranger)
+    else:
+        change_draft(review, 1, inside_draft(inserted), stranger)
+        review.mark(1, "{{approved}}")
+    log = review.run()
+    assert rig.bot_edits(forum) == [] and "INSERTED" not in mediawiki.page_text(forum)
+    status, reason = review.drafts()["Euler"]
+    assert status == "voided" and STRANGER in reason, log[-3000:]
+    note = review.draft(1).rsplit("<!-- draft 1 ends -->", 1)[1]
+    assert "'''Voided'''" in note and STRANGER in note and "[[Special:Diff/" in note
+    review.run()  # the question is drafted anew, and its clean draft is posted once approved
+    assert "== Draft 2 ==" in review.text() and "INSERTED" not in review.draft(2)
+    review.mark(2, "{{approved}}")
+    review.run()
+    [edit] = rig.bot_edits(forum)
+    assert "INSERTED" not in mediawiki.page_text(forum)
+    assert "'''Posted'''" in review.draft(2) and f"[[Special:Diff/{edit['revid']}|" in review.draft(2)
+
+
+def test_the_draft_is_posted_as_it_stood_when_the_reviewer_approved_it(mediawiki, forum, rig, request):
+    review = Reviewing(rig, forum, request.node.name)
+    review.run()
+    ask(mediawiki, forum, "Euler")
+    review.run()
+    review.edit_draft(1, inside_draft(":Checked by the operator."))
+    review.mark(1, "{{approved}}")
+    review.edit_draft(1, inside_draft(":Added by the reviewer after approving."))
+    review.run()
+    posted = section_text(mediawiki.page_text(forum), "Euler")
+    assert ":Checked by the operator." in posted and "after approving" not in posted
+    assert review.drafts()["Euler"][0] == "posted"
+
+
+def test_markup_that_shows_only_on_the_forum_is_refused_whoever_added_it(mediawiki, forum, rig, request):
+    review = Reviewing(rig, forum, request.node.name)
+    review.run()
+    ask(mediawiki, forum, "Euler", "Euler again")
+    review.run()
+    hidden = ":{{#ifeq:{{NAMESPACE}}|User||" + OVERLAY + "}}"
+    change_draft(review, 1, inside_draft(hidden), lambda *edit: edit_as_stranger(mediawiki, *edit))
+    review.edit_draft(2, inside_draft(hidden))  # a reviewer who did not see it either
+    review.mark(1, "{{approved}}")
+    review.mark(2, "{{approved}}")
+    review.run()
+    assert rig.bot_edits(forum) == [] and "Gone" not in mediawiki.rendered_html(forum)
+    assert review.drafts()["Euler"][0] == "voided"
+    status, reason = review.drafts()["Euler again"]
+    assert status == "dropped" and "renders differently" in reason
+    assert "'''Refused'''" in review.draft(2) and review.sections()["Euler again"] == "refused"
+
+
+def test_a_copied_section_or_a_moved_mark_approves_nothing(mediawiki, forum, rig, request):
+    review = Reviewing(rig, forum, request.node.name)
+    review.run()
+    ask(mediawiki, forum, "Euler", "Euler again")
+    review.run()
+    review.mark(1, "{{approved}}")
+    # The reviewer's approval of draft 1 moved under draft 2: it is the mover's mark there.
+    text = review.text()
+    mark = text[text.index(":{{approved}}"):].split("\n", 1)[0]
+    moved = text.replace(mark + "\n", "", 1) if mark + "\n" in text else text.replace(mark, "", 1)
+    edit_as_stranger(mediawiki, review.page, moved.rstrip("\n") + "\n" + mark + "\n")
+    # A copy of draft 1's section, with other words, above the real one.
+    text = review.text()
+    copy = "== Draft 1 ==\n" + review.draft(1).replace(":Here is a query", ":COPIED Here is a query") + "\n"
+    edit_as_stranger(mediawiki, review.page, text.replace("== Draft 1 ==", copy + "== Draft 1 ==", 1))
+    review.run()
+    assert rig.bot_edits(forum) == []
+    drafts = review.drafts()
+    assert drafts["Euler"][0] == "voided"
+    assert drafts["Euler again"][0] == "drafted" and "{{approved}} by 127.0.0.1" in drafts["Euler again"][1]
+
+
+def test_draft_numbers_are_never_reused_after_the_state_is_lost(mediawiki, forum, rig, request):
+    review = Reviewing(rig, forum, request.node.name)
+    review.run()
+    ask(mediawiki, forum, "Euler")
+    review.run()
+    review.mark(1, "{{approved}}")
+    rig.state_path().unlink()  # the recovery the bot advises for a damaged state file
+    review.run()  # the first look of a new state
+    ask(mediawiki, forum, "Euler again")
+    review.run()
+    text = review.text()
+    assert text.count("== Draft 1 ==") == 1 and "== Draft 2 ==" in text
+    assert "Euler again" in review.draft(2)
+    review.mark(2, "{{approved}}")
+    review.run()
+    assert "[[User:SpinachBot" not in section_text(mediawiki.page_text(forum), "Euler")
+    assert section_text(mediawiki.page_text(forum), "Euler again").count("[[User:SpinachBot|SpinachBot]]") == 1
