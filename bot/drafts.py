@@ -64,13 +64,18 @@ class Drafts:
         return (row[0] if row else 0) + 1
 
     def add(self, number: int, page: str, key: str, heading: str, kind: str, reply: str, summary: str,
-            digest: str, review_revision: int | None) -> None:
+            digest: str, review_revision: int | None, status: str = "drafted") -> None:
         now = time.time()
         with self.connection:
             self.connection.execute(
                 "INSERT INTO drafts (number, page, key, heading, kind, status, reply, summary, digest, "
-                "review_revision, created, updated) VALUES (?, ?, ?, ?, ?, 'drafted', ?, ?, ?, ?, ?, ?)",
-                (number, page, key, heading, kind, reply, summary, digest, review_revision, now, now))
+                "review_revision, created, updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (number, page, key, heading, kind, status, reply, summary, digest, review_revision, now, now))
+
+    def rekey(self, page: str, old: str, new: str) -> None:
+        """The drafts of the section *old* follow it to its new key *new* (see :meth:`bot.state.State.adopt`)."""
+        with self.connection:
+            self.connection.execute("UPDATE drafts SET key = ? WHERE page = ? AND key = ?", (new, page, old))
 
     def waiting(self, page: str) -> list[Draft]:
         """The drafts of *page* not yet posted or dropped, oldest first (an approved one whose posting was cut

@@ -46,7 +46,9 @@ by the bot.  The drafts' statuses are kept in the state file
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import json
 import logging
 import re
 from collections import Counter
@@ -80,6 +82,8 @@ def _ends(number: int) -> str:
 CHANGED_THREAD = "the thread changed since the draft"
 #: The statuses of a draft still waiting for a reviewer (see :mod:`bot.drafts`).
 WAITING = ("drafted", "approved")
+#: The statuses of a draft whose outcome is written on the review page (the word of the note's summary).
+CLOSED = ("posted", "rejected", "dropped", "refused", "voided")
 _DRAFT_SUMMARY = re.compile(r"/\* Draft (\d+) \*/")
 
 
@@ -104,15 +108,50 @@ def digest(section: Section) -> str:
     return hashlib.sha256(section.text.rstrip().encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def draft_section(number: int, forum_title: str, heading: str, reply: str) -> str:
-    """The review page's section for one draft: a heading, a signed line linking the forum section, the draft."""
+@dataclass(frozen=True)
+class Origin:
+    """What a draft answers, written into its section as a comment, so that a state file lost meanwhile
+    (its ``drafts`` table with it) can take the draft up again from the bot's own revision."""
+
+    forum: str
+    heading: str
+    #: The forum section's :attr:`~bot.forum.Section.fingerprint`: it finds the section under any key.
+    fingerprint: str
+    kind: str
+    #: The forum section's :func:`digest` when the draft was written.
+    digest: str
+    #: The forum edit's summary.
+    summary: str
+
+    def comment(self, number: int) -> str:
+        # JSON's own escapes keep "--" and ">" out of the comment: nothing in it can end it.
+        data = json.dumps(dataclasses.asdict(self), ensure_ascii=True)
+        for char in "-<>":
+            data = data.replace(char, f"\\u{ord(char):04x}")
+        return f"<!-- draft {number} answers {data} -->"
+
+    @classmethod
+    def read(cls, page_text: str, number: int) -> Origin | None:
+        found = re.search(rf"<!-- draft {number} answers (\{{[^\n]*?\}}) -->", page_text)
+        if found is None:
+            return None
+        try:
+            return cls(**json.loads(found[1]))
+        except (ValueError, TypeError):
+            return None
+
+
+def draft_section(number: int, forum_title: str, heading: str, reply: str, origin: Origin) -> str:
+    """The review page's section for one draft: a heading, a signed line linking the forum section, what the
+    draft answers (a comment), the draft."""
     if not reply.endswith(SIGNATURE):
         raise ValueError("a draft is made from a signed reply")
     shown = encode(heading, cell=True).replace("]", "&#93;")
     intro = (f"Reply to [[{forum_title}#{shown}|{shown}]], written by the bot and waiting for review: add "
              "<code><nowiki>{{approved}}</nowiki></code> to this section to post it (edit the draft first if "
              "needed) or <code><nowiki>{{rejected}}</nowiki></code> to drop it.~~~~")
-    return f"== Draft {number} ==\n{intro}\n{_begins(number)}\n{reply[:-len(SIGNATURE)]}\n{_ends(number)}"
+    return (f"== Draft {number} ==\n{intro}\n{origin.comment(number)}\n{_begins(number)}\n"
+            f"{reply[:-len(SIGNATURE)]}\n{_ends(number)}")
 
 
 @dataclass(frozen=True)
@@ -234,7 +273,8 @@ class Review:
     def submit(self, key: str, section: Section, kind: str, reply: str, summary: str) -> str:
         """Put *reply* on the review page as a draft; the outcome's status (``drafted``, ``previewed``, …)."""
         number = self.next_number()
-        text = draft_section(number, self.forum.title, section.heading, reply)
+        origin = Origin(self.forum.title, section.heading, section.fingerprint, kind, digest(section), summary)
+        text = draft_section(number, self.forum.title, section.heading, reply, origin)
         outcome = self.page.add_section(text, f"/* Draft {number} */ a reply to review: {summary}")
         if outcome.status == "posted":
             self.drafts.add(number, self.forum.title, key, section.heading, kind, reply[:-len(SIGNATURE)],
@@ -243,6 +283,48 @@ class Review:
             log.info("%r: drafted as draft %d on %s", section.heading, number, self.page.title)
             return "drafted"
         return outcome.status
+
+    def recover(self) -> Counter:
+        """Take up the drafts the state does not know (a lost state file took their records with it, or the
+        bot was stopped between writing a draft and recording it), from the bot's own revisions of the review
+        page: one still waiting there is waiting again, for the forum
+        section it was written for (its record is found again by its fingerprint, see
+        :meth:`bot.state.State.adopt`); one whose outcome the bot wrote there is recorded as closed."""
+        done: Counter = Counter()
+        if self.page.latest_revision() is None:
+            return done
+        latest = own_revisions(self.page.site, self.page.title, self.page.username, latest_only=True)
+        found = _DRAFT_SUMMARY.match(latest[-1].comment) if latest else None
+        if found is None or self.drafts.get(int(found[1])) is not None:  # the state knows the bot's last edit
+            return done
+        edits: dict[int, list] = {}
+        for edit in own_revisions(self.page.site, self.page.title, self.page.username):
+            if (found := _DRAFT_SUMMARY.match(edit.comment)) is not None:
+                edits.setdefault(int(found[1]), []).append(edit)
+        for number, made in sorted(edits.items()):
+            if self.drafts.get(number) is not None:
+                continue
+            [written] = latest_revisions(self.page.site, self.page.title, made[0].revision, since=made[0].revision) \
+                or [None]
+            origin = Origin.read(written.text, number) if written is not None else None
+            view = read_draft(written.text, number) if written is not None else None
+            if origin is None or origin.forum != self.forum.title or view is None or view.text is None:
+                continue
+            outcomes = [edit.comment.split("*/", 1)[1].strip() for edit in made[1:]]
+            status = next((word for word in reversed(outcomes) if word in CLOSED), "drafted")
+            status = "dropped" if status == "refused" else status
+            known = [record.key for record in self.state.sections(self.forum.title)
+                     if record.fingerprint == origin.fingerprint and record.status != "answered"]
+            key = known[-1] if known else f"draft {number} (recovered)"
+            self.drafts.add(number, self.forum.title, key, origin.heading, origin.kind, view.text, origin.summary,
+                            origin.digest, made[0].revision, status=status)
+            if status == "drafted":
+                self.state.add(self.forum.title, key, origin.heading, "drafted", origin.fingerprint)
+                self.state.set_status(self.forum.title, key, "drafted", f"draft {number} on {self.page.title}")
+                log.info("draft %d for %r is waiting on %s: taken up again", number, origin.heading,
+                         self.page.title)
+            done["recovered" if status == "drafted" else "recovered as closed"] += 1
+        return done
 
     def run(self, attribution: Attribution | None) -> Counter:
         """Read the review page once: post what a reviewer approved, drop what was rejected, went stale or was
@@ -269,7 +351,7 @@ class Review:
                 by = history.voided_by
                 self._close(draft, "voided", f"revision {by.id} by {normalize_user(by.user)}, who is not a "
                             "reviewer, changed the draft", "pending")
-                self._note(draft, f"'''Voided''': [[Special:Diff/{by.id}|an edit]] by {_plain(by.user)}, who is "
+                self._note(draft, "voided", f": [[Special:Diff/{by.id}|an edit]] by {_plain(by.user)}, who is "
                            "not a reviewer, changed this draft; nothing was posted, and the question will be "
                            "drafted anew.")
                 done["voided"] += 1
@@ -290,7 +372,7 @@ class Review:
         approvals = [mark for mark in history.marks["approved"] if mark.user in self.reviewers]
         if rejecters:
             self._close(draft, "rejected", "rejected by " + ", ".join(rejecters), "rejected")
-            self._note(draft, f"'''Rejected''' by {_plain(', '.join(rejecters))}: nothing was posted.")
+            self._note(draft, "rejected", f" by {_plain(', '.join(rejecters))}: nothing was posted.")
             return "rejected"
         if not approvals:
             return "waiting"
@@ -298,7 +380,7 @@ class Review:
         if approval.draft is None:
             reason = "the draft's begin or end marker was gone when it was approved"
             self._close(draft, "dropped", reason, "skipped")
-            self._note(draft, f"'''Dropped''': {reason}; nothing was posted.")
+            self._note(draft, "dropped", f": {reason}; nothing was posted.")
             return "dropped"
         return self._post(draft, approval, attribution)
 
@@ -307,41 +389,49 @@ class Review:
         self.drafts.set(draft.number, "approved")
         page_text, _ = self.forum.read()
         section = self.forum.locate(page_text, draft.key, attribution)
+        if section is not None and section.answered and approval.draft.rstrip() in section.text:
+            # Posted before the bot could record it (killed after the save): recorded now, never posted twice.
+            revision = section.replies[-1].owner if section.replies[-1].owner > 0 else None
+            return self._posted(draft, approval, revision)
         stale = self._stale(draft, section)
         if stale:
             reopen = "pending" if stale == CHANGED_THREAD else "skipped"
             self._close(draft, "dropped", "stale: " + stale, reopen)
             again = (", and the question will be drafted anew with the thread as it is now" if reopen == "pending"
                      else "")
-            self._note(draft, f"'''Dropped''': {stale}; nothing was posted{again}.")
+            self._note(draft, "dropped", f": {stale}; nothing was posted{again}.")
             return "dropped"
         unlike = page_dependent(self.page.site, approval.draft, self.page.title, self.forum.title)
         if unlike:
             self._close(draft, "dropped", f"refused: {unlike}", "refused")
-            self._note(draft, f"'''Refused''': {_plain(unlike)}; nothing was posted.")
+            self._note(draft, "refused", f": {_plain(unlike)}; nothing was posted.")
             return "refused"
         try:
             outcome = self.forum.post_reply(draft.key, approval.draft.rstrip() + SIGNATURE, draft.summary,
                                             attribution)
         except EditRefused as refused:
             self._close(draft, "dropped", f"refused by the edit check: {refused}", "refused")
-            self._note(draft, f"'''Refused''' by the edit check: {_plain(str(refused))}; nothing was posted.")
+            self._note(draft, "refused", f" by the edit check: {_plain(str(refused))}; nothing was posted.")
             return "refused"
         if outcome.status == "posted":
-            self.drafts.set(draft.number, "posted", forum_revision=outcome.revision)
-            self.state.record_answered(self.forum.title, draft.key, outcome.revision)
-            log.info("draft %d posted to %r (revision %d) as %s approved it (revision %d)", draft.number,
-                     draft.heading, outcome.revision, approval.user, approval.revision)
-            self._note(draft, f"'''Posted''' as [[Special:Diff/{outcome.revision}|this edit]] of the forum, as "
-                       f"{_plain(approval.user)} approved it in [[Special:Diff/{approval.revision}|this edit]].")
-            return "posted"
+            return self._posted(draft, approval, outcome.revision)
         if outcome.status == "previewed":
             self.drafts.set(draft.number, "drafted")
             log.info("draft %d approved; a live run would post it:\n%s", draft.number, outcome.diff)
             return "previewed"
         self._close(draft, "dropped", f"stale: {outcome.status}", "skipped")
-        self._note(draft, f"'''Dropped''': {_plain(outcome.status)}; nothing was posted.")
+        self._note(draft, "dropped", f": {_plain(outcome.status)}; nothing was posted.")
         return "dropped"
+
+    def _posted(self, draft: Draft, approval: Mark, revision: int | None) -> str:
+        self.drafts.set(draft.number, "posted", forum_revision=revision)
+        self.state.record_answered(self.forum.title, draft.key, revision)
+        log.info("draft %d posted to %r (revision %s) as %s approved it (revision %d)", draft.number, draft.heading,
+                 revision, approval.user, approval.revision)
+        where = f"as [[Special:Diff/{revision}|this edit]] of the forum" if revision else "to the forum"
+        self._note(draft, "posted", f" {where}, as {_plain(approval.user)} approved it in "
+                   f"[[Special:Diff/{approval.revision}|this edit]].")
+        return "posted"
 
     def _stale(self, draft: Draft, section: Section | None) -> str | None:
         """Why the forum section no longer wants this draft, or ``None``."""
@@ -360,17 +450,17 @@ class Review:
         self.state.set_status(self.forum.title, draft.key, section_status, f"draft {draft.number} {status}: {reason}")
         log.info("draft %d for %r %s: %s", draft.number, draft.heading, status, reason)
 
-    def _note(self, draft: Draft, words: str) -> None:
-        """Write what became of the draft into its section of the review page, signed.  The outcome is recorded
-        first: a note that cannot be written is logged, and the outcome stands."""
-        outcome_word = words.split(":", 1)[0].strip("' ")
+    def _note(self, draft: Draft, outcome: str, words: str) -> None:
+        """Write what became of the draft (*outcome*, one of :data:`CLOSED`, then *words*) into its section of
+        the review page, signed.  The outcome is recorded first: a note that cannot be written is logged, and
+        the outcome stands."""
+        line = f":'''{outcome.capitalize()}'''{words}{SIGNATURE}"
         try:
-            outcome = self.page.add_note(f"Draft {draft.number}", f":{words}{SIGNATURE}",
-                                         f"/* Draft {draft.number} */ {outcome_word.lower()}")
+            written = self.page.add_note(f"Draft {draft.number}", line, f"/* Draft {draft.number} */ {outcome}")
         except (EditRefused, Error) as error:
             log.warning("draft %d: its outcome could not be written on %s: %s", draft.number, self.page.title,
                         error)
             return
-        if outcome.status not in ("posted", "previewed"):
+        if written.status not in ("posted", "previewed"):
             log.warning("draft %d: its outcome was not written on %s (%s)", draft.number, self.page.title,
-                        outcome.status)
+                        written.status)

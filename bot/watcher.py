@@ -109,9 +109,11 @@ class Watcher:
         before = Counter(self.counter)
         records = snapshot(self.state.sections(self.forum.title))
         try:
+            if self.review is not None:  # before any new draft: drafts the state does not know are taken up
+                self._review(self.review.recover)
             self._look(answer_backlog)
             if self.review is not None:
-                self._review()
+                self._review(lambda: self.review.run(self.state.attribution(self.forum.title)))
             return self.counter
         finally:
             done = self.counter - before
@@ -120,11 +122,11 @@ class Watcher:
                      ", ".join(f"{name} {count}" for name, count in sorted(done.items())) or "nothing done",
                      "; " + "; ".join(said) if said else "")
 
-    def _review(self) -> None:
-        """Post what reviewers approved on the review page, drop what they rejected (one error boundary)."""
+    def _review(self, step: Callable[[], Counter]) -> None:
+        """One step of the review page's (take up drafts, post what reviewers approved, drop what they
+        rejected), under one error boundary."""
         try:
-            self.counter.update({f"drafts {name}": count for name, count in
-                                 self.review.run(self.state.attribution(self.forum.title)).items()})
+            self.counter.update({f"drafts {name}": count for name, count in step().items()})
         except EmergencyStop as stop:
             log.warning("emergency stop: %s; editing nothing", stop)
             self.counter["stopped"] += 1
@@ -273,6 +275,8 @@ class Watcher:
             moved = self.state.adopt(page, section.fingerprint, section.key, on_page)
             if moved is not None:
                 before, record = moved
+                if self.review is not None:
+                    self.review.drafts.rekey(page, before, section.key)
                 log.info("%r is read under another identity (%r, %r before): it stays %s", section.heading,
                          section.key, before, record.status)
             else:  # a copy of a section still on the page: it takes that section's settled status

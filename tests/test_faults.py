@@ -901,3 +901,41 @@ def test_a_draft_saved_while_its_answer_is_lost_is_written_once_and_a_reviewers_
     review.mark(1, "{{approved}}")
     rig.logs.append(review.run())
     assert count_replies(rig.mediawiki.page_text(page), "Euler") == 1
+
+
+@pytest.mark.parametrize("point", ["after the draft's save", "after the approved reply's save",
+                                   "after the outcome's save"])
+def test_sigkill_at_every_write_point_of_the_review_step_loses_no_draft_and_doubles_nothing(rig, point):
+    from tests.test_review import Reviewing
+
+    page = f"Wikidata:Faults/review kill {point}"
+    rig.mediawiki.human().edit(page, LEAD)
+    review = Reviewing(rig.bot, page, f"kill {point}")
+    review.run()  # the first look
+    rig.mediawiki.human().edit(page, LEAD + question("Euler", "Who advised Euler?", 5))
+    current: dict = {}
+    target = page if point == "after the approved reply's save" else review.page
+    if point != "after the draft's save":
+        review.run()
+        review.mark(1, "{{approved}}")
+
+    def kill(params) -> None:
+        current["process"].kill()
+
+    rig.wiki.add(Fault(f"kill {point}", wiki_action("edit", title=target), kill, when="after"))
+    current["process"] = rig.start(page, "--once", "--live", "--config", str(rig.bot.directory / "bot.ini"))
+    rig.logs.extend(current["process"].communicate(timeout=300))
+    assert current["process"].returncode == -signal.SIGKILL, rig.logs[-1][-3000:]
+    rig.wiki.clear()
+    rig.logs.append(review.run())
+    if point == "after the draft's save":
+        review.mark(1, "{{approved}}")
+        rig.logs.append(review.run())
+    rig.logs.append(review.run())  # one more pass: nothing more happens
+    text = review.text()
+    assert text.count("== Draft 1 ==") == 1 and "== Draft 2 ==" not in text, rig.logs[-1][-3000:]
+    assert count_replies(rig.mediawiki.page_text(page), "Euler") == 1, rig.logs[-1][-3000:]
+    assert review.drafts() == {"Euler": ("posted", None)}
+    assert review.sections() == {"Euler": "answered"}
+    assert text.count("'''Posted'''") == 1
+    FIGURES["review kill trials"] += 1

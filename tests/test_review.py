@@ -291,20 +291,29 @@ def test_a_copied_section_or_a_moved_mark_approves_nothing(mediawiki, forum, rig
     assert drafts["Euler again"][0] == "drafted" and "{{approved}} by 127.0.0.1" in drafts["Euler again"][1]
 
 
-def test_draft_numbers_are_never_reused_after_the_state_is_lost(mediawiki, forum, rig, request):
+def test_with_the_state_lost_waiting_drafts_are_taken_up_numbers_never_reused_and_approvals_post_once(
+        mediawiki, forum, rig, request):
     review = Reviewing(rig, forum, request.node.name)
     review.run()
-    ask(mediawiki, forum, "Euler")
+    ask(mediawiki, forum, "Euler", "Euler again", "Euler third")
     review.run()
-    review.mark(1, "{{approved}}")
+    review.mark(3, "{{rejected}}")
+    review.run()
     rig.state_path().unlink()  # the recovery the bot advises for a damaged state file
-    review.run()  # the first look of a new state
-    ask(mediawiki, forum, "Euler again")
+    review.mark(1, "{{approved}}")  # given while the bot has no state
+    log = review.run()
+    text = mediawiki.page_text(forum)
+    assert section_text(text, "Euler").count("[[User:SpinachBot|SpinachBot]]") == 1, log[-3000:]
+    assert "[[User:SpinachBot" not in section_text(text, "Euler again") + section_text(text, "Euler third")
+    assert "== Draft 4 ==" not in review.text()  # nothing drafted twice
+    assert review.drafts() == {"Euler": ("posted", None), "Euler again": ("drafted", None),
+                               "Euler third": ("rejected", None)}
+    ask(mediawiki, forum, "Euler four")
     review.run()
-    text = review.text()
-    assert text.count("== Draft 1 ==") == 1 and "== Draft 2 ==" in text
-    assert "Euler again" in review.draft(2)
+    assert review.text().count("== Draft 1 ==") == 1 and "Euler four" in review.draft(4)
     review.mark(2, "{{approved}}")
     review.run()
-    assert "[[User:SpinachBot" not in section_text(mediawiki.page_text(forum), "Euler")
-    assert section_text(mediawiki.page_text(forum), "Euler again").count("[[User:SpinachBot|SpinachBot]]") == 1
+    text = mediawiki.page_text(forum)
+    assert [section_text(text, heading).count("[[User:SpinachBot|SpinachBot]]")
+            for heading in ("Euler", "Euler again", "Euler third", "Euler four")] == [1, 1, 0, 0]
+    assert len(rig.bot_edits(forum)) == 2
