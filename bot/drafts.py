@@ -25,7 +25,8 @@ CREATE TABLE IF NOT EXISTS drafts (
     status TEXT NOT NULL,           -- drafted | approved | posted | rejected | dropped | voided
     reply TEXT NOT NULL,            -- the reply as drafted, its signature left out
     summary TEXT NOT NULL,          -- the forum edit's summary
-    digest TEXT NOT NULL,           -- the forum section's text when drafted
+    digest TEXT NOT NULL,           -- the forum section's text when drafted, hashed
+    thread TEXT,                    -- the forum section's text when drafted
     review_revision INTEGER,        -- the review page's revision that added the draft
     forum_revision INTEGER,         -- the forum's revision that holds the posted reply
     reason TEXT,
@@ -33,7 +34,8 @@ CREATE TABLE IF NOT EXISTS drafts (
     updated REAL NOT NULL
 );
 """
-_COLUMNS = "number, page, key, heading, kind, status, reply, summary, digest, review_revision, forum_revision, reason"
+_COLUMNS = ("number, page, key, heading, kind, status, reply, summary, digest, review_revision, forum_revision, "
+            "reason, created, thread")
 
 
 @dataclass
@@ -50,6 +52,10 @@ class Draft:
     review_revision: int | None
     forum_revision: int | None
     reason: str | None
+    #: When the draft was written (``time.time()``).
+    created: float
+    #: The forum section's text when the draft was written (``None`` in a state file older than this column).
+    thread: str | None
 
 
 class Drafts:
@@ -58,19 +64,23 @@ class Drafts:
     def __init__(self, connection: sqlite3.Connection) -> None:
         self.connection = connection
         self.connection.executescript(SCHEMA)
+        if "thread" not in {row[1] for row in self.connection.execute("PRAGMA table_info(drafts)")}:
+            with self.connection:  # a state file written before the column existed
+                self.connection.execute("ALTER TABLE drafts ADD COLUMN thread TEXT")
 
     def next_number(self) -> int:
         row = self.connection.execute("SELECT seq FROM sqlite_sequence WHERE name = 'drafts'").fetchone()
         return (row[0] if row else 0) + 1
 
     def add(self, number: int, page: str, key: str, heading: str, kind: str, reply: str, summary: str,
-            digest: str, review_revision: int | None, status: str = "drafted") -> None:
+            digest: str, review_revision: int | None, status: str = "drafted", thread: str | None = None) -> None:
         now = time.time()
         with self.connection:
             self.connection.execute(
-                "INSERT INTO drafts (number, page, key, heading, kind, status, reply, summary, digest, "
-                "review_revision, created, updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (number, page, key, heading, kind, status, reply, summary, digest, review_revision, now, now))
+                "INSERT INTO drafts (number, page, key, heading, kind, status, reply, summary, digest, thread, "
+                "review_revision, created, updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (number, page, key, heading, kind, status, reply, summary, digest, thread, review_revision, now,
+                 now))
 
     def rekey(self, page: str, old: str, new: str) -> None:
         """The drafts of the section *old* follow it to its new key *new* (see :meth:`bot.state.State.adopt`)."""
@@ -83,6 +93,12 @@ class Drafts:
         rows = self.connection.execute(f"SELECT {_COLUMNS} FROM drafts WHERE page = ? AND status IN "
                                        "('drafted', 'approved') ORDER BY number", (page,)).fetchall()
         return [Draft(*row) for row in rows]
+
+    def latest(self, page: str, key: str) -> Draft | None:
+        """The newest draft written for the section *key* of *page*."""
+        row = self.connection.execute(f"SELECT {_COLUMNS} FROM drafts WHERE page = ? AND key = ? ORDER BY number DESC "
+                                      "LIMIT 1", (page, key)).fetchone()
+        return Draft(*row) if row else None
 
     def get(self, number: int) -> Draft | None:
         row = self.connection.execute(f"SELECT {_COLUMNS} FROM drafts WHERE number = ?", (number,)).fetchone()

@@ -58,11 +58,11 @@ from pywikibot.exceptions import Error
 
 from bot.drafts import Draft, Drafts
 from bot.edit_check import parse
-from bot.forum import Section, answered_by_human, mask_inert, normalize_user
+from bot.forum import Section, answered_by_human, mask_inert, normalize_user, plain_text
 from bot.history import Attribution, Revision, latest_revisions, own_revisions
 from bot.state import State
 from bot.wikitext import encode
-from bot.wiki import EditRefused, ForumPage
+from bot.wiki import EditRefused, ForumPage, marked_resolved
 
 log = logging.getLogger(__name__)
 MARKS = {"approved": re.compile(r"\{\{\s*[Aa]pproved\s*(?:\|[^{}]*)?\}\}"),
@@ -84,6 +84,8 @@ CHANGED_THREAD = "the thread changed since the draft"
 WAITING = ("drafted", "approved")
 #: The statuses of a draft whose outcome is written on the review page (the word of the note's summary).
 CLOSED = ("posted", "rejected", "dropped", "refused", "voided")
+#: Of the lines new in a thread drafted again, the last this many are shown to the reviewers, cut at NEWS_CHARS.
+NEWS_LINES, NEWS_CHARS = 5, 300
 _DRAFT_SUMMARY = re.compile(r"/\* Draft (\d+) \*/")
 
 
@@ -141,16 +143,17 @@ class Origin:
             return None
 
 
-def draft_section(number: int, forum_title: str, heading: str, reply: str, origin: Origin) -> str:
-    """The review page's section for one draft: a heading, a signed line linking the forum section, what the
-    draft answers (a comment), the draft."""
+def draft_section(number: int, forum_title: str, heading: str, reply: str, origin: Origin, news: str = "") -> str:
+    """The review page's section for one draft: a heading, a signed line linking the forum section (and *news*,
+    what the thread gained since an earlier draft, below it), what the draft answers (a comment), the draft."""
     if not reply.endswith(SIGNATURE):
         raise ValueError("a draft is made from a signed reply")
     shown = encode(heading, cell=True).replace("]", "&#93;")
     intro = (f"Reply to [[{forum_title}#{shown}|{shown}]], written by the bot and waiting for review: add "
              "<code><nowiki>{{approved}}</nowiki></code> to this section to post it (edit the draft first if "
              "needed) or <code><nowiki>{{rejected}}</nowiki></code> to drop it.~~~~")
-    return (f"== Draft {number} ==\n{intro}\n{origin.comment(number)}\n{_begins(number)}\n"
+    news = f"{news}\n" if news else ""
+    return (f"== Draft {number} ==\n{intro}\n{news}{origin.comment(number)}\n{_begins(number)}\n"
             f"{reply[:-len(SIGNATURE)]}\n{_ends(number)}")
 
 
@@ -274,11 +277,11 @@ class Review:
         """Put *reply* on the review page as a draft; the outcome's status (``drafted``, ``previewed``, …)."""
         number = self.next_number()
         origin = Origin(self.forum.title, section.heading, section.fingerprint, kind, digest(section), summary)
-        text = draft_section(number, self.forum.title, section.heading, reply, origin)
+        text = draft_section(number, self.forum.title, section.heading, reply, origin, self._news(key, section))
         outcome = self.page.add_section(text, f"/* Draft {number} */ a reply to review: {summary}")
         if outcome.status == "posted":
             self.drafts.add(number, self.forum.title, key, section.heading, kind, reply[:-len(SIGNATURE)],
-                            summary, digest(section), outcome.revision)
+                            summary, digest(section), outcome.revision, thread=section.text)
             self.state.set_status(self.forum.title, key, "drafted", f"draft {number} on {self.page.title}")
             log.info("%r: drafted as draft %d on %s", section.heading, number, self.page.title)
             return "drafted"
@@ -325,6 +328,18 @@ class Review:
                          self.page.title)
             done["recovered" if status == "drafted" else "recovered as closed"] += 1
         return done
+
+    def _news(self, key: str, section: Section) -> str:
+        """For a question drafted again because its thread changed: the lines added since the earlier draft, as
+        plain words, so that the reviewers see what the new draft answers."""
+        earlier = self.drafts.latest(self.forum.title, key)
+        if earlier is None or earlier.thread is None or CHANGED_THREAD not in (earlier.reason or ""):
+            return ""
+        before = set(earlier.thread.split("\n"))
+        new = [words for line in section.text.split("\n") if line not in before and (words := plain_text(line))]
+        lines = [f"The thread changed since draft {earlier.number}, which was dropped; new in it:"]
+        lines += [f":* {_plain(words[:NEWS_CHARS])}" for words in new[-NEWS_LINES:]]
+        return "\n".join(lines)
 
     def run(self, attribution: Attribution | None) -> Counter:
         """Read the review page once: post what a reviewer approved, drop what was rejected, went stale or was
@@ -439,6 +454,8 @@ class Review:
             return "the section is no longer on the page"
         if section.answered:
             return "the bot has replied there meanwhile"
+        if marked_resolved(section.text):
+            return "the section was marked resolved meanwhile"
         if draft.kind == "question" and answered_by_human(section, normalize_user(self.forum.username)):
             return "someone posted a query there meanwhile"
         if digest(section) != draft.digest:

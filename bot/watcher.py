@@ -52,7 +52,7 @@ from bot.review import Review
 from bot.short_links import ShortLinks
 from bot.state import State
 from bot.redact import redact, scrub
-from bot.wiki import EmergencyStop, ForumPage, bots_allow
+from bot.wiki import EmergencyStop, ForumPage, bots_allow, marked_resolved
 
 log = logging.getLogger(__name__)
 Answerer = Callable[[Request], AgentResult]
@@ -348,6 +348,8 @@ class Watcher:
             return "started by the bot"
         if not bots_allow(self.forum.site, self.forum.title, section.text):
             return "the section opts out of bots"
+        if marked_resolved(section.text):
+            return "the section is marked resolved"
         if (self.config.skip_human_answered and len(section.opening) <= MAX_REQUEST_CHARS
                 and answered_by_human(section, self.bot)):
             return "someone already posted a query in a reply"

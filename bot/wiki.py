@@ -67,7 +67,8 @@ from bot.sections import read_sections
 log = logging.getLogger(__name__)
 MAX_CONFLICT_RETRIES = 3
 
-__all__ = ["EditRefused", "EmergencyStop", "ForumPage", "PostOutcome", "bots_allow", "verify_only_added"]
+__all__ = ["EditRefused", "EmergencyStop", "ForumPage", "PostOutcome", "bots_allow", "marked_resolved",
+           "verify_only_added"]
 
 
 class EmergencyStop(RuntimeError):
@@ -170,6 +171,16 @@ def bots_allow(site: pywikibot.site.BaseSite, title: str, text: str) -> bool:
     if calls is None:
         return False
     return not calls or _Fragment(site, title, "\n".join(calls)).botMayEdit()
+
+
+#: The templates by which the forum marks a section resolved (the archiving bot's cue), lower case.
+RESOLVED_TEMPLATES = {"section resolved", "resolved"}
+
+
+def marked_resolved(text: str) -> bool:
+    """Whether *text* (a section) holds ``{{Section resolved}}`` or ``{{Resolved}}`` outside comments and code:
+    nothing more is drafted there, the asker or the forum said it was settled."""
+    return opt_out_calls(text, RESOLVED_TEMPLATES) != []
 
 
 def _all_calls(text: str) -> list[tuple[int, int]]:

@@ -166,8 +166,34 @@ def test_a_stale_draft_is_checked_again_and_dropped_with_its_reason(mediawiki, f
     drafts = review.drafts()
     assert drafts["Euler"] == ("dropped", "stale: someone posted a query there meanwhile")
     assert drafts["Euler again"] == ("dropped", "stale: the thread changed since the draft")
-    review.run()  # the changed question is drafted anew, with its thread as it is now
+    assert "'''Dropped''': someone posted a query there meanwhile" in review.draft(1)
+    assert "drafted anew" in review.draft(2)
+    review.run()  # the changed question is drafted anew, with its thread as it is now, shown to the reviewers
     assert "== Draft 3 ==" in review.text() and review.drafts()["Euler again"] == ("drafted", None)
+    news = review.draft(3).split("<!-- draft 3 answers", 1)[0]
+    assert "The thread changed since draft 2" in news and "Also their years?" in news
+    assert "Try" not in news  # the other section's new comment is not this thread's
+
+
+def test_a_section_marked_resolved_is_not_drafted_and_its_waiting_draft_is_dropped(mediawiki, forum, rig, request):
+    review = Reviewing(rig, forum, request.node.name)
+    review.run()
+    ask(mediawiki, forum, "Euler")
+    page = mediawiki.page_text(forum)
+    mediawiki.edit_as_human(forum, page + new_section("Settled", "Who advised Euler? {{Section resolved|1=Alice}}",
+                                                      minute=9), "a question settled at once")
+    review.run()
+    assert "Settled" not in review.text() and review.sections()["Settled"] == "skipped"
+    page = mediawiki.page_text(forum)
+    mediawiki.edit_as_human(forum, page.replace("\n\n== Settled ==", "\n:Found it myself, thanks. {{Section resolved|"
+                                                f"1=Alice}}}} {signature(minute=20)}\n\n== Settled ==", 1),
+                            "the asker found the answer")
+    review.mark(1, "{{approved}}")
+    review.run()
+    review.run()
+    assert rig.bot_edits(forum) == [] and "== Draft 2 ==" not in review.text()
+    assert review.drafts()["Euler"] == ("dropped", "stale: the section was marked resolved meanwhile")
+    assert review.sections()["Euler"] == "skipped"
 
 
 # --- what a reviewer approved is what is posted ---------------------------------------------------------------
