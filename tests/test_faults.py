@@ -939,3 +939,28 @@ def test_sigkill_at_every_write_point_of_the_review_step_loses_no_draft_and_doub
     assert review.sections() == {"Euler": "answered"}
     assert text.count("'''Posted'''") == 1
     FIGURES["review kill trials"] += 1
+
+
+# --- identity across lost state -------------------------------------------------------------------------------
+
+def test_with_the_state_file_lost_follow_ups_and_a_merged_question_are_answered_once(rig):
+    page = "Wikidata:Faults/state lost, follow-ups"
+    human = rig.mediawiki.human()
+    human.edit(page, LEAD + question("Euler", "Who advised Euler?", 1) + question("Bernoulli", "Who advised "
+                                                                                    "Bernoulli?", 2))
+    assert rig.run(page, "--once", "--live", "--backlog").code == 0
+    assert replies_by_section(rig.mediawiki.page_text(page)) == {"Euler": 1, "Bernoulli": 1}
+    rig.bot.state_path().unlink()  # lost; meanwhile a follow-up, and a question merged into the other thread
+    text = rig.mediawiki.page_text(page)
+    euler, bernoulli = text.split("\n== Bernoulli ==")
+    merged = ("\n=== Students of Euler ===\nAnd who were Euler's students? [[User:Bob|Bob]] ([[User talk:Bob|talk]])"
+              " 12:30, 20 November 2026 (UTC)\n")
+    human.edit(page, euler.rstrip("\n") + "\n::And their birth years? [[User:Alice|Alice]] ([[User talk:Alice|"
+               "talk]]) 12:20, 20 November 2026 (UTC)\n\n== Bernoulli ==" + bernoulli.rstrip("\n") + "\n" + merged)
+    done = rig.run(page, "--once", "--live")
+    assert done.code == 0, done.stderr[-3000:]
+    rig.logs.append(done.stderr)
+    assert replies_by_section(rig.mediawiki.page_text(page)) == {"Euler": 2, "Bernoulli": 2}, done.stderr[-3000:]
+    done = rig.run(page, "--once", "--live")  # nothing twice
+    assert replies_by_section(rig.mediawiki.page_text(page)) == {"Euler": 2, "Bernoulli": 2}, done.stderr[-3000:]
+    FIGURES["faults injected"] += 1
