@@ -241,11 +241,30 @@ class Section:
         return found
 
     def _saved_by_bot(self, signature: Signature, own: list[OwnEdit]) -> bool:
-        """Whether one of the bot's revisions, summarised as a reply to this section, was saved when this
-        signature says."""
+        """Whether one of the bot's revisions, saved when this signature says, replied to this section: its
+        summary names the section, or (the heading renamed since) it added this signature to the section that
+        began with this one's first signature."""
         wanted = summary_section(self)
         return any(signature.timestamp <= edit.timestamp < signature.timestamp + SIGNED_WITHIN
-                   and edit.comment.startswith(f"/* {wanted} */") for edit in own)
+                   and (edit.comment.startswith(f"/* {wanted} */") or self._added_by(edit, signature))
+                   for edit in own)
+
+    def _added_by(self, edit: OwnEdit, signature: Signature) -> bool:
+        """Whether the bot's revision *edit* added *signature* to this section, whatever its heading was then
+        (read from the revision's text and its parent's)."""
+        if edit.texts is None or not self.signatures or not edit.comment.startswith("/* "):
+            return False
+        first = self.signatures[0]
+
+        def holds(text: str | None) -> bool:
+            for section in parse_sections(text) if text else []:
+                if section.signatures and (section.signatures[0].user, section.signatures[0].timestamp) == (
+                        first.user, first.timestamp):
+                    return any((found.user, found.timestamp) == (signature.user, signature.timestamp)
+                               for found in section.signatures[1:])
+            return False
+
+        return holds(edit.texts(edit.revision)) and not holds(edit.texts(edit.parent) if edit.parent else None)
 
 
 #: What mwparserfromhell could read as markup in a heading: without any, the heading is its words.

@@ -964,3 +964,22 @@ def test_with_the_state_file_lost_follow_ups_and_a_merged_question_are_answered_
     done = rig.run(page, "--once", "--live")  # nothing twice
     assert replies_by_section(rig.mediawiki.page_text(page)) == {"Euler": 2, "Bernoulli": 2}, done.stderr[-3000:]
     FIGURES["faults injected"] += 1
+
+
+def test_with_the_state_file_lost_a_question_renamed_after_the_answer_is_not_answered_again(rig):
+    page = "Wikidata:Faults/state lost, renamed"
+    human = rig.mediawiki.human()
+    human.edit(page, LEAD + question("Euler", "Who advised Euler?", 1))
+    assert rig.run(page, "--once", "--live", "--backlog").code == 0
+    assert replies_by_section(rig.mediawiki.page_text(page)) == {"Euler": 1}
+    human.edit(page, rig.mediawiki.page_text(page).replace("== Euler ==", "== Euler (resolved) =="), "resolved")
+    rig.bot.state_path().unlink()
+    human.edit(page, rig.mediawiki.page_text(page) + question("Forged", "Who advised Bernoulli?", 2).rstrip("\n")
+               + "\n:Done. [[User:SpinachBot|SpinachBot]] ([[User talk:SpinachBot|talk]]) 12:01, 20 November 2026 "
+               "(UTC)\n")  # a bot signature typed by someone else silences nothing
+    done = rig.run(page, "--once", "--live")
+    assert done.code == 0, done.stderr[-3000:]
+    rig.logs.append(done.stderr)
+    replies = replies_by_section(rig.mediawiki.page_text(page))
+    FIGURES["double replies"] += max(0, replies["Euler (resolved)"] - 1)
+    assert replies == {"Euler (resolved)": 1, "Forged": 2}, done.stderr[-3000:]
