@@ -11,6 +11,7 @@ import sqlite3
 
 import pytest
 
+from bot.review import page_dependent
 from tests.support.bot_rig import BotRig
 from tests.support.euler import EULER_ADVISORS_QUERY, euler_entities
 from tests.support.mediawiki import BOT_USER
@@ -343,3 +344,28 @@ def test_with_the_state_lost_waiting_drafts_are_taken_up_numbers_never_reused_an
     assert [section_text(text, heading).count("[[User:SpinachBot|SpinachBot]]")
             for heading in ("Euler", "Euler again", "Euler third", "Euler four")] == [1, 1, 0, 0]
     assert len(rig.bot_edits(forum)) == 2
+
+
+@pytest.fixture(scope="module")
+def site(mediawiki):
+    import pywikibot
+
+    return pywikibot.Site()
+
+
+@pytest.mark.parametrize("markup", [
+    "{{#ifeq:{{NAMESPACE}}|User||" + OVERLAY + "}}", "{{#switch:{{NAMESPACENUMBER}}|2=|#default=Gone}}",
+    "{{#if:{{TALKSPACE}}|x}}[[{{FULLPAGENAME}}]]", "{{PAGENAME}}", "{{BASEPAGENAME}} said so",
+    "{{#ifeq:{{SUBJECTSPACE}}|Wikidata|Gone}}", "{{:{{FULLPAGENAME}}/Gone}}", "[[Special:WhatLinksHere/{{PAGENAME}}]]",
+])
+def test_markup_that_reads_the_page_it_is_on_is_told_apart_by_mediawiki(site, markup):
+    review, forum = f"User:{BOT_USER}/Review", "Wikidata:Request a query"
+    assert page_dependent(site, f":Here is a query. {markup}", review, forum) is not None
+
+
+@pytest.mark.parametrize("markup", ["{{Q|Q42}}", "{{SPARQL|query=SELECT ?x WHERE { ?x ?p ?o }}}",
+                                    "[[Wikidata:Request a query/Archive/2019/11#Euler|an earlier request]]",
+                                    "''emphasis'' and <code>code</code>", "{{#expr:1+1}}"])
+def test_markup_that_looks_the_same_everywhere_passes(site, markup):
+    review, forum = f"User:{BOT_USER}/Review", "Wikidata:Request a query"
+    assert page_dependent(site, f":Here is a query. {markup}", review, forum) is None
