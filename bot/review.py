@@ -56,13 +56,13 @@ from dataclasses import dataclass
 
 from pywikibot.exceptions import Error
 
-from bot.drafts import Draft, Drafts
+from bot.drafts import CLOSED, WAITING, Draft, Drafts, DraftStatus
 from bot.edit_check import parse
 from bot.forum import Section, answered_by_human, mask_inert, normalize_user, plain_text
 from bot.history import Attribution, Revision, latest_revisions, own_revisions
 from bot.state import State
 from bot.wikitext import encode
-from bot.wiki import EditRefused, ForumPage, marked_resolved
+from bot.wiki import EditRefused, EmergencyStop, ForumPage, marked_resolved
 
 log = logging.getLogger(__name__)
 MARKS = {"approved": re.compile(r"\{\{\s*[Aa]pproved\s*(?:\|[^{}]*)?\}\}"),
@@ -80,10 +80,6 @@ def _ends(number: int) -> str:
 
 #: Why a draft is dropped and its question drafted again.
 CHANGED_THREAD = "the thread changed since the draft"
-#: The statuses of a draft still waiting for a reviewer (see :mod:`bot.drafts`).
-WAITING = ("drafted", "approved")
-#: The statuses of a draft whose outcome is written on the review page (the word of the note's summary).
-CLOSED = ("posted", "rejected", "dropped", "refused", "voided")
 #: Of the lines new in a thread drafted again, the last this many are shown to the reviewers, cut at NEWS_CHARS.
 NEWS_LINES, NEWS_CHARS = 5, 300
 _DRAFT_SUMMARY = re.compile(r"/\* Draft (\d+) \*/")
@@ -226,19 +222,20 @@ class History:
     voided_by: Revision | None = None
 
 
-def read_history(revisions: list[Revision], number: int, trusted: set[str]) -> History:
+def read_history(revisions: list[Revision], number: int, trusted: set[str], written: str) -> History:
     """Who added each mark still in draft *number*'s section, and whether anyone not *trusted* (the reviewers
-    and the bot) changed its text; *revisions* start with the bot's own that wrote the draft.
+    and the bot) changed its text from *written*, the text the bot wrote; *revisions* start with the bot's own
+    that wrote the draft.
 
     A mark belongs to the revision that made the section's count of it grow, in that section only: a mark
     moved in from another section, or a section copied under the draft's heading, is its mover's.
     """
     marks: dict[str, list[Mark]] = {name: [] for name in MARKS}
-    current: str | None = None
-    for index, revision in enumerate(revisions):
+    current: str | None = written
+    for revision in revisions:
         view = read_draft(revision.text, number)
         text = view.text if view is not None else None
-        if index and text != current and normalize_user(revision.user) not in trusted:
+        if text != current and normalize_user(revision.user) not in trusted:
             return History(marks, revision)
         current = text
         for name, count in (view.marks if view else {name: 0 for name in MARKS}).items():
@@ -314,19 +311,19 @@ class Review:
             if origin is None or origin.forum != self.forum.title or view is None or view.text is None:
                 continue
             outcomes = [edit.comment.split("*/", 1)[1].strip() for edit in made[1:]]
-            status = next((word for word in reversed(outcomes) if word in CLOSED), "drafted")
-            status = "dropped" if status == "refused" else status
+            status = next((DraftStatus(word) for word in reversed(outcomes) if word in CLOSED),
+                          DraftStatus.DRAFTED)
             known = [record.key for record in self.state.sections(self.forum.title)
                      if record.fingerprint == origin.fingerprint and record.status != "answered"]
             key = known[-1] if known else f"draft {number} (recovered)"
             self.drafts.add(number, self.forum.title, key, origin.heading, origin.kind, view.text, origin.summary,
                             origin.digest, made[0].revision, status=status)
-            if status == "drafted":
+            if status == DraftStatus.DRAFTED:
                 self.state.add(self.forum.title, key, origin.heading, "drafted", origin.fingerprint)
                 self.state.set_status(self.forum.title, key, "drafted", f"draft {number} on {self.page.title}")
                 log.info("draft %d for %r is waiting on %s: taken up again", number, origin.heading,
                          self.page.title)
-            done["recovered" if status == "drafted" else "recovered as closed"] += 1
+            done["recovered" if status == DraftStatus.DRAFTED else "recovered as closed"] += 1
         return done
 
     def _news(self, key: str, section: Section) -> str:
@@ -353,23 +350,24 @@ class Review:
             view = read_draft(text, draft.number)
             if view is None or (view.text is None and view.copies == 1):
                 what = "section" if view is None else "begin or end marker"
-                self._close(draft, "dropped", f"the draft's {what} is gone from {self.page.title}", "skipped")
-                done["dropped"] += 1
+                self._close(draft, DraftStatus.DROPPED, f"the draft's {what} is gone from {self.page.title}",
+                            "skipped")
+                done[DraftStatus.DROPPED] += 1
                 continue
             if self._unchanged.get(draft.number) == revision or (
                     not any(view.marks.values()) and view.text == draft.reply and view.copies == 1):
                 continue
             history = read_history(latest_revisions(self.page.site, self.page.title, revision,
                                                     since=draft.review_revision or 0),
-                                   draft.number, {*self.reviewers, normalize_user(self.page.username)})
+                                   draft.number, {*self.reviewers, normalize_user(self.page.username)}, draft.reply)
             if history.voided_by is not None:
                 by = history.voided_by
-                self._close(draft, "voided", f"revision {by.id} by {normalize_user(by.user)}, who is not a "
-                            "reviewer, changed the draft", "pending")
-                self._note(draft, "voided", f": [[Special:Diff/{by.id}|an edit]] by {_plain(by.user)}, who is "
-                           "not a reviewer, changed this draft; nothing was posted, and the question will be "
+                self._close(draft, DraftStatus.VOIDED, f"revision {by.id} by {normalize_user(by.user)}, who is not "
+                            "a reviewer, changed the draft", "pending")
+                self._note(draft, DraftStatus.VOIDED, f": [[Special:Diff/{by.id}|an edit]] by {_plain(by.user)}, who "
+                           "is not a reviewer, changed this draft; nothing was posted, and the question will be "
                            "drafted anew.")
-                done["voided"] += 1
+                done[DraftStatus.VOIDED] += 1
                 continue
             done[self._decide(draft, history, attribution)] += 1
             if self.drafts.get(draft.number).status in WAITING:
@@ -386,22 +384,22 @@ class Review:
         rejecters = [mark.user for mark in history.marks["rejected"] if mark.user in self.reviewers]
         approvals = [mark for mark in history.marks["approved"] if mark.user in self.reviewers]
         if rejecters:
-            self._close(draft, "rejected", "rejected by " + ", ".join(rejecters), "rejected")
-            self._note(draft, "rejected", f" by {_plain(', '.join(rejecters))}: nothing was posted.")
-            return "rejected"
+            self._close(draft, DraftStatus.REJECTED, "rejected by " + ", ".join(rejecters), "rejected")
+            self._note(draft, DraftStatus.REJECTED, f" by {_plain(', '.join(rejecters))}: nothing was posted.")
+            return DraftStatus.REJECTED
         if not approvals:
             return "waiting"
         approval = approvals[-1]
         if approval.draft is None:
             reason = "the draft's begin or end marker was gone when it was approved"
-            self._close(draft, "dropped", reason, "skipped")
-            self._note(draft, "dropped", f": {reason}; nothing was posted.")
-            return "dropped"
+            self._close(draft, DraftStatus.DROPPED, reason, "skipped")
+            self._note(draft, DraftStatus.DROPPED, f": {reason}; nothing was posted.")
+            return DraftStatus.DROPPED
         return self._post(draft, approval, attribution)
 
     def _post(self, draft: Draft, approval: Mark, attribution: Attribution | None) -> str:
         """Post the draft as it stood when it was approved, signed, unless it went stale; what happened."""
-        self.drafts.set(draft.number, "approved")
+        self.drafts.set(draft.number, DraftStatus.APPROVED)
         page_text, _ = self.forum.read()
         section = self.forum.locate(page_text, draft.key, attribution)
         if section is not None and section.answered and approval.draft.rstrip() in section.text:
@@ -411,42 +409,43 @@ class Review:
         stale = self._stale(draft, section)
         if stale:
             reopen = "pending" if stale == CHANGED_THREAD else "skipped"
-            self._close(draft, "dropped", "stale: " + stale, reopen)
+            self._close(draft, DraftStatus.DROPPED, "stale: " + stale, reopen)
             again = (", and the question will be drafted anew with the thread as it is now" if reopen == "pending"
                      else "")
-            self._note(draft, "dropped", f": {stale}; nothing was posted{again}.")
-            return "dropped"
+            self._note(draft, DraftStatus.DROPPED, f": {stale}; nothing was posted{again}.")
+            return DraftStatus.DROPPED
         unlike = page_dependent(self.page.site, approval.draft, self.page.title, self.forum.title)
         if unlike:
-            self._close(draft, "dropped", f"refused: {unlike}", "refused")
-            self._note(draft, "refused", f": {_plain(unlike)}; nothing was posted.")
-            return "refused"
+            self._close(draft, DraftStatus.REFUSED, unlike, "refused")
+            self._note(draft, DraftStatus.REFUSED, f": {_plain(unlike)}; nothing was posted.")
+            return DraftStatus.REFUSED
         try:
             outcome = self.forum.post_reply(draft.key, approval.draft.rstrip() + SIGNATURE, draft.summary,
                                             attribution)
         except EditRefused as refused:
-            self._close(draft, "dropped", f"refused by the edit check: {refused}", "refused")
-            self._note(draft, "refused", f" by the edit check: {_plain(str(refused))}; nothing was posted.")
-            return "refused"
+            self._close(draft, DraftStatus.REFUSED, f"refused by the edit check: {refused}", "refused")
+            self._note(draft, DraftStatus.REFUSED, f" by the edit check: {_plain(str(refused))}; nothing was "
+                       "posted.")
+            return DraftStatus.REFUSED
         if outcome.status == "posted":
             return self._posted(draft, approval, outcome.revision)
         if outcome.status == "previewed":
-            self.drafts.set(draft.number, "drafted")
+            self.drafts.set(draft.number, DraftStatus.DRAFTED)
             log.info("draft %d approved; a live run would post it:\n%s", draft.number, outcome.diff)
             return "previewed"
-        self._close(draft, "dropped", f"stale: {outcome.status}", "skipped")
-        self._note(draft, "dropped", f": {_plain(outcome.status)}; nothing was posted.")
-        return "dropped"
+        self._close(draft, DraftStatus.DROPPED, f"stale: {outcome.status}", "skipped")
+        self._note(draft, DraftStatus.DROPPED, f": {_plain(outcome.status)}; nothing was posted.")
+        return DraftStatus.DROPPED
 
     def _posted(self, draft: Draft, approval: Mark, revision: int | None) -> str:
-        self.drafts.set(draft.number, "posted", forum_revision=revision)
+        self.drafts.set(draft.number, DraftStatus.POSTED, forum_revision=revision)
         self.state.record_answered(self.forum.title, draft.key, revision)
         log.info("draft %d posted to %r (revision %s) as %s approved it (revision %d)", draft.number, draft.heading,
                  revision, approval.user, approval.revision)
         where = f"as [[Special:Diff/{revision}|this edit]] of the forum" if revision else "to the forum"
-        self._note(draft, "posted", f" {where}, as {_plain(approval.user)} approved it in "
+        self._note(draft, DraftStatus.POSTED, f" {where}, as {_plain(approval.user)} approved it in "
                    f"[[Special:Diff/{approval.revision}|this edit]].")
-        return "posted"
+        return DraftStatus.POSTED
 
     def _stale(self, draft: Draft, section: Section | None) -> str | None:
         """Why the forum section no longer wants this draft, or ``None``."""
@@ -462,19 +461,19 @@ class Review:
             return CHANGED_THREAD
         return None
 
-    def _close(self, draft: Draft, status: str, reason: str, section_status: str) -> None:
+    def _close(self, draft: Draft, status: DraftStatus, reason: str, section_status: str) -> None:
         self.drafts.set(draft.number, status, reason)
         self.state.set_status(self.forum.title, draft.key, section_status, f"draft {draft.number} {status}: {reason}")
         log.info("draft %d for %r %s: %s", draft.number, draft.heading, status, reason)
 
-    def _note(self, draft: Draft, outcome: str, words: str) -> None:
+    def _note(self, draft: Draft, outcome: DraftStatus, words: str) -> None:
         """Write what became of the draft (*outcome*, one of :data:`CLOSED`, then *words*) into its section of
         the review page, signed.  The outcome is recorded first: a note that cannot be written is logged, and
         the outcome stands."""
         line = f":'''{outcome.capitalize()}'''{words}{SIGNATURE}"
         try:
             written = self.page.add_note(f"Draft {draft.number}", line, f"/* Draft {draft.number} */ {outcome}")
-        except (EditRefused, Error) as error:
+        except (EditRefused, EmergencyStop, Error) as error:
             log.warning("draft %d: its outcome could not be written on %s: %s", draft.number, self.page.title,
                         error)
             return
