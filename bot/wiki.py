@@ -357,6 +357,8 @@ class ForumPage:
                 return PostOutcome("section-gone")
             if section.answered and not again:
                 return PostOutcome("already-answered")
+            if again and reply.rsplit("~~~~", 1)[0].rstrip() in section.text:  # a save answered too late
+                return PostOutcome("already-answered")
             if self.refusal(old, section, self.reading(old, base)):
                 return PostOutcome("opted-out")
             new = insert_reply(old, section, reply)
