@@ -400,8 +400,9 @@ class Review:
     def _post(self, draft: Draft, approval: Mark, attribution: Attribution | None) -> str:
         """Post the draft as it stood when it was approved, signed, unless it went stale; what happened."""
         self.drafts.set(draft.number, DraftStatus.APPROVED)
-        page_text, _ = self.forum.read()
-        section = self.forum.locate(page_text, draft.key, attribution)
+        page_text, revision = self.forum.read()
+        section = self.forum.locate(page_text, draft.key, attribution, self.forum.reading(page_text, revision),
+                                    revision)
         if section is not None and section.answered and approval.draft.rstrip() in section.text:
             # Posted before the bot could record it (killed after the save): recorded now, never posted twice.
             revision = section.replies[-1].owner if section.replies[-1].owner > 0 else None

@@ -904,7 +904,7 @@ def test_a_draft_saved_while_its_answer_is_lost_is_written_once_and_a_reviewers_
 
 
 @pytest.mark.parametrize("point", ["after the draft's save", "after the approved reply's save",
-                                   "after the outcome's save"])
+                                   "after the outcome's save", "after the approved reply's save, state lost"])
 def test_sigkill_at_every_write_point_of_the_review_step_loses_no_draft_and_doubles_nothing(rig, point):
     from tests.test_review import Reviewing
 
@@ -914,7 +914,7 @@ def test_sigkill_at_every_write_point_of_the_review_step_loses_no_draft_and_doub
     review.run()  # the first look
     rig.mediawiki.human().edit(page, LEAD + question("Euler", "Who advised Euler?", 5))
     current: dict = {}
-    target = page if point == "after the approved reply's save" else review.page
+    target = page if point.startswith("after the approved reply's save") else review.page
     if point != "after the draft's save":
         review.run()
         review.mark(1, "{{approved}}")
@@ -927,6 +927,8 @@ def test_sigkill_at_every_write_point_of_the_review_step_loses_no_draft_and_doub
     rig.logs.extend(current["process"].communicate(timeout=300))
     assert current["process"].returncode == -signal.SIGKILL, rig.logs[-1][-3000:]
     rig.wiki.clear()
+    if point.endswith("state lost"):
+        rig.bot.state_path().unlink()
     rig.logs.append(review.run())
     if point == "after the draft's save":
         review.mark(1, "{{approved}}")
