@@ -26,8 +26,9 @@ from a signature:
   before and after the save);
 * every change to the draft's text since the bot's revision wrote it must
   come from a reviewer or the bot: a change by anyone else (a line inside the
-  draft, a copy of its section under the same heading) voids the draft, and
-  its question is drafted anew;
+  draft, a copy of its section under the same heading, a marker or the whole
+  section removed) voids the draft, and its question is drafted anew; a
+  draft a reviewer removed is dropped;
 * the draft must render on the forum exactly as on the review page
   (:func:`page_dependent`): markup that depends on the page it is on is
   refused.
@@ -348,19 +349,13 @@ class Review:
         text, revision = self.page.read()
         for draft in waiting:
             view = read_draft(text, draft.number)
-            if view is None or (view.text is None and view.copies == 1):
-                what = "section" if view is None else "begin or end marker"
-                self._close(draft, DraftStatus.DROPPED, f"the draft's {what} is gone from {self.page.title}",
-                            "skipped")
-                done[DraftStatus.DROPPED] += 1
-                continue
-            if self._unchanged.get(draft.number) == revision or (
-                    not any(view.marks.values()) and view.text == draft.reply and view.copies == 1):
+            untouched = view is not None and view.text == draft.reply and view.copies == 1
+            if self._unchanged.get(draft.number) == revision or (untouched and not any(view.marks.values())):
                 continue
             history = read_history(latest_revisions(self.page.site, self.page.title, revision,
                                                     since=draft.review_revision or 0),
                                    draft.number, {*self.reviewers, normalize_user(self.page.username)}, draft.reply)
-            if history.voided_by is not None:
+            if history.voided_by is not None:  # a stranger's edit, a removed marker or section included
                 by = history.voided_by
                 self._close(draft, DraftStatus.VOIDED, f"revision {by.id} by {normalize_user(by.user)}, who is not "
                             "a reviewer, changed the draft", "pending")
@@ -368,6 +363,12 @@ class Review:
                            "is not a reviewer, changed this draft; nothing was posted, and the question will be "
                            "drafted anew.")
                 done[DraftStatus.VOIDED] += 1
+                continue
+            if view is None or (view.text is None and view.copies == 1):  # a reviewer took it away
+                what = "section" if view is None else "begin or end marker"
+                self._close(draft, DraftStatus.DROPPED, f"a reviewer removed the draft's {what} from "
+                            f"{self.page.title}", "skipped")
+                done[DraftStatus.DROPPED] += 1
                 continue
             done[self._decide(draft, history, attribution)] += 1
             if self.drafts.get(draft.number).status in WAITING:

@@ -375,3 +375,23 @@ def test_markup_that_reads_the_page_it_is_on_is_told_apart_by_mediawiki(site, ma
 def test_markup_that_looks_the_same_everywhere_passes(site, markup):
     review, forum = f"User:{BOT_USER}/Review", "Wikidata:Request a query"
     assert page_dependent(site, f":Here is a query. {markup}", review, forum) is None
+
+
+@pytest.mark.parametrize("who", ["a stranger", "a reviewer"])
+def test_a_removed_marker_silences_nothing_unless_a_reviewer_removed_it(mediawiki, forum, rig, request, who):
+    review = Reviewing(rig, forum, request.node.name)
+    review.run()
+    ask(mediawiki, forum, "Euler")
+    review.run()
+    editor = (lambda *edit: edit_as_stranger(mediawiki, *edit)) if who == "a stranger" else \
+        (lambda *edit: mediawiki.edit_as_human(*edit))
+    change_draft(review, 1, lambda section: section.replace("<!-- draft 1 ends -->", ""), editor)
+    review.run()
+    status, reason = review.drafts()["Euler"]
+    if who == "a stranger":
+        assert status == "voided" and review.sections()["Euler"] == "pending"
+        review.run()
+        assert "== Draft 2 ==" in review.text() and review.drafts()["Euler"] == ("drafted", None)
+    else:
+        assert status == "dropped" and "end marker" in reason and review.sections()["Euler"] == "skipped"
+    assert rig.bot_edits(forum) == []
