@@ -347,13 +347,16 @@ class Review:
         if not waiting:
             return done
         text, revision = self.page.read()
+        revisions: list[Revision] | None = None  # the page's history since the oldest draft looked at, read once
         for draft in waiting:
             view = read_draft(text, draft.number)
             untouched = view is not None and view.text == draft.reply and view.copies == 1
             if self._unchanged.get(draft.number) == revision or (untouched and not any(view.marks.values())):
                 continue
-            history = read_history(latest_revisions(self.page.site, self.page.title, revision,
-                                                    since=draft.review_revision or 0),
+            if revisions is None:
+                revisions = latest_revisions(self.page.site, self.page.title, revision,
+                                             since=min(item.review_revision or 0 for item in waiting))
+            history = read_history([item for item in revisions if item.id >= (draft.review_revision or 0)],
                                    draft.number, {*self.reviewers, normalize_user(self.page.username)}, draft.reply)
             if history.voided_by is not None:  # a stranger's edit, a removed marker or section included
                 by = history.voided_by
