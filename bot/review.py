@@ -288,9 +288,9 @@ class Review:
     def recover(self) -> Counter:
         """Take up the drafts the state does not know (a lost state file took their records with it, or the
         bot was stopped between writing a draft and recording it), from the bot's own revisions of the review
-        page: one still waiting there is waiting again, for the forum
-        section it was written for (its record is found again by its fingerprint, see
-        :meth:`bot.state.State.adopt`); one whose outcome the bot wrote there is recorded as closed."""
+        page: one still waiting there is waiting again, for the forum section it was written for (its record
+        is found again by its fingerprint, see :meth:`bot.state.State.adopt`); one whose outcome the bot wrote
+        there is recorded as closed."""
         done: Counter = Counter()
         if self.page.latest_revision() is None:
             return done
@@ -303,22 +303,23 @@ class Review:
             if (found := _DRAFT_SUMMARY.match(edit.comment)) is not None:
                 edits.setdefault(int(found[1]), []).append(edit)
         for number, made in sorted(edits.items()):
-            if self.drafts.get(number) is not None:
+            created = [edit for edit in made if "*/ a reply to review" in edit.comment]
+            if self.drafts.get(number) is not None or not created:
                 continue
-            [written] = latest_revisions(self.page.site, self.page.title, made[0].revision, since=made[0].revision) \
-                or [None]
+            [written] = latest_revisions(self.page.site, self.page.title, created[0].revision,
+                                         since=created[0].revision) or [None]
             origin = Origin.read(written.text, number) if written is not None else None
             view = read_draft(written.text, number) if written is not None else None
             if origin is None or origin.forum != self.forum.title or view is None or view.text is None:
                 continue
-            outcomes = [edit.comment.split("*/", 1)[1].strip() for edit in made[1:]]
+            outcomes = [edit.comment.split("*/", 1)[1].strip() for edit in made if edit not in created]
             status = next((DraftStatus(word) for word in reversed(outcomes) if word in CLOSED),
                           DraftStatus.DRAFTED)
             known = [record.key for record in self.state.sections(self.forum.title)
                      if record.fingerprint == origin.fingerprint and record.status != "answered"]
             key = known[-1] if known else f"draft {number} (recovered)"
             self.drafts.add(number, self.forum.title, key, origin.heading, origin.kind, view.text, origin.summary,
-                            origin.digest, made[0].revision, status=status)
+                            origin.digest, created[0].revision, status=status)
             if status == DraftStatus.DRAFTED:
                 self.state.add(self.forum.title, key, origin.heading, "drafted", origin.fingerprint)
                 self.state.set_status(self.forum.title, key, "drafted", f"draft {number} on {self.page.title}")
