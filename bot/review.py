@@ -69,6 +69,8 @@ log = logging.getLogger(__name__)
 MARKS = {"approved": re.compile(r"\{\{\s*[Aa]pproved\s*(?:\|[^{}]*)?\}\}"),
          "rejected": re.compile(r"\{\{\s*[Rr]ejected\s*(?:\|[^{}]*)?\}\}")}
 SIGNATURE = " ~~~~"
+#: How a draft's reason begins when marks by users not in ``reviewers`` were ignored.
+IGNORED = "ignored (not a reviewer): "
 
 
 def _begins(number: int) -> str:
@@ -383,9 +385,11 @@ class Review:
         """Post, reject or leave a draft whose history was read: what happened."""
         ignored = sorted({f"{{{{{name}}}}} by {mark.user}" for name, marks in history.marks.items()
                           for mark in marks if mark.user not in self.reviewers})
-        if ignored:
-            log.warning("draft %d: %s ignored: not in reviewers", draft.number, ", ".join(ignored))
-            self.drafts.set(draft.number, reason=f"ignored (not a reviewer): {', '.join(ignored)}")
+        said = set((draft.reason or "").removeprefix(IGNORED).split(", "))
+        if set(ignored) - said:  # said once per draft and mark, not on every pass while the draft waits
+            log.warning("draft %d: %s ignored: not in reviewers", draft.number,
+                        ", ".join(mark for mark in ignored if mark not in said))
+            self.drafts.set(draft.number, reason=IGNORED + ", ".join(ignored))
         rejecters = [mark.user for mark in history.marks["rejected"] if mark.user in self.reviewers]
         approvals = [mark for mark in history.marks["approved"] if mark.user in self.reviewers]
         if rejecters:

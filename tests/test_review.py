@@ -151,6 +151,7 @@ def test_an_approval_by_someone_not_on_the_list_is_ignored(mediawiki, forum, rig
     assert rig.bot_edits(forum) == []
     status, reason = review.drafts()["Euler"]
     assert status == "drafted" and "{{approved}} by Alice" in reason and "ignored" in log
+    assert "ignored: not in reviewers" not in review.run()  # said once, not on every pass while the draft waits
     review.configure("Alice, Bob")  # now Alice may approve: her mark counts
     review.run()
     assert len(rig.bot_edits(forum)) == 1 and review.drafts()["Euler"][0] == "posted"
