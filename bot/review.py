@@ -29,9 +29,10 @@ from a signature:
   draft, a copy of its section under the same heading, a marker or the whole
   section removed) voids the draft, and its question is drafted anew; a
   draft a reviewer removed is dropped;
-* the draft must render on the forum exactly as on the review page
-  (:func:`page_dependent`): markup that depends on the page it is on is
-  refused.
+* the draft must have shown on the review page as it stood when approved
+  (:func:`unseen`: an element someone left open above it can hide it) and
+  must render on the forum exactly as on the review page
+  (:func:`page_dependent`): otherwise it is refused.
 
 Draft numbers are never reused: a new one is above every number the state,
 the review page and the bot's edit summaries there have seen.  Before
@@ -52,13 +53,14 @@ import hashlib
 import json
 import logging
 import re
+import secrets
 from collections import Counter
 from dataclasses import dataclass
 
 from pywikibot.exceptions import Error
 
 from bot.drafts import CLOSED, WAITING, Draft, Drafts, DraftStatus
-from bot.edit_check import parse
+from bot.edit_check import parse, section_anchor, visibility_problems
 from bot.forum import Section, answered_by_human, mask_inert, normalize_user, plain_text
 from bot.history import Attribution, Revision, latest_revisions, own_revisions
 from bot.state import State
@@ -102,6 +104,25 @@ def page_dependent(site, text: str, shown_on: str, posted_on: str) -> str | None
         return None
     return (f"the draft renders differently on {posted_on} than on {shown_on}, where it was reviewed (markup that "
             "depends on the page it is on)")
+
+
+def unseen(site, title: str, page_text: str, number: int) -> str | None:
+    """Why draft *number* did not show to a reviewer reading *page_text* (the review page *title* as approved),
+    or ``None``.  Someone's element left open above it (a hidden ``<div>`` at the end of another section, a
+    ``<font>`` reopened in every paragraph) can hide a draft whose own text nobody changed: MediaWiki parses
+    the page with a word at the draft's end, which must show once, unhidden, under the draft's own heading."""
+    found = _section(page_text, number)
+    if found is None:
+        return "the draft's section was not on the review page"
+    start = page_text.find(found[0])
+    end = page_text.find(_ends(number), start)
+    if end < 0:
+        return "the draft's end marker was not on the review page"
+    word = "draftend" + secrets.token_hex(8)
+    probed = page_text[:end] + word + "\n" + page_text[end:]
+    parsed = parse(site, title, text=probed, props="text|sections")
+    problems = visibility_problems(parsed["text"], word, section_anchor(parsed, probed, start))
+    return f"the draft did not show on {title} as it was approved: {'; '.join(problems)}" if problems else None
 
 
 def digest(section: Section) -> str:
@@ -376,13 +397,15 @@ class Review:
                             f"{self.page.title}", "skipped")
                 done[DraftStatus.DROPPED] += 1
                 continue
-            done[self._decide(draft, history, attribution)] += 1
+            done[self._decide(draft, history, attribution, {item.id: item.text for item in revisions})] += 1
             if self.drafts.get(draft.number).status in WAITING:
                 self._unchanged[draft.number] = revision
         return done
 
-    def _decide(self, draft: Draft, history: History, attribution: Attribution | None) -> str:
-        """Post, reject or leave a draft whose history was read: what happened."""
+    def _decide(self, draft: Draft, history: History, attribution: Attribution | None,
+                texts: dict[int, str]) -> str:
+        """Post, reject or leave a draft whose history was read (*texts*: the review page's, by revision): what
+        happened."""
         ignored = sorted({f"{{{{{name}}}}} by {mark.user}" for name, marks in history.marks.items()
                           for mark in marks if mark.user not in self.reviewers})
         said = set((draft.reason or "").removeprefix(IGNORED).split(", "))
@@ -404,6 +427,12 @@ class Review:
             self._close(draft, DraftStatus.DROPPED, reason, "skipped")
             self._note(draft, DraftStatus.DROPPED, f": {reason}; nothing was posted.")
             return DraftStatus.DROPPED
+        hidden = unseen(self.page.site, self.page.title, texts[approval.revision], draft.number)
+        if hidden:
+            self._close(draft, DraftStatus.REFUSED, hidden, "pending")
+            self._note(draft, DraftStatus.REFUSED, f": {_plain(hidden)}; nothing was posted, and the question will "
+                       "be drafted anew.")
+            return DraftStatus.REFUSED
         return self._post(draft, approval, attribution)
 
     def _post(self, draft: Draft, approval: Mark, attribution: Attribution | None) -> str:

@@ -396,3 +396,22 @@ def test_a_removed_marker_silences_nothing_unless_a_reviewer_removed_it(mediawik
     else:
         assert status == "dropped" and "end marker" in reason and review.sections()["Euler"] == "skipped"
     assert rig.bot_edits(forum) == []
+
+
+@pytest.mark.parametrize("wrapper", ['<div style="display:none">', "<font style=\"display:none\">"])
+def test_a_draft_hidden_on_the_review_page_by_someone_elses_element_is_not_posted(
+        mediawiki, forum, rig, request, wrapper):
+    review = Reviewing(rig, forum, request.node.name)
+    review.run()
+    ask(mediawiki, forum, "Euler", "Euler again")
+    review.run()
+    # Below draft 1's end, where anyone may comment: an element left open hides draft 2, whose text is untouched.
+    text = review.text()
+    edit_as_stranger(mediawiki, review.page, text.replace("<!-- draft 1 ends -->", "<!-- draft 1 ends -->\n"
+                                                          f"Looks fine.\n{wrapper}", 1))
+    review.mark(2, "{{approved}}")
+    review.run()
+    assert rig.bot_edits(forum) == []
+    status, reason = review.drafts()["Euler again"]
+    assert status == "refused" and "did not show" in reason and "hidden" in reason, reason
+    assert review.sections()["Euler again"] == "pending"
