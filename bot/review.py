@@ -63,7 +63,7 @@ from bot.drafts import CLOSED, WAITING, Draft, Drafts, DraftStatus
 from bot.edit_check import parse, section_anchor, visibility_problems
 from bot.forum import Section, answered_by_human, mask_inert, normalize_user, plain_text
 from bot.history import Attribution, Revision, latest_revisions, own_revisions
-from bot.state import State
+from bot.state import SectionStatus, State
 from bot.wikitext import encode
 from bot.wiki import EditRefused, EmergencyStop, ForumPage, marked_resolved
 
@@ -303,7 +303,7 @@ class Review:
         if outcome.status == "posted":
             self.drafts.add(number, self.forum.title, key, section.heading, kind, reply[:-len(SIGNATURE)],
                             summary, digest(section), outcome.revision, thread=section.text)
-            self.state.set_status(self.forum.title, key, "drafted", f"draft {number} on {self.page.title}")
+            self.state.set_status(self.forum.title, key, SectionStatus.DRAFTED, f"draft {number} on {self.page.title}")
             log.info("%r: drafted as draft %d on %s", section.heading, number, self.page.title)
             return "drafted"
         return outcome.status
@@ -339,13 +339,14 @@ class Review:
             status = next((DraftStatus(word) for word in reversed(outcomes) if word in CLOSED),
                           DraftStatus.DRAFTED)
             known = [record.key for record in self.state.sections(self.forum.title)
-                     if record.fingerprint == origin.fingerprint and record.status != "answered"]
+                     if record.fingerprint == origin.fingerprint and record.status != SectionStatus.ANSWERED]
             key = known[-1] if known else f"draft {number} (recovered)"
             self.drafts.add(number, self.forum.title, key, origin.heading, origin.kind, view.text, origin.summary,
                             origin.digest, created[0].revision, status=status)
             if status == DraftStatus.DRAFTED:
-                self.state.add(self.forum.title, key, origin.heading, "drafted", origin.fingerprint)
-                self.state.set_status(self.forum.title, key, "drafted", f"draft {number} on {self.page.title}")
+                self.state.add(self.forum.title, key, origin.heading, SectionStatus.DRAFTED, origin.fingerprint)
+                self.state.set_status(self.forum.title, key, SectionStatus.DRAFTED,
+                                      f"draft {number} on {self.page.title}")
                 log.info("draft %d for %r is waiting on %s: taken up again", number, origin.heading,
                          self.page.title)
             done["recovered" if status == DraftStatus.DRAFTED else "recovered as closed"] += 1
@@ -385,7 +386,7 @@ class Review:
             if history.voided_by is not None:  # a stranger's edit, a removed marker or section included
                 by = history.voided_by
                 self._close(draft, DraftStatus.VOIDED, f"revision {by.id} by {normalize_user(by.user)}, who is not "
-                            "a reviewer, changed the draft", "pending")
+                            "a reviewer, changed the draft", SectionStatus.PENDING)
                 self._note(draft, DraftStatus.VOIDED, f": [[Special:Diff/{by.id}|an edit]] by {_plain(by.user)}, who "
                            "is not a reviewer, changed this draft; nothing was posted, and the question will be "
                            "drafted anew.")
@@ -394,7 +395,7 @@ class Review:
             if view is None or (view.text is None and view.copies == 1):  # a reviewer took it away
                 what = "section" if view is None else "begin or end marker"
                 self._close(draft, DraftStatus.DROPPED, f"a reviewer removed the draft's {what} from "
-                            f"{self.page.title}", "skipped")
+                            f"{self.page.title}", SectionStatus.SKIPPED)
                 done[DraftStatus.DROPPED] += 1
                 continue
             done[self._decide(draft, history, attribution, {item.id: item.text for item in revisions})] += 1
@@ -416,7 +417,7 @@ class Review:
         rejecters = [mark.user for mark in history.marks["rejected"] if mark.user in self.reviewers]
         approvals = [mark for mark in history.marks["approved"] if mark.user in self.reviewers]
         if rejecters:
-            self._close(draft, DraftStatus.REJECTED, "rejected by " + ", ".join(rejecters), "rejected")
+            self._close(draft, DraftStatus.REJECTED, "rejected by " + ", ".join(rejecters), SectionStatus.REJECTED)
             self._note(draft, DraftStatus.REJECTED, f" by {_plain(', '.join(rejecters))}: nothing was posted.")
             return DraftStatus.REJECTED
         if not approvals:
@@ -424,12 +425,12 @@ class Review:
         approval = approvals[-1]
         if approval.draft is None:
             reason = "the draft's begin or end marker was gone when it was approved"
-            self._close(draft, DraftStatus.DROPPED, reason, "skipped")
+            self._close(draft, DraftStatus.DROPPED, reason, SectionStatus.SKIPPED)
             self._note(draft, DraftStatus.DROPPED, f": {reason}; nothing was posted.")
             return DraftStatus.DROPPED
         hidden = unseen(self.page.site, self.page.title, texts[approval.revision], draft.number)
         if hidden:
-            self._close(draft, DraftStatus.REFUSED, hidden, "pending")
+            self._close(draft, DraftStatus.REFUSED, hidden, SectionStatus.PENDING)
             self._note(draft, DraftStatus.REFUSED, f": {_plain(hidden)}; nothing was posted, and the question will "
                        "be drafted anew.")
             return DraftStatus.REFUSED
@@ -447,22 +448,22 @@ class Review:
             return self._posted(draft, approval, revision)
         stale = self._stale(draft, section)
         if stale:
-            reopen = "pending" if stale == CHANGED_THREAD else "skipped"
+            reopen = SectionStatus.PENDING if stale == CHANGED_THREAD else SectionStatus.SKIPPED
             self._close(draft, DraftStatus.DROPPED, "stale: " + stale, reopen)
-            again = (", and the question will be drafted anew with the thread as it is now" if reopen == "pending"
-                     else "")
+            again = (", and the question will be drafted anew with the thread as it is now"
+                     if reopen == SectionStatus.PENDING else "")
             self._note(draft, DraftStatus.DROPPED, f": {stale}; nothing was posted{again}.")
             return DraftStatus.DROPPED
         unlike = page_dependent(self.page.site, approval.draft, self.page.title, self.forum.title)
         if unlike:
-            self._close(draft, DraftStatus.REFUSED, unlike, "refused")
+            self._close(draft, DraftStatus.REFUSED, unlike, SectionStatus.REFUSED)
             self._note(draft, DraftStatus.REFUSED, f": {_plain(unlike)}; nothing was posted.")
             return DraftStatus.REFUSED
         try:
             outcome = self.forum.post_reply(draft.key, approval.draft.rstrip() + SIGNATURE, draft.summary,
                                             attribution)
         except EditRefused as refused:
-            self._close(draft, DraftStatus.REFUSED, f"refused by the edit check: {refused}", "refused")
+            self._close(draft, DraftStatus.REFUSED, f"refused by the edit check: {refused}", SectionStatus.REFUSED)
             self._note(draft, DraftStatus.REFUSED, f" by the edit check: {_plain(str(refused))}; nothing was "
                        "posted.")
             return DraftStatus.REFUSED
@@ -472,7 +473,7 @@ class Review:
             self.drafts.set(draft.number, DraftStatus.DRAFTED)
             log.info("draft %d approved; a live run would post it:\n%s", draft.number, outcome.diff)
             return "previewed"
-        self._close(draft, DraftStatus.DROPPED, f"stale: {outcome.status}", "skipped")
+        self._close(draft, DraftStatus.DROPPED, f"stale: {outcome.status}", SectionStatus.SKIPPED)
         self._note(draft, DraftStatus.DROPPED, f": {_plain(outcome.status)}; nothing was posted.")
         return DraftStatus.DROPPED
 
@@ -500,7 +501,7 @@ class Review:
             return CHANGED_THREAD
         return None
 
-    def _close(self, draft: Draft, status: DraftStatus, reason: str, section_status: str) -> None:
+    def _close(self, draft: Draft, status: DraftStatus, reason: str, section_status: SectionStatus) -> None:
         self.drafts.set(draft.number, status, reason)
         self.state.set_status(self.forum.title, draft.key, section_status, f"draft {draft.number} {status}: {reason}")
         log.info("draft %d for %r %s: %s", draft.number, draft.heading, status, reason)
