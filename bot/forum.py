@@ -83,6 +83,8 @@ _CODE_TAGS = ("syntaxhighlight", "source", "pre")
 #: What a text holding a query has (a query template, a code block, a query service link): others are not parsed.
 _MAY_HOLD_A_QUERY = re.compile(r"sparql|query\.wikidata\.org|<(?:syntaxhighlight|source|pre)\b", re.IGNORECASE)
 _FOLLOWUP_KEY = re.compile(r"(.*) / r(\d+)", re.DOTALL)
+#: A heading below the section's own (level 3 or deeper) on a line of its own.
+_SUBHEADING = re.compile(r"^===+[^=\n].*===+[ \t]*$", re.MULTILINE)
 #: The owner of lines changed after the revision the bot read (see :func:`locate_after_change`).
 CHANGED = -1
 
@@ -245,11 +247,30 @@ class Section:
         return found
 
     def _saved_by_bot(self, signature: Signature, own: list[OwnEdit]) -> bool:
-        """Whether one of the bot's revisions, summarised as a reply to this section, was saved when this
-        signature says."""
+        """Whether one of the bot's revisions, saved when this signature says, replied to this section: its
+        summary names the section, or (the heading renamed since) it added this signature to the section that
+        began with this one's first signature."""
         wanted = summary_section(self)
         return any(signature.timestamp <= edit.timestamp < signature.timestamp + SIGNED_WITHIN
-                   and edit.comment.startswith(f"/* {wanted} */") for edit in own)
+                   and (edit.comment.startswith(f"/* {wanted} */") or self._added_by(edit, signature))
+                   for edit in own)
+
+    def _added_by(self, edit: OwnEdit, signature: Signature) -> bool:
+        """Whether the bot's revision *edit* added *signature* to this section, whatever its heading was then
+        (read from the revision's text and its parent's)."""
+        if edit.texts is None or not self.signatures or not edit.comment.startswith("/* "):
+            return False
+        first = self.signatures[0]
+
+        def holds(text: str | None) -> bool:
+            for section in parse_sections(text) if text else []:
+                if section.signatures and (section.signatures[0].user, section.signatures[0].timestamp) == (
+                        first.user, first.timestamp):
+                    return any((found.user, found.timestamp) == (signature.user, signature.timestamp)
+                               for found in section.signatures[1:])
+            return False
+
+        return holds(edit.texts(edit.revision)) and not holds(edit.texts(edit.parent) if edit.parent else None)
 
 
 #: What mwparserfromhell could read as markup in a heading: without any, the heading is its words.
@@ -723,26 +744,32 @@ class FollowUp:
 
 
 def pending_followup(section: Section, bot: str) -> FollowUp | None:
-    """The newest follow-up under the bot's last reply in *section*, if any.
+    """The newest follow-up under the bot's last reply in *section*, if any: a signed comment by the asker,
+    one that pings the bot, or a question merged into the thread under a subheading.
 
     Only comments the history attributes to a user other than the bot count,
     so the bot never answers its own text, and a comment is identified by
-    the revision that added it.
+    the revision that added it.  The bot's replies are those :func:`mark_answered`
+    found (with the bot's own revisions, so also after a lost state).
     """
     wanted = normalize_user(bot)
-    replies = section.bot_replies(wanted)
+    replies = section.replies or section.bot_replies(wanted)
     if not replies:
         return None
     found = None
     for comment in section.comments:
         if comment.start < replies[-1].end or not comment.user or comment.user == wanted:
             continue
+        text = section.masked[comment.start - section.start:comment.end - section.start]
+        # A question moved here under a subheading of its own (a thread merged into this one) is signed by
+        # its asker, not by whoever moved it.
+        merged = _SUBHEADING.search(text) is not None
         signed = [signature for signature in section.signatures
-                  if comment.start <= signature.start < comment.end and signature.user == comment.user]
+                  if comment.start <= signature.start < comment.end
+                  and (signature.user == comment.user or merged and signature.user != wanted)]
         if not signed:
             continue
-        text = section.masked[comment.start - section.start:comment.end - section.start]
-        if comment.user != section.author and not mentions(text, wanted):
+        if comment.user != section.author and not merged and not mentions(text, wanted):
             continue
         indent = len(text) - len(text.lstrip(":*#"))
         found = FollowUp(comment.owner, comment.user, comment.start, comment.end, reply_depth(indent))
@@ -787,7 +814,7 @@ def extract_followup(section: Section, followup: FollowUp, previous_query: str |
 
 def previous_query(section: Section, bot: str) -> str | None:
     """The final query of the bot's last reply in the section, read back from the page."""
-    replies = section.bot_replies(bot)
+    replies = section.replies or section.bot_replies(bot)
     if not replies:
         return None
     last = replies[-1]

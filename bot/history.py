@@ -32,7 +32,7 @@ import difflib
 import json
 import logging
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -246,6 +246,10 @@ class OwnEdit:
     revision: int
     timestamp: datetime
     comment: str
+    #: The revision it was saved on (0: it created the page).
+    parent: int = 0
+    #: Reads the text of a revision of the page (``None`` when hidden), read once: what the edit changed.
+    texts: Callable[[int], str | None] | None = field(default=None, compare=False, repr=False)
 
 
 def own_revisions(site, title: str, user: str, latest_only: bool = False) -> list[OwnEdit]:
@@ -253,10 +257,27 @@ def own_revisions(site, title: str, user: str, latest_only: bool = False) -> lis
     parameters = {"titles": title, "rvuser": user, "rvprop": "ids|timestamp|comment", "rvdir": "older"}
     if latest_only:
         parameters["rvlimit"] = "1"
+    texts = _text_reader(site)
     found = []
     for item in _revisions(site, parameters):
         found.append(OwnEdit(item["revid"], datetime.fromisoformat(item["timestamp"].replace("Z", "+00:00")),
-                             item.get("comment", "")))
+                             item.get("comment", ""), item.get("parentid", 0), texts))
         if latest_only:
             break
     return found[::-1]
+
+
+def _text_reader(site) -> Callable[[int], str | None]:
+    """A reader of revisions' texts by id, each asked of the wiki once."""
+    read: dict[int, str | None] = {}
+
+    def text(revision: int) -> str | None:
+        if revision not in read:
+            reply = site.simple_request(action="query", prop="revisions", revids=str(revision),
+                                        rvprop="ids|user|content", rvslots="main", formatversion="2").submit()
+            pages = reply.get("query", {}).get("pages", [])
+            found = _with_content(pages[0]["revisions"][0]) if pages and pages[0].get("revisions") else None
+            read[revision] = found.text if found is not None else None
+        return read[revision]
+
+    return text

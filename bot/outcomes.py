@@ -8,12 +8,13 @@ changed is named with its new status and the reason the state records.
 
 from __future__ import annotations
 
-from bot.state import SectionRecord
+from bot.state import SectionRecord, SectionStatus
 
 #: How each new status reads in the log.
-VERBS = {"answered": "answered", "skipped": "skipped", "waiting": "waiting", "refused": "refused",
-         "failed": "failed, given up", "drafted": "drafted for review", "rejected": "rejected by a reviewer",
-         "gone": "gone from the page"}
+VERBS = {SectionStatus.ANSWERED: "answered", SectionStatus.SKIPPED: "skipped", SectionStatus.WAITING: "waiting",
+         SectionStatus.REFUSED: "refused", SectionStatus.FAILED: "failed, given up",
+         SectionStatus.DRAFTED: "drafted for review", SectionStatus.REJECTED: "rejected by a reviewer",
+         SectionStatus.GONE: "gone from the page"}
 
 
 def snapshot(records: list[SectionRecord]) -> dict[str, tuple[str, int, str | None]]:
@@ -28,9 +29,10 @@ def changes(before: dict[str, tuple[str, int, str | None]], after: list[SectionR
         if old == (record.status, record.attempts, record.last_error):
             continue
         name = f'"{record.heading}"' + (" (follow-up)" if " / r" in record.key else "")
-        if record.status == "pending" and record.attempts > (old[1] if old else 0):
+        if record.status == SectionStatus.PENDING and record.attempts > (old[1] if old else 0):
             said.append(f"failed {name}, retried later ({(record.last_error or '')[:200]})")
         elif record.status in VERBS and (old is None or old[0] != record.status):
-            why = f" ({record.last_error[:200]})" if record.last_error and record.status != "answered" else ""
+            why = (f" ({record.last_error[:200]})" if record.last_error and record.status != SectionStatus.ANSWERED
+                   else "")
             said.append(f"{VERBS[record.status]} {name}{why}")
     return said

@@ -368,13 +368,20 @@ def run_scheduled(watcher, config: BotConfig, backlog: bool) -> None:
                       next_run_time=datetime.now())
 
     def stop(signum, frame) -> None:
+        # A supervisor repeats its signal, an operator presses Ctrl-C twice: the first one decides, the others
+        # are told to wait (a second shutdown would raise, and the state would close under the running pass).
+        if watcher.stopping.is_set():
+            log.info("signal %d: already stopping, after the current section", signum)
+            return
         log.info("signal %d: finishing the current section, then stopping", signum)
         watcher.stopping.set()
-        scheduler.shutdown(wait=False)
+        if scheduler.running:
+            scheduler.shutdown(wait=False)
 
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)
-    scheduler.start()
+    if not watcher.stopping.is_set():
+        scheduler.start()
     with busy:  # a pass under way finishes its section before the state is closed
         pass
 

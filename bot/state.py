@@ -15,8 +15,9 @@ when the page changes), ``answered``, ``failed`` (``max_attempts`` failures),
 ``skipped`` (a skip rule), ``refused`` (the wiki's check refused the reply for
 a reason that will not pass by itself: tried again once the page has
 changed, never given up), ``gone`` (no longer on the page: pending again if
-it comes back).  A follow-up is a record of its own, keyed
-``<section key> / r<revision>``.
+it comes back); with the review step, ``drafted`` (a draft waits on the
+review page) and ``rejected`` (a reviewer rejected it).  A follow-up is a
+record of its own, keyed ``<section key> / r<revision>``.
 
 Each section's record keeps its fingerprint (heading, opening and first
 signature, :attr:`bot.forum.Section.fingerprint`): a section that comes back
@@ -33,6 +34,7 @@ import json
 import sqlite3
 import time
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 
 from bot.history import Attribution
@@ -61,8 +63,26 @@ CREATE TABLE IF NOT EXISTS sections (
     PRIMARY KEY (page, key)
 );
 """
+
+
+class SectionStatus(StrEnum):
+    """Where a section (or a follow-up) stands; stored as its value (see the module's documentation)."""
+
+    BACKLOG = "backlog"
+    PENDING = "pending"
+    WAITING = "waiting"
+    ANSWERED = "answered"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+    REFUSED = "refused"
+    GONE = "gone"
+    DRAFTED = "drafted"
+    REJECTED = "rejected"
+
+
 #: Statuses a section that comes back under another key keeps: what the bot decided about it stays decided.
-SETTLED = ("answered", "backlog", "skipped", "failed", "refused")
+SETTLED = (SectionStatus.ANSWERED, SectionStatus.BACKLOG, SectionStatus.SKIPPED, SectionStatus.FAILED,
+           SectionStatus.REFUSED)
 _IS_SETTLED = f"status IN ({', '.join('?' * len(SETTLED))})"  # with *SETTLED as its parameters
 
 
@@ -71,7 +91,7 @@ class SectionRecord:
     page: str
     key: str
     heading: str
-    status: str
+    status: SectionStatus
     attempts: int
     last_error: str | None
     next_attempt: float
@@ -88,8 +108,8 @@ _COLUMNS = ("page, key, heading, status, attempts, last_error, next_attempt, ans
 
 
 def _record(row: tuple) -> SectionRecord:
-    return SectionRecord(*row[:8], trace=json.loads(row[8]) if row[8] else None, fingerprint=row[9],
-                         refused_revision=row[10])
+    return SectionRecord(*row[:3], SectionStatus(row[3]), *row[4:8], trace=json.loads(row[8]) if row[8] else None,
+                         fingerprint=row[9], refused_revision=row[10])
 
 
 class StateUnreadable(RuntimeError):
@@ -165,7 +185,7 @@ class State:
         return [_record(row) for row in
                 self.connection.execute(f"SELECT {_COLUMNS} FROM sections WHERE page = ?", (page,))]
 
-    def add(self, page: str, key: str, heading: str, status: str, fingerprint: str | None = None) -> None:
+    def add(self, page: str, key: str, heading: str, status: SectionStatus, fingerprint: str | None = None) -> None:
         with self.connection:
             self.connection.execute(
                 "INSERT OR IGNORE INTO sections (page, key, heading, status, updated, fingerprint) "
@@ -207,7 +227,7 @@ class State:
             self.connection.execute(f"UPDATE sections SET {assignments} WHERE page = ? AND key = ?",
                                     (*values.values(), page, key))
 
-    def set_status(self, page: str, key: str, status: str, reason: str | None = None) -> None:
+    def set_status(self, page: str, key: str, status: SectionStatus, reason: str | None = None) -> None:
         self._update(page, key, status=status, last_error=reason)
 
     def record_trace(self, page: str, key: str, trace: dict) -> None:
@@ -215,15 +235,15 @@ class State:
         self._update(page, key, trace=json.dumps(trace))
 
     def record_answered(self, page: str, key: str, revision: int | None) -> None:
-        self._update(page, key, status="answered", answered_revision=revision, last_error=None)
+        self._update(page, key, status=SectionStatus.ANSWERED, answered_revision=revision, last_error=None)
 
     def record_skipped(self, page: str, key: str, reason: str) -> None:
-        self._update(page, key, status="skipped", last_error=reason)
+        self._update(page, key, status=SectionStatus.SKIPPED, last_error=reason)
 
     def record_refused(self, page: str, key: str, reason: str, revision: int | None) -> None:
         """The wiki refused the reply for a reason that will not pass by itself: tried again when the page
         is no longer at *revision*."""
-        self._update(page, key, status="refused", last_error=reason[:2000], refused_revision=revision)
+        self._update(page, key, status=SectionStatus.REFUSED, last_error=reason[:2000], refused_revision=revision)
 
     def record_failure(self, page: str, key: str, error: str, retry_seconds: float, max_attempts: int,
                        transient: bool = False) -> None:
@@ -236,7 +256,7 @@ class State:
         """
         record = self.section(page, key)
         attempts = (record.attempts if record else 0) + 1
-        status = "failed" if attempts >= max_attempts and not transient else "pending"
+        status = SectionStatus.FAILED if attempts >= max_attempts and not transient else SectionStatus.PENDING
         wait = min(retry_seconds * 2 ** min(attempts - 1, 30), max(MAX_RETRY_SECONDS, retry_seconds))
         self._update(page, key, status=status, attempts=attempts, last_error=error[:2000],
                      next_attempt=time.time() + wait)

@@ -52,9 +52,9 @@ from bot.outcomes import changes, snapshot
 from bot.render import Credit, EarlierRequest, edit_summary, render_reply, reply_kind
 from bot.review import Review
 from bot.short_links import ShortLinks
-from bot.state import State
+from bot.state import SectionStatus, State
 from bot.redact import redact, scrub
-from bot.wiki import EmergencyStop, ForumPage, bots_allow
+from bot.wiki import EmergencyStop, ForumPage, bots_allow, marked_resolved
 
 log = logging.getLogger(__name__)
 Answerer = Callable[[Request], AgentResult]
@@ -113,9 +113,11 @@ class Watcher:
         if self.short_links is not None:
             self.short_links.new_pass()
         try:
+            if self.review is not None:  # before any new draft: drafts the state does not know are taken up
+                self._review(self.review.recover)
             self._look(answer_backlog)
             if self.review is not None:
-                self._review()
+                self._review(lambda: self.review.run(self.state.attribution(self.forum.title)))
             return self.counter
         finally:
             done = self.counter - before
@@ -124,11 +126,11 @@ class Watcher:
                      ", ".join(f"{name} {count}" for name, count in sorted(done.items())) or "nothing done",
                      "; " + "; ".join(said) if said else "")
 
-    def _review(self) -> None:
-        """Post what reviewers approved on the review page, drop what they rejected (one error boundary)."""
+    def _review(self, step: Callable[[], Counter]) -> None:
+        """One step of the review page's (take up drafts, post what reviewers approved, drop what they
+        rejected), under one error boundary."""
         try:
-            self.counter.update({f"drafts {name}": count for name, count in
-                                 self.review.run(self.state.attribution(self.forum.title)).items()})
+            self.counter.update({f"drafts {name}": count for name, count in step().items()})
         except EmergencyStop as stop:
             log.warning("emergency stop: %s; editing nothing", stop)
             self.counter["stopped"] += 1
@@ -174,7 +176,7 @@ class Watcher:
             self.counter["page errors"] += 1
             return self.counter
         if backlog_until is not None:
-            backlog = sum(record.status == "backlog" for record in self.state.sections(page))
+            backlog = sum(record.status == SectionStatus.BACKLOG for record in self.state.sections(page))
             newer = (f"; {sum(section.origin > since for section in sections)} asked since its own last edit of "
                      f"the page (revision {since}) are answered") if since is not None else ""
             log.info("first look at %s: %d sections recorded as backlog, answered only where the bot is pinged "
@@ -254,17 +256,17 @@ class Watcher:
                 task = self._task_for(section, backlog, seen, revision, on_page)
             except Exception as error:  # one pathological section: recorded, the others go on
                 log.exception("%r: cannot decide what to do", section.heading)
-                self.state.add(page, section.key, section.heading, "pending", section.fingerprint)
+                self.state.add(page, section.key, section.heading, SectionStatus.PENDING, section.fingerprint)
                 self._fail(Task(section.key, section, "question"), f"{type(error).__name__}: {error}")
                 continue
             if task is not None and task.key not in self.previewed:
                 tasks.append(task)
         for record in self.state.sections(page):  # answered if they come back
-            if record.status in ("pending", "waiting") and record.key not in seen:
-                self.state.set_status(page, record.key, "gone", "not on the page")
+            if record.status in (SectionStatus.PENDING, SectionStatus.WAITING) and record.key not in seen:
+                self.state.set_status(page, record.key, SectionStatus.GONE, "not on the page")
         # Replies the wiki refused before wait behind everything else: they cannot keep new questions waiting.
         refused = {record.key for record in self.state.sections(page) if record.refused_revision is not None
-                   and record.status != "answered"}
+                   and record.status != SectionStatus.ANSWERED}
         tasks.sort(key=lambda task: task.key in refused)
         return tasks[:self.config.max_sections_per_pass]
 
@@ -277,6 +279,8 @@ class Watcher:
             moved = self.state.adopt(page, section.fingerprint, section.key, on_page)
             if moved is not None:
                 before, record = moved
+                if self.review is not None:
+                    self.review.drafts.rekey(page, before, section.key)
                 log.info("%r is read under another identity (%r, %r before): it stays %s", section.heading,
                          section.key, before, record.status)
             else:  # a copy of a section still on the page: it takes that section's settled status
@@ -284,19 +288,21 @@ class Watcher:
                 if earlier is not None:
                     log.info("%r is a copy of %r: it stays %s", section.key, earlier.key, earlier.status)
         if record is None:
-            status = earlier.status if earlier is not None else "backlog" if backlog else "pending"
+            status = (earlier.status if earlier is not None else SectionStatus.BACKLOG if backlog
+                      else SectionStatus.PENDING)
             self.state.add(page, section.key, section.heading, status, section.fingerprint)
             record = self.state.section(page, section.key)
-        elif record.status in ("gone", "waiting") or (record.status == "refused"
-                                                      and record.refused_revision != revision):
-            self.state.set_status(page, section.key, "pending")
+        elif record.status in (SectionStatus.GONE, SectionStatus.WAITING) or (
+                record.status == SectionStatus.REFUSED and record.refused_revision != revision):
+            self.state.set_status(page, section.key, SectionStatus.PENDING)
             record = self.state.section(page, section.key)
         if section.answered:
-            if record.status not in ("answered", "backlog"):  # backlog stays backlog: its question was old
+            # Backlog stays backlog: its question was old.
+            if record.status not in (SectionStatus.ANSWERED, SectionStatus.BACKLOG):
                 self.state.record_answered(page, section.key, None)
                 self.counter["already answered"] += 1
             return self._followup_task(section, pending_followup(section, bot), seen, revision)
-        if record.status in ("backlog", "skipped", "failed"):
+        if record.status in (SectionStatus.BACKLOG, SectionStatus.SKIPPED, SectionStatus.FAILED):
             ping = ping_in(section, bot)
             if ping is None:
                 return None
@@ -304,11 +310,11 @@ class Watcher:
             indent = len(text) - len(text.lstrip(":*#"))
             return self._followup_task(section, FollowUp(ping.owner, ping.user, ping.start, ping.end,
                                                          min(indent + 1, MAX_DEPTH)), seen, revision)
-        if record.status != "pending" or record.next_attempt > time.time():
+        if record.status != SectionStatus.PENDING or record.next_attempt > time.time():
             return None
         reason = self.skip_reason(section)
         if reason == "no signature yet":
-            self.state.set_status(page, section.key, "waiting", reason)
+            self.state.set_status(page, section.key, SectionStatus.WAITING, reason)
             return None
         if reason:
             self.state.record_skipped(page, section.key, reason)
@@ -326,12 +332,13 @@ class Watcher:
         seen.add(key)
         record = self.state.section(page, key)
         if record is None:
-            self.state.add(page, key, section.heading, "pending")
+            self.state.add(page, key, section.heading, SectionStatus.PENDING)
             record = self.state.section(page, key)
-        elif record.status == "gone" or (record.status == "refused" and record.refused_revision != revision):
-            self.state.set_status(page, key, "pending")
+        elif record.status == SectionStatus.GONE or (record.status == SectionStatus.REFUSED
+                                                     and record.refused_revision != revision):
+            self.state.set_status(page, key, SectionStatus.PENDING)
             record = self.state.section(page, key)
-        if record.status != "pending" or record.next_attempt > time.time():
+        if record.status != SectionStatus.PENDING or record.next_attempt > time.time():
             return None
         answered = max(self.state.answered_followups(page, section.key), len(section.replies) - 1)
         if section.answered and answered >= self.config.max_followups:
@@ -348,6 +355,8 @@ class Watcher:
             return "started by the bot"
         if not bots_allow(self.forum.site, self.forum.title, section.text):
             return "the section opts out of bots"
+        if marked_resolved(section.text):
+            return "the section is marked resolved"
         if (self.config.skip_human_answered and len(section.opening) <= MAX_REQUEST_CHARS
                 and answered_by_human(section, self.bot)):
             return "someone already posted a query in a reply"
@@ -355,7 +364,7 @@ class Watcher:
 
     def treat(self, section: Section) -> None:
         """Answer *section*'s question now (``--section``), under the same error boundary as a pass."""
-        self.state.add(self.forum.title, section.key, section.heading, "pending", section.fingerprint)
+        self.state.add(self.forum.title, section.key, section.heading, SectionStatus.PENDING, section.fingerprint)
         kind = "too-long" if len(section.opening) > MAX_REQUEST_CHARS else "question"
         self.handle(Task(section.key, section, kind), None, None)
 
@@ -489,7 +498,7 @@ class Watcher:
         prefix = task.section.key + " / r"
         best: tuple[int, str] | None = None
         for record in self.state.sections(self.forum.title):
-            if record.status != "answered" or not record.trace or not record.trace.get(name):
+            if record.status != SectionStatus.ANSWERED or not record.trace or not record.trace.get(name):
                 continue
             if record.key == task.section.key:
                 order = 0

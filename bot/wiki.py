@@ -23,6 +23,11 @@ Every safety rule lives here, so no caller can forget one:
   revision the reply was built on (else the human edit in between is
   restored by undoing the bot's edit, and the reply is inserted again) and
   its text must be what was sent (else the bot's edit is undone at once);
+  the revision read back is the one the bot's account saved (a save answered
+  too late and sent again is answered ``nochange`` or as a conflict: the
+  page's latest revision may then be a reviewer's), and only the bot's own
+  revisions are ever undone; a section the bot's account already added is
+  not added twice;
 * "posted" is reported only when the wiki reports a new revision;
 * the bot's own signature already in the section means "answered": nothing
   is posted twice, whatever the local state says;
@@ -53,8 +58,8 @@ from pywikibot.site import Namespace
 
 from bot.edit_check import Allowance, EditRefused, checked_text, measure_allowance, sections_of
 from bot.forum import (
-    Reading, Section, find_section, insert_reply, locate_after_change, mark_answered, page_lead, parse_sections,
-    reply_point, thread_users,
+    Reading, Section, find_section, insert_reply, locate_after_change, mark_answered, normalize_user, page_lead,
+    parse_sections, reply_point, thread_users,
 )
 from bot.history import Attribution, OwnEdit, own_revisions
 from bot.sections import read_sections
@@ -62,7 +67,8 @@ from bot.sections import read_sections
 log = logging.getLogger(__name__)
 MAX_CONFLICT_RETRIES = 3
 
-__all__ = ["EditRefused", "EmergencyStop", "ForumPage", "PostOutcome", "bots_allow", "verify_only_added"]
+__all__ = ["EditRefused", "EmergencyStop", "ForumPage", "PostOutcome", "bots_allow", "marked_resolved",
+           "verify_only_added"]
 
 
 class EmergencyStop(RuntimeError):
@@ -165,6 +171,16 @@ def bots_allow(site: pywikibot.site.BaseSite, title: str, text: str) -> bool:
     if calls is None:
         return False
     return not calls or _Fragment(site, title, "\n".join(calls)).botMayEdit()
+
+
+#: The templates by which the forum marks a section resolved (the archiving bot's cue), lower case.
+RESOLVED_TEMPLATES = {"section resolved", "resolved"}
+
+
+def marked_resolved(text: str) -> bool:
+    """Whether *text* (a section) holds ``{{Section resolved}}`` or ``{{Resolved}}`` outside comments and code:
+    nothing more is drafted there, the asker or the forum said it was settled."""
+    return opt_out_calls(text, RESOLVED_TEMPLATES) != []
 
 
 def _all_calls(text: str) -> list[tuple[int, int]]:
@@ -316,7 +332,19 @@ class ForumPage:
             refused.revision = self.page().latest_revision_id
             raise
 
-    def _post_reply(self, key: str, reply: str, summary: str, attribution: Attribution | None) -> PostOutcome:
+    def add_note(self, heading: str, note: str, summary: str) -> PostOutcome:
+        """Add *note* (a signed line) to the one section headed *heading*, a section the bot wrote itself (a
+        draft's on the review page), checked like a reply."""
+        text, revision = self.read()
+        found = [section for section in parse_sections(text, reading=self.reading(text, revision))
+                 if section.heading == heading]
+        if len(found) != 1:
+            return PostOutcome("section-gone")
+        return self._post_reply(found[0].key, note, summary, None, again=True)
+
+    def _post_reply(self, key: str, reply: str, summary: str, attribution: Attribution | None,
+                    again: bool = False) -> PostOutcome:
+        """:meth:`post_reply`; *again*: in a section the bot has written in already."""
         for attempt in range(MAX_CONFLICT_RETRIES + 1):
             page = self.page()
             old = page.get(force=True)
@@ -327,7 +355,9 @@ class ForumPage:
             section = self.locate(old, key, attribution, self.reading(old, base), base)
             if section is None:
                 return PostOutcome("section-gone")
-            if section.answered:
+            if section.answered and not again:
+                return PostOutcome("already-answered")
+            if again and reply.rsplit("~~~~", 1)[0].rstrip() in section.text:  # a save answered too late
                 return PostOutcome("already-answered")
             if self.refusal(old, section, self.reading(old, base)):
                 return PostOutcome("opted-out")
@@ -353,9 +383,7 @@ class ForumPage:
             except EditConflictError:
                 log.info("edit conflict on %s (try %d), reading the page again", self.title, attempt + 1)
                 continue
-            revision = page.latest_revision_id
-            if revision == base:
-                raise Error(f"the wiki reported no new revision of {self.title}; the reply was not saved")
+            revision = self._saved_revision(page, base)
             if self._confirm(revision, base, checked.text, section, checked.reply, attribution):
                 return PostOutcome("posted", revision=revision, diff=diff)
         raise EditConflictError(self.page())
@@ -380,6 +408,8 @@ class ForumPage:
             exists = page.exists()
             old = page.get(force=True) if exists else ""
             base = page.latest_revision_id if exists else None
+            if attempt and (stored := self._stored_before(old, section)) is not None:
+                return PostOutcome("posted", revision=stored)
             if self.refusal(old):
                 return PostOutcome("opted-out")
             text = ("\n" if old.strip() else "") + section
@@ -399,15 +429,50 @@ class ForumPage:
             except EditConflictError:
                 log.info("edit conflict on %s (try %d), reading the page again", self.title, attempt + 1)
                 continue
-            revision = page.latest_revision_id
+            revision = self._saved_revision(page, base)
             saved = self._revision(revision)
             if saved["slots"]["main"]["content"] != checked.text:
-                self._undo(revision, "undo the bot's edit: the wiki stored something other than what was sent")
+                self._undo(saved, "undo the bot's edit: the wiki stored something other than what was sent")
                 if saved["parentid"] != (base or 0):
                     continue  # someone saved in between: their edit is restored, try again
                 raise EditRefused(f"revision {revision} differs from what was sent; the bot's edit was undone")
             return PostOutcome("posted", revision=revision, diff=diff)
         raise EditConflictError(self.page())
+
+    def _saved_revision(self, page: pywikibot.Page, base: int | None) -> int:
+        """The revision the save of *page* (built on *base*) stored: the bot's own, never someone else's.
+
+        pywikibot takes ``latest_revision_id`` from the wiki's answer only when it names a new revision.  A
+        save whose first send was stored but answered too late is sent again and answered ``nochange``: the
+        id is then still *base*, or, for a page the save created, whichever revision pywikibot loads next,
+        maybe a reviewer's.  The bot's latest revision of the page, newer than *base*, is the one stored.
+        """
+        revision = page.latest_revision_id
+        if revision != base and self._is_own(self._revision(revision)):
+            return revision
+        own = own_revisions(self.site, self.title, self.username, latest_only=True)
+        if own and own[-1].revision > (base or 0):
+            log.info("the save of %s was answered without its revision: revision %d is the bot's", self.title,
+                     own[-1].revision)
+            return own[-1].revision
+        raise Error(f"the wiki reported no new revision of {self.title}; nothing was saved")
+
+    def _stored_before(self, old: str, section: str) -> int | None:
+        """The bot's revision that already added *section* to the page (whose text is now *old*): a save
+        answered too late, then refused as a conflict when sent again, is not made twice.  *section* is known
+        by its text after its signature (which the wiki expanded)."""
+        body = section.rsplit("~~~~", 1)[-1].strip()
+        heading = section.split("\n", 1)[0]
+        if not body or body not in old or f"\n{heading}\n" not in f"\n{old}":
+            return None
+        own = own_revisions(self.site, self.title, self.username, latest_only=True)
+        if own and body in self._revision(own[-1].revision)["slots"]["main"]["content"]:
+            log.info("%s already holds the section, saved by the bot as revision %d", self.title, own[-1].revision)
+            return own[-1].revision
+        return None
+
+    def _is_own(self, saved: dict) -> bool:
+        return normalize_user(saved.get("user", "")) == normalize_user(self.username)
 
     def _revision(self, revision: int) -> dict:
         answer = self.site.simple_request(action="query", prop="revisions", revids=revision,
@@ -432,17 +497,22 @@ class ForumPage:
             merged = moved is not None and text == insert_reply(parent, moved, signed_reply)
             if merged:
                 return True
-            self._undo(revision, "restore the edit saved while the bot was replying")
+            self._undo(saved, "restore the edit saved while the bot was replying")
             log.warning("revision %d of %s was built on %d but saved after %d: restored, trying again",
                         revision, self.title, base, saved["parentid"])
             return False
         if text != sent:
-            self._undo(revision, "undo the bot's reply: the wiki stored something other than what was sent")
+            self._undo(saved, "undo the bot's reply: the wiki stored something other than what was sent")
             raise EditRefused(f"revision {revision} differs from what was sent; the bot's edit was undone")
         return True
 
-    def _undo(self, revision: int, summary: str) -> None:
-        self.site.simple_request(action="edit", title=self.title, undo=revision, summary=summary, bot=True,
+    def _undo(self, saved: dict, summary: str) -> None:
+        """Undo the revision *saved* (as :meth:`_revision` reads it), which must be the bot's own: the bot never
+        removes a human's edit."""
+        if not self._is_own(saved):
+            raise Error(f"revision {saved['revid']} of {self.title} is {saved.get('user')!r}'s, not the bot's: "
+                        "it is left as it is")
+        self.site.simple_request(action="edit", title=self.title, undo=saved["revid"], summary=summary, bot=True,
                                  nocreate=True, token=self.site.tokens["csrf"]).submit()
 
 

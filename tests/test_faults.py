@@ -516,6 +516,36 @@ def test_backlog_is_kept_when_the_first_pass_cannot_reach_the_wiki(rig):
     assert count_replies(rig.mediawiki.page_text(page), "Old question") == 1, stderr[-3000:]
 
 
+def test_a_second_stop_signal_during_a_save_stops_cleanly_and_the_save_is_recorded(rig):
+    page = "Wikidata:Faults/two signals"
+    rig.mediawiki.human().edit(page, LEAD)
+    (rig.bot.directory / "bot.ini").write_text("[bot]\ninterval_minutes = 0.02\n")
+    current: dict = {}
+
+    def two_signals(params) -> None:  # a supervisor repeating its SIGTERM, while the wiki stores the reply
+        current["process"].send_signal(signal.SIGTERM)
+        time.sleep(1)
+        current["process"].send_signal(signal.SIGTERM)
+
+    watcher = current["process"] = rig.start(page, "--live", "--config", str(rig.bot.directory / "bot.ini"))
+    log = LogReader(watcher)
+    try:
+        wait_for(lambda: log.count("pass over") >= 1, 60, "the first look", log.death)
+        signals = rig.wiki.add(Fault("two SIGTERMs during the save", wiki_action("edit", title=page), two_signals))
+        rig.mediawiki.human().edit(page, LEAD + question("Euler", "Who advised Euler?", 5))
+        watcher.wait(timeout=120)
+    finally:
+        if watcher.poll() is None:
+            watcher.kill()
+    stderr = log.close()
+    rig.logs.append(stderr)
+    assert signals.fired == 1
+    assert watcher.returncode == 0, stderr[-3000:]
+    assert "Traceback" not in stderr and "closed database" not in stderr and "already stopping" in stderr
+    assert count_replies(rig.mediawiki.page_text(page), "Euler") == 1
+    assert [status for status, _ in rig.statuses(page).values()] == ["answered"], stderr[-3000:]
+
+
 def test_a_saved_revision_other_than_what_was_sent_is_undone_at_once(rig):
     page = "Wikidata:Faults/stored otherwise"
     rig.mediawiki.human().edit(page, LEAD + question("Euler", "Who advised Euler?", 4))
@@ -833,3 +863,125 @@ def test_no_secret_leaves_the_bot_whatever_the_services_echo(rig):
     assert echo.fired and key.fired
     assert count_replies(rig.mediawiki.page_text(page), "Echo") == 1
     assert "[redacted]" in "".join(record.trace or "" for record in rig.bot.records(page=page).values())
+
+
+# --- the review page's saves ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("when", ["a note before the save", "a note after the save", "the page created"])
+def test_a_draft_saved_while_its_answer_is_lost_is_written_once_and_a_reviewers_edit_is_never_undone(rig, when):
+    from tests.test_review import Reviewing
+
+    page = f"Wikidata:Faults/slow review {when}"
+    rig.mediawiki.human().edit(page, LEAD)
+    review = Reviewing(rig.bot, page, f"slow {when}")
+    if when != "the page created":
+        rig.mediawiki.edit_as_human(review.page, "Drafts of the bot's replies.\n", "the review page")
+    review.run()  # the first look
+    note = ":A reviewer's note, kept. [[User:Alice|Alice]] 12:00, 20 November 2026 (UTC)"
+
+    def reviewer_note(params=None) -> None:
+        rig.mediawiki.edit_as_human(review.page, review.text().rstrip("\n") + "\n" + note + "\n", "a note")
+
+    def answer_lost(params) -> None:  # the wiki stored the draft; its answer never reaches the bot
+        if when != "a note before the save":
+            reviewer_note()
+        raise ConnectionAbortedError("the answer to the save is lost")
+
+    if when == "a note before the save":
+        rig.wiki.add(Fault("a reviewer's note", wiki_action("edit", title=review.page), reviewer_note))
+    lost = rig.wiki.add(Fault("answer lost", wiki_action("edit", title=review.page), answer_lost, when="after"))
+    rig.mediawiki.human().edit(page, LEAD + question("Euler", "Who advised Euler?", 5))
+    log = review.run()
+    rig.logs.append(log)
+    assert lost.fired == 1
+    text = review.text()
+    assert text.count("== Draft 1 ==") == 1 and "== Draft 2 ==" not in text, log[-3000:]
+    assert note in text, log[-3000:]
+    assert not [revision for revision in rig.bot.bot_edits(review.page) if "undo" in revision["comment"]]
+    review.mark(1, "{{approved}}")
+    rig.logs.append(review.run())
+    assert count_replies(rig.mediawiki.page_text(page), "Euler") == 1
+
+
+@pytest.mark.parametrize("point", ["after the draft's save", "after the approved reply's save",
+                                   "after the outcome's save", "after the approved reply's save, state lost"])
+def test_sigkill_at_every_write_point_of_the_review_step_loses_no_draft_and_doubles_nothing(rig, point):
+    from tests.test_review import Reviewing
+
+    page = f"Wikidata:Faults/review kill {point}"
+    rig.mediawiki.human().edit(page, LEAD)
+    review = Reviewing(rig.bot, page, f"kill {point}")
+    review.run()  # the first look
+    rig.mediawiki.human().edit(page, LEAD + question("Euler", "Who advised Euler?", 5))
+    current: dict = {}
+    target = page if point.startswith("after the approved reply's save") else review.page
+    if point != "after the draft's save":
+        review.run()
+        review.mark(1, "{{approved}}")
+
+    def kill(params) -> None:
+        current["process"].kill()
+
+    rig.wiki.add(Fault(f"kill {point}", wiki_action("edit", title=target), kill, when="after"))
+    current["process"] = rig.start(page, "--once", "--live", "--config", str(rig.bot.directory / "bot.ini"))
+    rig.logs.extend(current["process"].communicate(timeout=300))
+    assert current["process"].returncode == -signal.SIGKILL, rig.logs[-1][-3000:]
+    rig.wiki.clear()
+    if point.endswith("state lost"):
+        rig.bot.state_path().unlink()
+    rig.logs.append(review.run())
+    if point == "after the draft's save":
+        review.mark(1, "{{approved}}")
+        rig.logs.append(review.run())
+    rig.logs.append(review.run())  # one more pass: nothing more happens
+    text = review.text()
+    assert text.count("== Draft 1 ==") == 1 and "== Draft 2 ==" not in text, rig.logs[-1][-3000:]
+    assert count_replies(rig.mediawiki.page_text(page), "Euler") == 1, rig.logs[-1][-3000:]
+    assert review.drafts() == {"Euler": ("posted", None)}
+    assert review.sections() == {"Euler": "answered"}
+    assert text.count("'''Posted'''") == 1
+    FIGURES["review kill trials"] += 1
+
+
+# --- identity across lost state -------------------------------------------------------------------------------
+
+def test_with_the_state_file_lost_follow_ups_and_a_merged_question_are_answered_once(rig):
+    page = "Wikidata:Faults/state lost, follow-ups"
+    human = rig.mediawiki.human()
+    human.edit(page, LEAD + question("Euler", "Who advised Euler?", 1) + question("Bernoulli", "Who advised "
+                                                                                    "Bernoulli?", 2))
+    assert rig.run(page, "--once", "--live", "--backlog").code == 0
+    assert replies_by_section(rig.mediawiki.page_text(page)) == {"Euler": 1, "Bernoulli": 1}
+    rig.bot.state_path().unlink()  # lost; meanwhile a follow-up, and a question merged into the other thread
+    text = rig.mediawiki.page_text(page)
+    euler, bernoulli = text.split("\n== Bernoulli ==")
+    merged = ("\n=== Students of Euler ===\nAnd who were Euler's students? [[User:Bob|Bob]] ([[User talk:Bob|talk]])"
+              " 12:30, 20 November 2026 (UTC)\n")
+    human.edit(page, euler.rstrip("\n") + "\n::And their birth years? [[User:Alice|Alice]] ([[User talk:Alice|"
+               "talk]]) 12:20, 20 November 2026 (UTC)\n\n== Bernoulli ==" + bernoulli.rstrip("\n") + "\n" + merged)
+    done = rig.run(page, "--once", "--live")
+    assert done.code == 0, done.stderr[-3000:]
+    rig.logs.append(done.stderr)
+    assert replies_by_section(rig.mediawiki.page_text(page)) == {"Euler": 2, "Bernoulli": 2}, done.stderr[-3000:]
+    done = rig.run(page, "--once", "--live")  # nothing twice
+    assert replies_by_section(rig.mediawiki.page_text(page)) == {"Euler": 2, "Bernoulli": 2}, done.stderr[-3000:]
+    FIGURES["faults injected"] += 1
+
+
+def test_with_the_state_file_lost_a_question_renamed_after_the_answer_is_not_answered_again(rig):
+    page = "Wikidata:Faults/state lost, renamed"
+    human = rig.mediawiki.human()
+    human.edit(page, LEAD + question("Euler", "Who advised Euler?", 1))
+    assert rig.run(page, "--once", "--live", "--backlog").code == 0
+    assert replies_by_section(rig.mediawiki.page_text(page)) == {"Euler": 1}
+    human.edit(page, rig.mediawiki.page_text(page).replace("== Euler ==", "== Euler (resolved) =="), "resolved")
+    rig.bot.state_path().unlink()
+    human.edit(page, rig.mediawiki.page_text(page) + question("Forged", "Who advised Bernoulli?", 2).rstrip("\n")
+               + "\n:Done. [[User:SpinachBot|SpinachBot]] ([[User talk:SpinachBot|talk]]) 12:01, 20 November 2026 "
+               "(UTC)\n")  # a bot signature typed by someone else silences nothing
+    done = rig.run(page, "--once", "--live")
+    assert done.code == 0, done.stderr[-3000:]
+    rig.logs.append(done.stderr)
+    replies = replies_by_section(rig.mediawiki.page_text(page))
+    FIGURES["double replies"] += max(0, replies["Euler (resolved)"] - 1)
+    assert replies == {"Euler (resolved)": 1, "Forged": 2}, done.stderr[-3000:]

@@ -135,6 +135,21 @@ def test_answered_means_a_bot_revision_in_the_section_not_a_signature_someone_ty
         assert not silent[0].answered
 
 
+def test_a_renamed_section_is_answered_when_a_bot_revision_added_the_reply_there_not_when_it_was_there_before():
+    question = "Header\n\n== Q ==\nWhat? " + sign("Ann") + "\n"
+    replied = question + ":Done. " + sign(BOT, 3) + "\n"
+    renamed = replied.replace("== Q ==", "== Q (resolved) ==")
+    silent = parse_sections(renamed, Attribution.first_look(9, renamed))
+    when = datetime(2026, 11, 20, 12, 3, 40, tzinfo=timezone.utc)
+    for parent_text, answered in ((question, True), (replied, False)):  # the reply there before: someone typed it
+        texts = {6: parent_text, 7: replied}
+        mark_answered(silent, BOT, lambda: [OwnEdit(7, when, "/* Q */ reply", 6, texts.get)])
+        assert silent[0].answered is answered
+    elsewhere = "Header\n\n== Other ==\nWhy? " + sign("Ben") + "\n:Done. " + sign(BOT, 3) + "\n"
+    mark_answered(silent, BOT, lambda: [OwnEdit(7, when, "/* Other */ reply", 6, {6: "Header\n", 7: elsewhere}.get)])
+    assert not silent[0].answered
+
+
 def test_the_request_is_the_heading_and_the_question_without_signature_residue():
     page = ("== Films by Kubrick, 1984/85 ==\nWhich films did he direct? --[[User:Bernd|Bernd]] "
             "([[User talk:Bernd|Diskussion]]) 12:00, 20 November 2026 (UTC)\n")

@@ -7,10 +7,12 @@ signs as Bob is still hers.
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 
 import pytest
 
+from bot.review import page_dependent
 from tests.support.bot_rig import BotRig
 from tests.support.euler import EULER_ADVISORS_QUERY, euler_entities
 from tests.support.mediawiki import BOT_USER
@@ -20,9 +22,14 @@ from tests.test_watcher import new_section, scripted, section_text, signature
 pytestmark = pytest.mark.mediawiki
 
 
+def unique(name: str) -> str:
+    """A page name's part for one test, parametrized ones told apart (page titles are cut at 50 characters)."""
+    return f"{name[:40]} {hashlib.sha256(name.encode()).hexdigest()[:8]}"
+
+
 @pytest.fixture
 def forum(mediawiki, request):
-    return mediawiki.fresh_forum(request.node.name)
+    return mediawiki.fresh_forum(unique(request.node.name))
 
 
 @pytest.fixture
@@ -37,7 +44,7 @@ class Reviewing:
 
     def __init__(self, rig: BotRig, forum: str, name: str, reviewers: str = "Alice") -> None:
         self.rig, self.forum = rig, forum
-        self.page = f"User:{BOT_USER}/Review/{name[:50]}"
+        self.page = f"User:{BOT_USER}/Review/{unique(name)}"
         self.configure(reviewers)
 
     def configure(self, reviewers: str) -> None:
@@ -133,7 +140,7 @@ def test_the_edited_draft_is_posted_and_still_checked_by_mediawiki(mediawiki, fo
     assert ":{{re|1=Alice}} Checked by the operator. The query lists" in section_text(text, "Euler")
     assert "Category:Spam" not in text and "[[User:SpinachBot" not in section_text(text, "Euler again")
     status, reason = review.drafts()["Euler again"]
-    assert status == "dropped" and "refused by the edit check" in reason and "categories would appear" in reason
+    assert status == "refused" and "refused by the edit check" in reason and "categories would appear" in reason
     assert review.sections()["Euler again"] == "refused" and "refused" in log
 
 
@@ -170,5 +177,244 @@ def test_a_stale_draft_is_checked_again_and_dropped_with_its_reason(mediawiki, f
     drafts = review.drafts()
     assert drafts["Euler"] == ("dropped", "stale: someone posted a query there meanwhile")
     assert drafts["Euler again"] == ("dropped", "stale: the thread changed since the draft")
-    review.run()  # the changed question is drafted anew, with its thread as it is now
+    assert "'''Dropped''': someone posted a query there meanwhile" in review.draft(1)
+    assert "drafted anew" in review.draft(2)
+    review.run()  # the changed question is drafted anew, with its thread as it is now, shown to the reviewers
     assert "== Draft 3 ==" in review.text() and review.drafts()["Euler again"] == ("drafted", None)
+    news = review.draft(3).split("<!-- draft 3 answers", 1)[0]
+    assert "The thread changed since draft 2" in news and "Also their years?" in news
+    assert "Try" not in news  # the other section's new comment is not this thread's
+
+
+def test_a_section_marked_resolved_is_not_drafted_and_its_waiting_draft_is_dropped(mediawiki, forum, rig, request):
+    review = Reviewing(rig, forum, request.node.name)
+    review.run()
+    ask(mediawiki, forum, "Euler")
+    page = mediawiki.page_text(forum)
+    mediawiki.edit_as_human(forum, page + new_section("Settled", "Who advised Euler? {{Section resolved|1=Alice}}",
+                                                      minute=9), "a question settled at once")
+    review.run()
+    assert "Settled" not in review.text() and review.sections()["Settled"] == "skipped"
+    page = mediawiki.page_text(forum)
+    mediawiki.edit_as_human(forum, page.replace("\n\n== Settled ==", "\n:Found it myself, thanks. {{Section resolved|"
+                                                f"1=Alice}}}} {signature(minute=20)}\n\n== Settled ==", 1),
+                            "the asker found the answer")
+    review.mark(1, "{{approved}}")
+    review.run()
+    review.run()
+    assert rig.bot_edits(forum) == [] and "== Draft 2 ==" not in review.text()
+    assert review.drafts()["Euler"] == ("dropped", "stale: the section was marked resolved meanwhile")
+    assert review.sections()["Euler"] == "skipped"
+
+
+# --- what a reviewer approved is what is posted ---------------------------------------------------------------
+
+#: Someone who is not a reviewer: an unregistered editor, known by the address the wiki saw.
+STRANGER = "127.0.0.1"
+OVERLAY = '<div style="position:fixed;top:0;left:0;width:100%;height:100%;z-index:99;background:#fff">Gone</div>'
+
+
+def edit_as_stranger(mediawiki, title: str, text: str, summary: str = "an edit") -> None:
+    """Save *text* without logging in, as anyone may."""
+    import json
+    import urllib.request
+    from urllib.parse import urlencode
+
+    data = urlencode({"action": "edit", "title": title, "text": text, "summary": summary, "token": "+\\",
+                      "format": "json"}).encode()
+    with urllib.request.urlopen(urllib.request.Request(mediawiki.api_url, data=data), timeout=60) as response:
+        done = json.load(response)
+    assert done.get("edit", {}).get("result") == "Success", done
+
+
+def change_draft(review: Reviewing, number: int, change, editor) -> None:
+    """*editor* (a function of title, text, summary) saves the review page with draft *number*'s section changed."""
+    text = review.text()
+    head, rest = text.split(f"== Draft {number} ==\n", 1)
+    section, _, tail = rest.partition("\n== ")
+    editor(review.page, head + f"== Draft {number} ==\n" + change(section) + (("\n== " + tail) if tail else ""),
+           "an edit")
+
+
+def inside_draft(line: str):
+    return lambda section: section.replace(":Here is a query that answers this", line + "\n:Here is a query that "
+                                           "answers this", 1)
+
+
+@pytest.mark.parametrize("when", ["after the approval", "before the approval"])
+def test_a_change_to_the_draft_by_someone_not_a_reviewer_voids_it_and_the_review_page_says_so(
+        mediawiki, forum, rig, request, when):
+    review = Reviewing(rig, forum, request.node.name)
+    review.run()
+    ask(mediawiki, forum, "Euler")
+    review.run()
+    inserted = ":INSERTED: run [https://query.wikidata.org/#DELETE%20WHERE this query] to check."
+
+    def stranger(title, text, summary):
+        edit_as_stranger(mediawiki, title, text, summary)
+
+    if when == "after the approval":
+        review.mark(1, "{{approved}}")
+        change_draft(review, 1, inside_draft(inserted), stranger)
+    else:
+        change_draft(review, 1, inside_draft(inserted), stranger)
+        review.mark(1, "{{approved}}")
+    log = review.run()
+    assert rig.bot_edits(forum) == [] and "INSERTED" not in mediawiki.page_text(forum)
+    status, reason = review.drafts()["Euler"]
+    assert status == "voided" and STRANGER in reason, log[-3000:]
+    note = review.draft(1).rsplit("<!-- draft 1 ends -->", 1)[1]
+    assert "'''Voided'''" in note and STRANGER in note and "[[Special:Diff/" in note
+    review.run()  # the question is drafted anew, and its clean draft is posted once approved
+    assert "== Draft 2 ==" in review.text() and "INSERTED" not in review.draft(2)
+    review.mark(2, "{{approved}}")
+    review.run()
+    [edit] = rig.bot_edits(forum)
+    assert "INSERTED" not in mediawiki.page_text(forum)
+    assert "'''Posted'''" in review.draft(2) and f"[[Special:Diff/{edit['revid']}|" in review.draft(2)
+
+
+def test_the_draft_is_posted_as_it_stood_when_the_reviewer_approved_it(mediawiki, forum, rig, request):
+    review = Reviewing(rig, forum, request.node.name)
+    review.run()
+    ask(mediawiki, forum, "Euler")
+    review.run()
+    review.edit_draft(1, inside_draft(":Checked by the operator."))
+    review.mark(1, "{{approved}}")
+    review.edit_draft(1, inside_draft(":Added by the reviewer after approving."))
+    review.run()
+    posted = section_text(mediawiki.page_text(forum), "Euler")
+    assert ":Checked by the operator." in posted and "after approving" not in posted
+    assert review.drafts()["Euler"][0] == "posted"
+
+
+def test_markup_that_shows_only_on_the_forum_is_refused_whoever_added_it(mediawiki, forum, rig, request):
+    review = Reviewing(rig, forum, request.node.name)
+    review.run()
+    ask(mediawiki, forum, "Euler", "Euler again")
+    review.run()
+    hidden = ":{{#ifeq:{{NAMESPACE}}|User||" + OVERLAY + "}}"
+    change_draft(review, 1, inside_draft(hidden), lambda *edit: edit_as_stranger(mediawiki, *edit))
+    review.edit_draft(2, inside_draft(hidden))  # a reviewer who did not see it either
+    review.mark(1, "{{approved}}")
+    review.mark(2, "{{approved}}")
+    review.run()
+    assert rig.bot_edits(forum) == [] and "Gone" not in mediawiki.rendered_html(forum)
+    assert review.drafts()["Euler"][0] == "voided"
+    status, reason = review.drafts()["Euler again"]
+    assert status == "refused" and "renders differently" in reason
+    assert "'''Refused'''" in review.draft(2) and review.sections()["Euler again"] == "refused"
+
+
+def test_a_copied_section_or_a_moved_mark_approves_nothing(mediawiki, forum, rig, request):
+    review = Reviewing(rig, forum, request.node.name)
+    review.run()
+    ask(mediawiki, forum, "Euler", "Euler again")
+    review.run()
+    review.mark(1, "{{approved}}")
+    # The reviewer's approval of draft 1 moved under draft 2: it is the mover's mark there.
+    text = review.text()
+    mark = text[text.index(":{{approved}}"):].split("\n", 1)[0]
+    moved = text.replace(mark + "\n", "", 1) if mark + "\n" in text else text.replace(mark, "", 1)
+    edit_as_stranger(mediawiki, review.page, moved.rstrip("\n") + "\n" + mark + "\n")
+    # A copy of draft 1's section, with other words, above the real one.
+    text = review.text()
+    copy = "== Draft 1 ==\n" + review.draft(1).replace(":Here is a query", ":COPIED Here is a query") + "\n"
+    edit_as_stranger(mediawiki, review.page, text.replace("== Draft 1 ==", copy + "== Draft 1 ==", 1))
+    review.run()
+    assert rig.bot_edits(forum) == []
+    drafts = review.drafts()
+    assert drafts["Euler"][0] == "voided"
+    assert drafts["Euler again"][0] == "drafted" and "{{approved}} by 127.0.0.1" in drafts["Euler again"][1]
+
+
+def test_with_the_state_lost_waiting_drafts_are_taken_up_numbers_never_reused_and_approvals_post_once(
+        mediawiki, forum, rig, request):
+    review = Reviewing(rig, forum, request.node.name)
+    review.run()
+    ask(mediawiki, forum, "Euler", "Euler again", "Euler third")
+    review.run()
+    review.mark(3, "{{rejected}}")
+    review.run()
+    rig.state_path().unlink()  # the recovery the bot advises for a damaged state file
+    review.mark(1, "{{approved}}")  # given while the bot has no state
+    log = review.run()
+    text = mediawiki.page_text(forum)
+    assert section_text(text, "Euler").count("[[User:SpinachBot|SpinachBot]]") == 1, log[-3000:]
+    assert "[[User:SpinachBot" not in section_text(text, "Euler again") + section_text(text, "Euler third")
+    assert "== Draft 4 ==" not in review.text()  # nothing drafted twice
+    assert review.drafts() == {"Euler": ("posted", None), "Euler again": ("drafted", None),
+                               "Euler third": ("rejected", None)}
+    ask(mediawiki, forum, "Euler four")
+    review.run()
+    assert review.text().count("== Draft 1 ==") == 1 and "Euler four" in review.draft(4)
+    review.mark(2, "{{approved}}")
+    review.run()
+    text = mediawiki.page_text(forum)
+    assert [section_text(text, heading).count("[[User:SpinachBot|SpinachBot]]")
+            for heading in ("Euler", "Euler again", "Euler third", "Euler four")] == [1, 1, 0, 0]
+    assert len(rig.bot_edits(forum)) == 2
+
+
+@pytest.fixture(scope="module")
+def site(mediawiki):
+    import pywikibot
+
+    return pywikibot.Site()
+
+
+@pytest.mark.parametrize("markup", [
+    "{{#ifeq:{{NAMESPACE}}|User||" + OVERLAY + "}}", "{{#switch:{{NAMESPACENUMBER}}|2=|#default=Gone}}",
+    "{{#if:{{TALKSPACE}}|x}}[[{{FULLPAGENAME}}]]", "{{PAGENAME}}", "{{BASEPAGENAME}} said so",
+    "{{#ifeq:{{SUBJECTSPACE}}|Wikidata|Gone}}", "{{:{{FULLPAGENAME}}/Gone}}", "[[Special:WhatLinksHere/{{PAGENAME}}]]",
+])
+def test_markup_that_reads_the_page_it_is_on_is_told_apart_by_mediawiki(site, markup):
+    review, forum = f"User:{BOT_USER}/Review", "Wikidata:Request a query"
+    assert page_dependent(site, f":Here is a query. {markup}", review, forum) is not None
+
+
+@pytest.mark.parametrize("markup", ["{{Q|Q42}}", "{{SPARQL|query=SELECT ?x WHERE { ?x ?p ?o }}}",
+                                    "[[Wikidata:Request a query/Archive/2019/11#Euler|an earlier request]]",
+                                    "''emphasis'' and <code>code</code>", "{{#expr:1+1}}"])
+def test_markup_that_looks_the_same_everywhere_passes(site, markup):
+    review, forum = f"User:{BOT_USER}/Review", "Wikidata:Request a query"
+    assert page_dependent(site, f":Here is a query. {markup}", review, forum) is None
+
+
+@pytest.mark.parametrize("who", ["a stranger", "a reviewer"])
+def test_a_removed_marker_silences_nothing_unless_a_reviewer_removed_it(mediawiki, forum, rig, request, who):
+    review = Reviewing(rig, forum, request.node.name)
+    review.run()
+    ask(mediawiki, forum, "Euler")
+    review.run()
+    editor = (lambda *edit: edit_as_stranger(mediawiki, *edit)) if who == "a stranger" else \
+        (lambda *edit: mediawiki.edit_as_human(*edit))
+    change_draft(review, 1, lambda section: section.replace("<!-- draft 1 ends -->", ""), editor)
+    review.run()
+    status, reason = review.drafts()["Euler"]
+    if who == "a stranger":
+        assert status == "voided" and review.sections()["Euler"] == "pending"
+        review.run()
+        assert "== Draft 2 ==" in review.text() and review.drafts()["Euler"] == ("drafted", None)
+    else:
+        assert status == "dropped" and "end marker" in reason and review.sections()["Euler"] == "skipped"
+    assert rig.bot_edits(forum) == []
+
+
+@pytest.mark.parametrize("wrapper", ['<div style="display:none">', "<font style=\"display:none\">"])
+def test_a_draft_hidden_on_the_review_page_by_someone_elses_element_is_not_posted(
+        mediawiki, forum, rig, request, wrapper):
+    review = Reviewing(rig, forum, request.node.name)
+    review.run()
+    ask(mediawiki, forum, "Euler", "Euler again")
+    review.run()
+    # Below draft 1's end, where anyone may comment: an element left open hides draft 2, whose text is untouched.
+    text = review.text()
+    edit_as_stranger(mediawiki, review.page, text.replace("<!-- draft 1 ends -->", "<!-- draft 1 ends -->\n"
+                                                          f"Looks fine.\n{wrapper}", 1))
+    review.mark(2, "{{approved}}")
+    review.run()
+    assert rig.bot_edits(forum) == []
+    status, reason = review.drafts()["Euler again"]
+    assert status == "refused" and "did not show" in reason and "hidden" in reason, reason
+    assert review.sections()["Euler again"] == "pending"
