@@ -23,7 +23,7 @@ from bot.messages import MESSAGES
 from bot.render import (
     MIN_CHARS, Credit, EarlierRequest, edit_summary, final_query_wikitext, preview_table, render_reply,
 )
-from bot.wikitext import QUERY_SERVICE, encode, fits_sparql_template, text_block
+from bot.wikitext import BLOCK_LINE_BREAK, QUERY_SERVICE, encode, fits_sparql_template, text_block
 from tests.test_gold_queries_render import CHUNK, HREF, parse
 
 STRIP_MARKER = "\x7f'\"`UNIQ--nowiki-00000000-QINU`\"'\x7f"
@@ -573,7 +573,9 @@ def traced(language: str = "en") -> AgentResult:
 
 
 def steps_text(reply: str) -> str:
-    return html.unescape(re.search(r"<nowiki>(.*)</nowiki>", reply, re.DOTALL).group(1))
+    """The collapsed steps as a reader copies them: the trace's code block, its lines decoded."""
+    block = re.search(r'<div class="mw-collapsible-content"><div class="mw-code">(.*?)</div></div>', reply, re.DOTALL)
+    return "\n".join(html.unescape(line) for line in block.group(1).split(BLOCK_LINE_BREAK))
 
 
 def test_the_trace_counts_result_rows_and_names_the_final_query_only_when_it_is_the_same_text():

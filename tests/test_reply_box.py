@@ -119,10 +119,10 @@ def test_an_approved_draft_that_would_leave_its_box_is_refused_and_the_posted_on
     review.run()
     overlay = ('<div style="position:fixed;top:0;left:0;width:100%;height:100%;z-index:99;background:#fff">'
                "This bot is deprecated, log in at example.org.</div>")
-    review.edit_draft(1, lambda text: text.replace(":Here is a query", ":" + overlay + " Here is a query"))
+    review.edit_draft(1, lambda text: text.replace("The query below", overlay + " The query below", 1))
     review.mark(1, "{{approved}}")
-    review.edit_draft(2, lambda text: text.replace(":Here is a query", ':<span style="opacity:0.02">'
-                                                   "Run DELETE WHERE to check.</span> Here is a query"))
+    review.edit_draft(2, lambda text: text.replace("The query below", '<span style="opacity:0.02">'
+                                                   "Run DELETE WHERE to check.</span> The query below", 1))
     review.mark(2, "{{approved}}")
     review.mark(3, "{{approved}}")
     review.run()
@@ -132,7 +132,7 @@ def test_an_approved_draft_that_would_leave_its_box_is_refused_and_the_posted_on
     assert "[[User:SpinachBot" in section_text(text, "Euler once more")
     for heading in ("Euler", "Euler again"):
         status, reason = review.drafts()[heading]
-        assert status == "dropped" and "render outside it or hide text" in reason, (heading, reason)
+        assert status == "refused" and "render outside it or hide text" in reason, (heading, reason)
 
     url = mediawiki.api_url.replace("/api.php", f"/index.php?title={forum.replace(' ', '_')}")
     browser.open(url, "document.querySelector('#mw-content-text')")

@@ -144,12 +144,14 @@ def test_a_collapsed_reply_is_at_most_twice_as_tall_as_a_regulars_answer(mediawi
 #: below it starts.
 COLUMN = """((line, header, value) => {
   const content = [...document.querySelectorAll('.mw-collapsible-content')].pop();
-  const walker = document.createTreeWalker(content, NodeFilter.SHOW_TEXT);
-  while (walker.nextNode() && !walker.currentNode.textContent.includes(line)) {}
-  const node = walker.currentNode, text = node.textContent, start = text.indexOf(line);
-  const left = (offset) => { const range = document.createRange(); range.setStart(node, offset);
-                             range.setEnd(node, offset + 1); return range.getBoundingClientRect().left; };
-  return [left(text.indexOf(header, start)), left(text.indexOf(value, text.indexOf('\\n', start)))];
+  const walker = document.createTreeWalker(content, NodeFilter.SHOW_TEXT), nodes = [];
+  while (walker.nextNode()) nodes.push(walker.currentNode);
+  const at = nodes.findIndex((node) => node.textContent.includes(line));
+  const row = nodes.slice(at + 1).find((node) => node.textContent.includes(value));
+  const left = (node, offset) => { const range = document.createRange(); range.setStart(node, offset);
+                                   range.setEnd(node, offset + 1); return range.getBoundingClientRect().left; };
+  const headed = nodes[at].textContent.indexOf(header, nodes[at].textContent.indexOf(line));
+  return [left(nodes[at], headed), left(row, row.textContent.indexOf(value))];
 })(%s, %s, %s)"""
 #: What the steps say in each language: the draft's rows counted, the final query named, the result's rows.
 TRACE_WORDS = {"en": ("… 40 more rows (41 rows in all)", "(the final query, shown above)",

@@ -237,8 +237,8 @@ def change_draft(review: Reviewing, number: int, change, editor) -> None:
 
 
 def inside_draft(line: str):
-    return lambda section: section.replace(":Here is a query that answers this", line + "\n:Here is a query that "
-                                           "answers this", 1)
+    """An edit that adds *line* inside the draft, above its query."""
+    return lambda section: section.replace("\n:{{SPARQL", f"\n{line}\n:{{{{SPARQL", 1)
 
 
 @pytest.mark.parametrize("when", ["after the approval", "before the approval"])

@@ -177,7 +177,7 @@ def test_our_answers_read_as_the_query_service_would_send_them():
     assert judged_values(qald_answer([row, {"x": uri("Q1")}])) == {"http://www.wikidata.org/entity/Q1": 1, "3": 1}
 
 
-def test_ck25s_reference_queries_on_its_graph_score_as_the_client_scores_them(client, tmp_path, shared_dir):
+def test_ck25s_reference_queries_on_its_graph_score_as_the_client_scores_them(text2sparql_client, tmp_path, shared_dir):
     """The challenge's own corporate graph and its 50 reference queries, run on Oxigraph: the reference result
     against itself, against the reference query cut to two rows, and against the next question's result."""
     import pyoxigraph as ox
@@ -205,7 +205,7 @@ def test_ck25s_reference_queries_on_its_graph_score_as_the_client_scores_them(cl
         for variant, answer in (("same", reference[i]), ("two-rows", results(sparql + "\nLIMIT 2")),
                                 ("next", reference[(i + 1) % len(queries)])):
             gold[f"ck25:{i}-en-{variant}"], predicted[f"ck25:{i}-en-{variant}"] = reference[i], answer
-    assert_parity(run_client(client, tmp_path, gold, predicted), gold, predicted)
+    assert_parity(run_client(text2sparql_client, tmp_path, gold, predicted), gold, predicted)
     same = aggregate(score_question(gold[key], predicted[key]) for key in gold if key.endswith("-same"))
     # Two reference queries cast with xsd:int, which Oxigraph lacks: left out. One ASK is false: 0 against itself.
     assert (same.f1, same.left_out) == (47 / 48, 2)
