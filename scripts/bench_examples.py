@@ -214,16 +214,13 @@ def inner_sets(sources: dict[tuple[str, str], list[Example]], names: dict[str, l
 
 def measure_random(store: ExampleStore, questions: list[Example], draws: int, excluded: frozenset[int]) -> Figures:
     pool = [example for example in store.examples() if example.id not in excluded]
-    recalls: dict[int, list[float]] = {k: [] for k in KS}
-    shown = []
+    found = []
     for draw in range(draws):
         rng = random.Random(draw)
         for example in questions:
             sparqls = [chosen.sparql for chosen in rng.sample(pool, max(KS))]
-            for k in KS:
-                recalls[k].append(recall(gold_properties(example), sparqls[:k]))
-            shown.append(_shown(sparqls[:5]))
-    return Figures({k: statistics.mean(values) for k, values in recalls.items()}, statistics.mean(shown))
+            found.append(Scores({k: recall(gold_properties(example), sparqls[:k]) for k in KS}, _shown(sparqls[:5])))
+    return Figures.of(found)
 
 
 def scored(questions: list[Example]) -> list[Example]:
