@@ -145,12 +145,26 @@ def test_corrections_are_listed_newest_first(store):
 
 def test_a_named_property_brings_in_the_examples_that_use_it(store):
     question = "Who were the doctoral advisors of Leonhard Euler?"
-    ours = Retriever(store)
+    ours = Retriever(store, plain_up_to=0)  # short as it is, ranked by both signals
     assert ours.named_properties(question) == {"P184": "doctoral advisor"}  # "advisors" read as "advisor"
     assert "advisors" in keys(ours.similar("Doctoral advisor of Leonhard Euler", 3))
     # Plain BM25 prefers examples sharing "Leonhard Euler" and "of".
     assert "advisors" not in keys(Retriever(store, use_properties=False).similar("Doctoral advisor of Leonhard Euler",
                                                                                 3))
+
+
+def test_a_short_question_is_ranked_as_plain_bm25_ranks_it_and_a_long_request_by_its_properties(store):
+    """A short single-fact question fits the examples sharing its words; a long forum request, the ones using the
+    properties it names."""
+    plain = Retriever(store, use_properties=False)
+    short = "Doctoral advisor of Carl Friedrich Gauss"
+    assert "advisors" in keys(Retriever(store, plain_up_to=0).similar(short, 3))  # what the properties would bring
+    assert keys(Retriever(store).similar(short, 3)) == keys(plain.similar(short, 3))
+    assert "advisors" not in keys(Retriever(store).similar(short, 3))
+    request = ("Hello, for an article on mathematicians I am writing, I would like the doctoral advisor of Carl "
+               "Friedrich Gauss, and of his teachers too if possible")
+    assert "advisors" in keys(Retriever(store).similar(request, 3))
+    assert "advisors" not in keys(plain.similar(request, 3))
 
 
 def test_the_longest_name_is_read_first_and_each_word_once(store):

@@ -11,9 +11,15 @@ Two signals, both ranked by SQLite FTS5's BM25 over one index:
    properties ("from", "president") names none: the question does not say
    which one it means; nor does a function word ("of", "in").
 
+A question of at most :data:`PLAIN_UP_TO` words (a short single-fact
+question, "who is justin bieber's brother?") is ranked by plain BM25 alone:
+the properties it names pull in long multi-property requests that share
+one of them, where the examples sharing its words fit better.  Long forum
+requests, which name several properties, get both signals.
+
 The names come from the knowledge base (:mod:`agent.examples.naming`), so
 the second signal is the knowledge base's own labels, not a list of ours.
-Examples are taken in BM25's order, one per thread.  Both settings are
+Examples are taken in BM25's order, one per thread.  The settings are
 measured by ``scripts/bench_examples.py`` on each question set held out in
 turn, against plain BM25.
 
@@ -39,6 +45,9 @@ from agent.kb.local.search import fold
 #: to count (chosen on held-out question sets; see scripts/bench_examples.py).
 PROPERTY_WEIGHT = 0.5
 MAX_SENSES = 2
+#: Questions of at most this many words are ranked by plain BM25 (chosen on held-out question sets, like the two
+#: above; see scripts/bench_examples.py).
+PLAIN_UP_TO = 12
 #: Candidates read from the index before the choice.
 POOL = 50
 #: The question's words read at most (a forum post may be long; its first words say what it asks).
@@ -85,14 +94,16 @@ class Retriever:
 
     *use_properties* off gives plain BM25 over the question's words (the
     benchmark's baseline); *excluded* are ids never returned (a test split's
-    own threads, in evaluation).  *property_weight* and *max_senses* are
-    there for the benchmark to choose.
+    own threads, in evaluation).  *property_weight*, *max_senses* and
+    *plain_up_to* are there for the benchmark to choose.
     """
 
     def __init__(self, store: ExampleStore, use_properties: bool = True, excluded: frozenset[int] = frozenset(),
-                 property_weight: float = PROPERTY_WEIGHT, max_senses: int = MAX_SENSES):
+                 property_weight: float = PROPERTY_WEIGHT, max_senses: int = MAX_SENSES,
+                 plain_up_to: int = PLAIN_UP_TO):
         self.store = store
         self.use_properties = use_properties
+        self.plain_up_to = plain_up_to
         self.excluded = excluded
         self.property_weight = property_weight
         self.max_senses = max_senses
@@ -126,9 +137,12 @@ class Retriever:
         return found
 
     def similar(self, question: str, k: int = 5, thread: ThreadRef | None = None) -> list[Match]:
-        """The *k* examples most like *question*, never from *thread* or the excluded ids."""
-        words = list(dict.fromkeys(words_of(question)))[:MAX_WORDS]
-        named = self.named_properties(question) if self.use_properties else {}
+        """The *k* examples most like *question*, never from *thread* or the excluded ids; a question of at most
+        :attr:`plain_up_to` words by plain BM25."""
+        every_word = words_of(question)
+        words = list(dict.fromkeys(every_word))[:MAX_WORDS]
+        named = self.named_properties(question) if self.use_properties and len(every_word) > self.plain_up_to \
+            else {}
         terms = [f'"{word}"' for word in words] + [f'properties : "{pid.lower()}"' for pid in named]
         if not terms or k <= 0:
             return []
