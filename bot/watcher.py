@@ -39,7 +39,7 @@ import pywikibot
 from agent.examples import Retriever, ThreadRef, prompt_examples
 from agent.examples.queries import properties_in_order
 from agent.examples.retrieval import GENERIC_PROPERTIES
-from agent.trace import AgentResult
+from agent.trace import SERVICE_FAILURES, AgentResult
 from bot.config import BotConfig
 from bot.edit_check import EditRefused
 from bot.forum import (
@@ -415,7 +415,7 @@ class Watcher:
                 self.state.record_trace(page, task.key, scrub(result.to_dict()))
             if not result.language and task.kind == "follow-up":  # the model named none: the thread's language
                 result.language = self._previous(task, "language") or ""
-            if result.stop_reason in ("llm_error", "kb_error"):
+            if result.stop_reason in SERVICE_FAILURES:
                 self._fail(task, f"{result.stop_reason}: {result.stop_message}", transient=True)
                 return
             holds = reply_kind(result)
