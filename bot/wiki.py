@@ -67,7 +67,7 @@ from bot.sections import read_sections
 log = logging.getLogger(__name__)
 MAX_CONFLICT_RETRIES = 3
 
-__all__ = ["EditRefused", "EmergencyStop", "ForumPage", "PostOutcome", "bots_allow", "marked_resolved",
+__all__ = ["EditRefused", "EmergencyStop", "ForumPage", "PostOutcome", "marked_resolved",
            "verify_only_added"]
 
 
@@ -158,7 +158,7 @@ def opt_out_calls(text: str, names: set[str]) -> list[str] | None:
     return calls
 
 
-def bots_allow(site: pywikibot.site.BaseSite, title: str, text: str) -> bool:
+def _bots_allow(site: pywikibot.site.BaseSite, title: str, text: str) -> bool:
     """Whether ``{{bots}}``/``{{nobots}}`` in *text* let this bot edit, decided by pywikibot's ``botMayEdit``.
 
     pywikibot reads every template of the text with mwparserfromhell, quadratic on what is never closed;
@@ -255,11 +255,17 @@ class ForumPage:
         except NoPageError:
             return False
 
-    def refusal(self, page_text: str, section: Section | None = None, reading: Reading | None = None) -> str | None:
-        """Why the bot may not edit (the page's lead or *section* opts out), or ``None``."""
-        if not bots_allow(self.site, self.title, page_lead(page_text, reading)):
+    def refusal(self, page_text: str | None = None, section: Section | None = None,
+                reading: Reading | None = None) -> str | None:
+        """Why ``{{bots}}``/``{{nobots}}`` keep the bot out (the lead of *page_text* or *section* opts out), or
+        ``None``.
+
+        The one gate for opt-outs: the watcher asks it for the page before planning and for each section
+        it would answer (the page already asked), and every save asks it again for both.
+        """
+        if page_text is not None and not _bots_allow(self.site, self.title, page_lead(page_text, reading)):
             return "the page opts out of bots"
-        if section is not None and not bots_allow(self.site, self.title, section.text):
+        if section is not None and not _bots_allow(self.site, self.title, section.text):
             return "the section opts out of bots"
         return None
 
