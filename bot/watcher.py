@@ -43,10 +43,10 @@ from agent.trace import SERVICE_FAILURES, AgentResult
 from bot.config import BotConfig
 from bot.edit_check import EditRefused
 from bot.forum import (
-    MAX_DEPTH, MAX_REQUEST_CHARS, FollowUp, Reading, Request, Section, addressee, answered_by_human, extract_followup,
-    extract_request, followup_key, in_forum, mark_answered, normalize_user, parse_sections,
-    pending_followup, ping_in, previous_query, summary_section,
+    MAX_REQUEST_CHARS, FollowUp, Reading, Request, Section, extract_followup, extract_request, followup_key, in_forum,
+    normalize_user, parse_sections, previous_query, summary_section,
 )
+from bot.forum_decisions import MAX_DEPTH, addressee, answered_by_human, mark_answered, pending_followup, ping_in
 from bot.history import Attribution, Revision, latest_revisions, revisions_after
 from bot.outcomes import changes, snapshot
 from bot.render import Credit, EarlierRequest, edit_summary, render_reply, reply_kind

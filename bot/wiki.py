@@ -32,7 +32,7 @@ Every safety rule lives here, so no caller can forget one:
 * the bot's own signature already in the section means "answered": nothing
   is posted twice, whatever the local state says;
 * the page is read as MediaWiki reads it (:mod:`bot.sections`), and the reply
-  goes where a reader of the asker's section sees it (:func:`bot.forum.reply_point`);
+  goes where a reader of the asker's section sees it (:func:`bot.forum_decisions.reply_point`);
   a page whose content model is not wikitext is not edited;
 * a login that failed is tried again from scratch (a fresh session and login
   token, pywikibot's own retry reuses a stale token) after a doubling wait.
@@ -57,10 +57,8 @@ from pywikibot.login import LoginStatus
 from pywikibot.site import Namespace
 
 from bot.edit_check import Allowance, EditRefused, checked_text, measure_allowance, sections_of
-from bot.forum import (
-    Reading, Section, find_section, insert_reply, locate_after_change, mark_answered, normalize_user, page_lead,
-    parse_sections, reply_point, thread_users,
-)
+from bot.forum import Reading, Section, find_section, normalize_user, page_lead, parse_sections, thread_users
+from bot.forum_decisions import insert_reply, locate_after_change, mark_answered, reply_point
 from bot.history import Attribution, OwnEdit, own_revisions
 from bot.sections import read_sections
 
