@@ -22,7 +22,7 @@ from agent.cli import program_name
 from agent.kb.live import WikidataConfig
 from agent.llm import ChatModel, LLMConfig, LLMConfigurationError
 from agent.observations import format_table
-from agent.trace import AgentResult, Step
+from agent.trace import AgentResult, Step, StopReason
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -77,7 +77,7 @@ def print_result(result: AgentResult) -> None:
     print(f"\nEnded: {result.stop_reason} ({result.stop_message})")
     if result.end_of_run:
         print("End of run: " + ", ".join(result.end_of_run))
-    if result.stop_reason == "cannot_answer":
+    if result.stop_reason == StopReason.CANNOT_ANSWER:
         print("The model found that Wikidata cannot answer the question.")
     elif result.final_sparql is None:
         print("No query answers the question.")

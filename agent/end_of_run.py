@@ -36,6 +36,7 @@ from agent.actions import ACTIONS
 from agent.llm import well_formed
 from agent.kb.base import QueryResult
 from agent.prompts import render
+from agent.trace import SERVICE_FAILURES, StopReason
 
 if TYPE_CHECKING:
     from agent.loop import _Run
@@ -128,17 +129,17 @@ def extract(run: _Run) -> Extraction | None:
                       checked.language or extraction.language)
 
 
-def finish(run: _Run, reason: str, final: int | None) -> FinalAnswer:
+def finish(run: _Run, reason: StopReason, final: int | None) -> FinalAnswer:
     """The final query, its result and its words, after the end-of-run steps."""
     answer = FinalAnswer(sparql=None, result=None)
-    if reason == "stop" and final is not None:
+    if reason == StopReason.STOP and final is not None:
         answer.sparql, answer.result = run.steps[final].argument, run.results[final]
         answer.explanation = run.stop_extras.get("explanation", "")
         answer.language = run.stop_extras.get("language", "")
-    elif reason == "cannot_answer":  # the model's judgement: no query, its reasons
+    elif reason == StopReason.CANNOT_ANSWER:  # the model's judgement: no query, its reasons
         answer.explanation = run.stop_extras.get("explanation", "")
         answer.language = run.stop_extras.get("language", "")
-    elif reason not in ("llm_error", "kb_error"):
+    elif reason not in SERVICE_FAILURES:
         answer.best_effort = True
         extraction = extract(run)
         result = None

@@ -66,7 +66,7 @@ from agent.llm import (
 )
 from agent.parsing import ParseError, parse_step
 from agent.prompts import render
-from agent.trace import AgentResult, Step, Usage
+from agent.trace import AgentResult, Step, StopReason, Usage
 
 if TYPE_CHECKING:
     from agent.examples import PromptExample
@@ -130,7 +130,7 @@ class AgentContext:
 
 
 class _RunEnded(Exception):
-    def __init__(self, reason: str, message: str) -> None:
+    def __init__(self, reason: StopReason, message: str) -> None:
         super().__init__(message)
         self.reason = reason
         self.message = message
@@ -210,15 +210,15 @@ class _Run:
         try:
             while True:
                 if len(self.steps) >= self.config.max_total_actions:
-                    raise _RunEnded("action_limit",
+                    raise _RunEnded(StopReason.ACTION_LIMIT,
                                     f"{len(self.steps)} actions taken, the limit is {self.config.max_total_actions}")
                 if len(self.path) >= self.config.max_path_actions:
-                    raise _RunEnded("path_limit",
+                    raise _RunEnded(StopReason.PATH_LIMIT,
                                     f"the path reached {len(self.path)} actions, the limit is "
                                     f"{self.config.max_path_actions}")
                 final = self.take_step()
                 if final is not None:
-                    reason, message = "stop", "the agent stopped on a query that returned results"
+                    reason, message = StopReason.STOP, "the agent stopped on a query that returned results"
                     break
         except _RunEnded as ended:
             reason, message = ended.reason, ended.message
@@ -282,11 +282,13 @@ class _Run:
                 self.on_step(step)
         self.undone_in_a_row = self.undone_in_a_row + 1 if step.rolled_back else 0
         if self.undone_in_a_row >= self.config.max_undone_in_a_row:
-            raise _RunEnded("repeated_stop", f"the model repeated itself {self.undone_in_a_row} times in a row "
-                                             "(repeated actions, or stops without a query that returned results)")
+            raise _RunEnded(StopReason.REPEATED_STOP,
+                            f"the model repeated itself {self.undone_in_a_row} times in a row "
+                            "(repeated actions, or stops without a query that returned results)")
         if self.unusable_in_a_row >= self.config.max_unusable_in_a_row:
-            raise _RunEnded("no_usable_action", f"the model gave no usable action {self.unusable_in_a_row} times "
-                                                f"in a row (the last: {_short(decision.error or '')})")
+            raise _RunEnded(StopReason.NO_USABLE_ACTION,
+                            f"the model gave no usable action {self.unusable_in_a_row} times "
+                            f"in a row (the last: {_short(decision.error or '')})")
         return final
 
     def taken_before(self, step: Step, index: int) -> int | None:
@@ -300,7 +302,7 @@ class _Run:
     def stop(self, index: int, extras: dict[str, str]) -> int | None:
         self.stop_extras = extras  # a refused stop's words too: the model's explanation, in the asker's language
         if is_set(extras.get(CANNOT_ANSWER)):
-            raise _RunEnded("cannot_answer", "the model found the question cannot be answered from Wikidata")
+            raise _RunEnded(StopReason.CANNOT_ANSWER, "the model found the question cannot be answered from Wikidata")
         queries = [i for i in self.path if self.steps[i].action == "execute_sparql" and i in self.results]
         if queries and self.results[queries[-1]].status == "ok":
             return queries[-1]
@@ -314,8 +316,8 @@ class _Run:
                               "do not stop on an empty or failed result: change the query or explore further.")
         self.refused_stops += 1
         if self.refused_stops >= self.config.max_refused_stops:
-            raise _RunEnded("repeated_stop", f"the model stopped {self.refused_stops} times without a query "
-                                             "that returned results")
+            raise _RunEnded(StopReason.REPEATED_STOP,
+                            f"the model stopped {self.refused_stops} times without a query that returned results")
         return None
 
     # -- asking the model -------------------------------------------------------------
@@ -370,9 +372,9 @@ class _Run:
         try:
             completion = self.agent.llm.complete(messages, **options)
         except ContextTooLong as error:  # asking again cannot help
-            raise _RunEnded("context_length", str(error)) from error
+            raise _RunEnded(StopReason.CONTEXT_LENGTH, str(error)) from error
         except LLMUnavailable as error:
-            raise _RunEnded("llm_error", str(error)) from error
+            raise _RunEnded(StopReason.LLM_ERROR, str(error)) from error
         self.model = completion.model or self.model
         self.usage.llm_calls += 1
         self.usage.prompt_tokens += completion.prompt_tokens
@@ -488,7 +490,7 @@ class _Run:
             outcome = spec.execute(self.agent.kb, step.argument, self.config.query_timeout)
         except KBUnavailable as error:
             step.observation = f"The knowledge base could not be reached: {error}"
-            raise _RunEnded("kb_error", str(error)) from error
+            raise _RunEnded(StopReason.KB_ERROR, str(error)) from error
         if outcome.result is not None:
             result = outcome.result
             self.results[index] = result
@@ -514,7 +516,7 @@ class _Run:
         try:
             hits = self.agent.kb.describe(ids)
         except KBUnavailable as error:
-            raise _RunEnded("kb_error", str(error)) from error
+            raise _RunEnded(StopReason.KB_ERROR, str(error)) from error
         return grounding.naming_note(ids, hits)
 
     def prune(self, entry_text: str) -> str:

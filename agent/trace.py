@@ -10,6 +10,7 @@ here round-trips through JSON with :meth:`AgentResult.to_dict` and
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from agent.kb.base import Binding
@@ -64,6 +65,31 @@ class Usage:
         return cls(**data)
 
 
+class StopReason(StrEnum):
+    """Why a run ended; stored as its value in traces, results files and the bot's state."""
+
+    #: The model stopped on a query with results.
+    STOP = "stop"
+    #: The model stopped saying the graph cannot answer the question; no final query.
+    CANNOT_ANSWER = "cannot_answer"
+    PATH_LIMIT = "path_limit"
+    ACTION_LIMIT = "action_limit"
+    #: The model kept stopping without a usable query.
+    REPEATED_STOP = "repeated_stop"
+    #: Reply after reply held no action that could be run.
+    NO_USABLE_ACTION = "no_usable_action"
+    #: A prompt outgrew the model's context; the run ends with a best effort.
+    CONTEXT_LENGTH = "context_length"
+    LLM_ERROR = "llm_error"
+    KB_ERROR = "kb_error"
+
+
+#: Runs cut short by a service that could not be reached: nothing the model did, worth trying again later.
+SERVICE_FAILURES = (StopReason.LLM_ERROR, StopReason.KB_ERROR)
+#: Runs that used up their budget of actions.
+BUDGET_LIMITS = (StopReason.PATH_LIMIT, StopReason.ACTION_LIMIT)
+
+
 @dataclass
 class AgentResult:
     """What :meth:`agent.Agent.run` returns.
@@ -71,13 +97,7 @@ class AgentResult:
     ``answer`` holds the final query's SPARQL JSON rows, or a boolean for an
     ASK query, or ``None`` when there is no final query.
 
-    ``stop_reason`` is one of ``stop`` (the model stopped on a query with
-    results), ``cannot_answer`` (the model stopped saying Wikidata cannot
-    answer the question; no final query), ``path_limit``, ``action_limit``,
-    ``repeated_stop`` (the model kept stopping without a usable query),
-    ``no_usable_action`` (reply after reply held no action that could be run),
-    ``context_length`` (a prompt outgrew the model's context; the run ends
-    with a best effort), ``llm_error`` or ``kb_error``.
+    ``stop_reason`` says why the run ended (:class:`StopReason`).
 
     ``explanation`` is the model's account of the answer in 2-5 sentences, in
     the asker's language (``language``, a BCP 47 code, "" when unknown): what
@@ -97,7 +117,7 @@ class AgentResult:
     answer: list[Binding] | bool | None
     variables: list[str]
     steps: list[Step]
-    stop_reason: str
+    stop_reason: StopReason
     stop_message: str = ""
     usage: Usage = field(default_factory=Usage)
     explanation: str = ""
@@ -135,4 +155,5 @@ class AgentResult:
         fields = dict(data)  # records written before a field existed take its default
         fields["steps"] = [Step.from_dict(step) for step in fields["steps"]]
         fields["usage"] = Usage.from_dict(fields["usage"])
+        fields["stop_reason"] = StopReason(fields["stop_reason"])
         return cls(**fields)

@@ -19,11 +19,9 @@ or hidden by someone else decides nothing there.  For lines that were
 already on the page at the bot's first look, the text is all there is: the
 heading plus the first signature's minute, and the bot's signature.
 
-A reply goes where a reader of the asker's section sees it
-(:func:`reply_point`): after the asker's question, never inside an element
-someone opened and left open (a hidden ``<div>``), never below a heading the
-page shows inside the section.  :func:`insert_reply` changes nothing but the
-insertion point.
+What the bot decides from this reading (whether a section is answered, by
+the bot or by a human, which follow-up waits, whom a reply answers, where it
+goes) is :mod:`bot.forum_decisions`.
 
 Every scan is linear in the page size, and every parse of the page's text
 goes through :func:`bot.wikiparse.parse` (bounded pieces); a question longer
@@ -57,8 +55,6 @@ MAX_REQUEST_CHARS = 20000
 THREAD_CHARS = 8000
 #: A reply of the bot in the thread the model reads: its final query is given apart, as the draft to revise.
 _BOT_REPLY = "(your earlier answer)"
-#: The deepest indentation of a reply (a follow-up indented deeper is answered at this depth).
-MAX_DEPTH = 10
 #: A bot signature on lines whose revision is not known is a reply only if the bot saved the page this soon after.
 SIGNED_WITHIN = timedelta(minutes=5)
 MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
@@ -83,9 +79,7 @@ _CODE_TAGS = ("syntaxhighlight", "source", "pre")
 #: What a text holding a query has (a query template, a code block, a query service link): others are not parsed.
 _MAY_HOLD_A_QUERY = re.compile(r"sparql|query\.wikidata\.org|<(?:syntaxhighlight|source|pre)\b", re.IGNORECASE)
 _FOLLOWUP_KEY = re.compile(r"(.*) / r(\d+)", re.DOTALL)
-#: A heading below the section's own (level 3 or deeper) on a line of its own.
-_SUBHEADING = re.compile(r"^===+[^=\n].*===+[ \t]*$", re.MULTILINE)
-#: The owner of lines changed after the revision the bot read (see :func:`locate_after_change`).
+#: The owner of lines changed after the revision the bot read (see :func:`bot.forum_decisions.locate_after_change`).
 CHANGED = -1
 
 
@@ -185,7 +179,7 @@ class Section:
     origin: int = UNKNOWN
     author: str | None = None
     comments: list[Comment] = field(default_factory=list)
-    #: The bot's replies here (set by :func:`mark_answered`).
+    #: The bot's replies here (set by :func:`bot.forum_decisions.mark_answered`).
     replies: list[Comment] = field(default_factory=list)
     #: The bot has replied here (one of its revisions added lines, or its signature where history is silent).
     answered: bool = False
@@ -285,7 +279,7 @@ def heading_text(raw: str) -> str:
 
 
 def find_headings(text: str, tags: frozenset[str] = INERT_TAGS) -> list[Heading]:
-    """Every heading of *text* by MediaWiki's rules (:func:`_level`), in order; see the module's
+    """Every heading of *text* by MediaWiki's rules (:func:`heading_level`), in order; see the module's
     documentation.  *tags* are the extension tags whose content is not the page's wikitext.  Linear.
     """
     spans = inert_spans(text, tags)
@@ -309,7 +303,7 @@ def find_headings(text: str, tags: frozenset[str] = INERT_TAGS) -> list[Heading]
                 break
             end += 1
         visible = without_comments[start:end].replace("\n", " ")
-        level = _level(visible)
+        level = heading_level(visible)
         if level == 0:
             continue
         title = heading_text(text[start + level:start + len(visible.rstrip(" \t")) - level])
@@ -390,30 +384,9 @@ def _comments(starts: list[int], owners: list[int] | None, users: dict[int, str]
     return comments
 
 
-def mark_answered(sections: list[Section], bot: str, own: Callable[[], list[OwnEdit]] | None = None) -> None:
-    """Set ``replies`` and ``answered`` on each section: whether the bot has replied there.
-
-    *own* gives the bot's own revisions of the page (asked for only when a bot signature stands on lines
-    whose revision is not known).
-    """
-    for section in sections:
-        section.replies = section.bot_replies(bot, own)
-        section.answered = bool(section.replies)
-
-
 def followup_key(section_key: str, revision: int) -> str:
     """The identity of a follow-up: its section's and the revision that added it."""
     return f"{section_key} / r{revision}"
-
-
-def addressee(section: Section, key: str) -> str | None:
-    """Whom the reply to *key* answers, as the page's history names them (anyone can type a signature): the
-    author of the follow-up *key* names (its revision), else the section's author; ``None`` when not known."""
-    section_key, _, revision = key.rpartition(" / r")
-    if section_key == section.key and revision.isdigit():
-        return next((comment.user for comment in section.comments if comment.owner == int(revision) and comment.user),
-                    None)
-    return section.author
 
 
 def thread_users(section: Section) -> set[str]:
@@ -452,18 +425,7 @@ def summary_section(section: Section) -> str:
     return text[:150]
 
 
-#: Elements a reply must not be left inside: MediaWiki's paired HTML tags.
-_PAIRED = ("div|span|table|tr|td|th|caption|tbody|thead|tfoot|center|blockquote|font|small|big|b|i|u|s|strike|"
-           "sub|sup|code|tt|kbd|samp|var|cite|q|abbr|dfn|mark|ins|del|bdi|bdo|ruby|rb|rp|rt|rtc|data|time|p|ul|ol|"
-           "li|dl|dt|dd|h[1-6]|em|strong")
-_ELEMENT_TAG = re.compile(r"<(/?)(" + _PAIRED + r")\b[^<>]*?(/?)>", re.IGNORECASE)
-_TABLE_EDGE = re.compile(r"^[ \t:]*(\{\||\|\})", re.MULTILINE)
-_HEADING_TAG = re.compile(r"<h[12][\s>/]", re.IGNORECASE)
-_NOT_SHOWN = re.compile(r"<!--.*?(?:-->|$)|<includeonly\s*>.*?(?:</includeonly\s*>|$)"
-                        r"|</?(?:noinclude|onlyinclude)\s*/?>", re.IGNORECASE | re.DOTALL)
-
-
-def _level(line: str, space: str = " \t") -> int:
+def heading_level(line: str, space: str = " \t") -> int:
     """The level of the heading *line* is by MediaWiki's rules, *space* allowed after it (0: none).
 
     A line of ``=`` only is a heading of level ``(n - 1) // 2`` (``=====`` is a level-2 heading titled
@@ -476,74 +438,6 @@ def _level(line: str, space: str = " \t") -> int:
     if trail == len(kept):
         return min(6, (trail - 1) // 2) if trail >= 3 else 0
     return min(trail, len(kept) - len(kept.lstrip("=")), 6)
-
-
-def _shows_heading(raw: str, masked: str, templates: frozenset[str]) -> bool:
-    """Whether the line (*raw*, and *masked* with inert parts blanked) shows a heading of level 1 or 2 on
-    the page: one MediaWiki does not count as a section (after a comment or a ``<noinclude>`` tag), an
-    HTML ``<h1>``/``<h2>``, or a call of a template whose text shows one."""
-    if 1 <= _level(_NOT_SHOWN.sub("", raw), " \t\r\f\v") <= 2 or _HEADING_TAG.search(masked):
-        return True
-    return any(re.search(r"\{\{\s*(?:template\s*:\s*)?" + re.escape(name).replace(r"\ ", "[ _]+") + r"\s*[|}]",
-                         masked, re.IGNORECASE) for name in templates)
-
-
-def reply_point(page_text: str, section: Section) -> int:
-    """Where a reply to *section* goes: the end of the last line, after the one holding
-    ``section.reply_after``, at which every element opened in the section is closed again, none opened
-    before it was closed, and no heading the page shows began.
-
-    So a reply never lands inside a ``<div>`` (or a table, a ``<span>``...) that someone opened below the
-    question, hidden or not, nor inside a template call (``{{#if:1|`` on one line, its ``}}`` lines below:
-    the reply would be an argument of it), nor inside a comment or an extension tag (a ``<ref>`` opened on the
-    line before: the footnote would hold the reply, its signature unexpanded), nor after the closing tag of one
-    opened above the section, nor below a heading that shows inside the section.  A heading-shaped line inside
-    a comment or an extension tag (``== X ==`` in a ``<pre>``) shows no heading and stops nothing.  When no
-    line qualifies (the question itself opens an element it never closes), the reply goes after the section's
-    last line, and MediaWiki's check of the edit (:mod:`bot.edit_check`) has the last word.
-    """
-    fallback = section.start + len(page_text[section.start:section.end].rstrip())
-    masked = section.masked
-    after = max(section.reply_after, section.start)
-    open_elements: list[str] = []
-    calls = brace_spans(masked)
-    inert = merged(inert_spans(page_text, section.extension_tags))
-    best = None
-    position = page_text.find("\n", section.start, section.end)  # the heading line is not the reply's place
-    position = section.end if position == -1 else position + 1
-    while position < section.end:
-        line_end = page_text.find("\n", position, section.end)
-        line_end = section.end if line_end == -1 else line_end
-        line = masked[position - section.start:line_end - section.start]
-        if not inside(inert, position) and _shows_heading(page_text[position:line_end], line,
-                                                          section.heading_templates):
-            break
-        closed_above = False
-        for tag in _ELEMENT_TAG.finditer(line):
-            name = tag.group(2).lower()
-            if tag.group(3):
-                continue
-            if not tag.group(1):
-                open_elements.append(name)
-            elif name in open_elements:
-                del open_elements[len(open_elements) - 1 - open_elements[::-1].index(name):]
-            else:
-                closed_above = True
-        for edge in _TABLE_EDGE.finditer(line):
-            if edge.group(1) == "{|":
-                open_elements.append("{|")
-            elif "{|" in open_elements:
-                del open_elements[len(open_elements) - 1 - open_elements[::-1].index("{|"):]
-            else:
-                closed_above = True
-        if closed_above:
-            break
-        point = position + len(page_text[position:line_end].rstrip())
-        if line_end >= after and not open_elements and line.strip() and not inside(calls, point - section.start) \
-                and not inside(inert, point):
-            best = point
-        position = line_end + 1
-    return best if best is not None else fallback
 
 
 def in_forum(title: str, forum: str) -> bool:
@@ -725,11 +619,6 @@ def _opening_end(section: Section) -> int:
     return section.signatures[0].end if section.signatures else section.end
 
 
-def reply_depth(indent: int) -> int:
-    """The depth of a reply to a comment indented *indent* levels: one deeper, at least 2, at most MAX_DEPTH."""
-    return min(max(indent + 1, 2), MAX_DEPTH)
-
-
 @dataclass(frozen=True)
 class FollowUp:
     """A signed comment under the bot's last reply, by the asker or pinging the bot: answered in the thread."""
@@ -741,50 +630,6 @@ class FollowUp:
     end: int
     #: The indentation of the bot's answer to it.
     depth: int
-
-
-def pending_followup(section: Section, bot: str) -> FollowUp | None:
-    """The newest follow-up under the bot's last reply in *section*, if any: a signed comment by the asker,
-    one that pings the bot, or a question merged into the thread under a subheading.
-
-    Only comments the history attributes to a user other than the bot count,
-    so the bot never answers its own text, and a comment is identified by
-    the revision that added it.  The bot's replies are those :func:`mark_answered`
-    found (with the bot's own revisions, so also after a lost state).
-    """
-    wanted = normalize_user(bot)
-    replies = section.replies or section.bot_replies(wanted)
-    if not replies:
-        return None
-    found = None
-    for comment in section.comments:
-        if comment.start < replies[-1].end or not comment.user or comment.user == wanted:
-            continue
-        text = section.masked[comment.start - section.start:comment.end - section.start]
-        # A question moved here under a subheading of its own (a thread merged into this one) is signed by
-        # its asker, not by whoever moved it.
-        merged = _SUBHEADING.search(text) is not None
-        signed = [signature for signature in section.signatures
-                  if comment.start <= signature.start < comment.end
-                  and (signature.user == comment.user or merged and signature.user != wanted)]
-        if not signed:
-            continue
-        if comment.user != section.author and not merged and not mentions(text, wanted):
-            continue
-        indent = len(text) - len(text.lstrip(":*#"))
-        found = FollowUp(comment.owner, comment.user, comment.start, comment.end, reply_depth(indent))
-    return found
-
-
-def ping_in(section: Section, bot: str) -> Comment | None:
-    """A comment (by a known user other than the bot) that pings the bot, the newest one."""
-    wanted = normalize_user(bot)
-    found = None
-    for comment in section.comments:
-        text = section.masked[comment.start - section.start:comment.end - section.start]
-        if comment.user and comment.user != wanted and mentions(text, wanted):
-            found = comment
-    return found
 
 
 def extract_followup(section: Section, followup: FollowUp, previous_query: str | None) -> Request:
@@ -862,29 +707,3 @@ def query_in_url(url: str) -> str | None:
     """The query a query service link opens (``https://query.wikidata.org/#SELECT…``), ``None`` for other URLs."""
     match = _QUERY_URL.match(url)
     return unquote(match.group(1)).strip() if match else None
-
-
-def answered_by_human(section: Section, bot: str) -> bool:
-    """Whether someone other than the asker and the bot already posted a query in a reply."""
-    wanted = normalize_user(bot)
-    return any(post.user not in (section.author, wanted) and queries_in(post.text) for post in posts(section))
-
-
-def locate_after_change(attribution: Attribution, text: str, key: str, bot: str, reading: Reading | None = None,
-                        own: Callable[[], list[OwnEdit]] | None = None) -> Section | None:
-    """The section *key* in *text*, a newer text of the page than the one *attribution* describes.
-
-    Lines changed since are attributed to :data:`CHANGED` (someone, not
-    known who), so a section added meanwhile cannot take this one's identity.
-    *reading* is MediaWiki's reading of *text*, *own* the bot's revisions.
-    """
-    current = attribution if text == attribution.text else attribution.advance(CHANGED, "", text)
-    sections = parse_sections(text, current, reading)
-    mark_answered(sections, bot, own)
-    return find_section(sections, key)
-
-
-def insert_reply(page_text: str, section: Section, reply: str) -> str:
-    """*page_text* with *reply* on lines of its own at :func:`reply_point`; nothing else changes."""
-    point = reply_point(page_text, section)
-    return page_text[:point] + "\n" + reply.rstrip("\n") + page_text[point:]

@@ -3,7 +3,7 @@ which classes and styles the bot's own markup brings there (its templates render
 
 from __future__ import annotations
 
-from agent.trace import AgentResult, Step, Usage
+from agent.trace import AgentResult, Step, StopReason, Usage
 from bot.render import render_reply
 
 QUERY = ('SELECT ?item ?itemLabel ?date WHERE { ?item wdt:P31 wd:Q5 ; wdt:P569 ?date . FILTER(?date > "1900"^^xsd:date)'
@@ -22,6 +22,6 @@ def sample_reply() -> str:
              Step("Read it.", "get_wikidata_entry", "Q42", "Q42: instance of (P31): human (Q5)"),
              Step("Run the query.", "execute_sparql", "SELECT ?x WHERE { ?x wdt:P31 wd:Q5 } LIMIT 1", "x\nQ42"),
              Step("Run the final query.", "execute_sparql", QUERY, "item\titemLabel\tdate\nQ42\tDouglas Adams\t1952")]
-    result = AgentResult("sample", QUERY, rows, ["item", "itemLabel", "date"], steps, "stop",
+    result = AgentResult("sample", QUERY, rows, ["item", "itemLabel", "date"], steps, StopReason.STOP,
                          "The query lists people born after 1900.", Usage(llm_calls=4))
     return render_reply(result)

@@ -63,7 +63,8 @@ from pywikibot.exceptions import Error
 
 from bot.drafts import CLOSED, WAITING, Draft, Drafts, DraftStatus
 from bot.edit_check import parse, section_anchor, visibility_problems
-from bot.forum import Section, addressee, answered_by_human, mask_inert, normalize_user, plain_text
+from bot.forum import Section, mask_inert, normalize_user, plain_text
+from bot.forum_decisions import addressee, answered_by_human
 from bot.history import Attribution, Revision, latest_revisions, own_revisions
 from bot.render import address_reply
 from bot.state import SectionStatus, State

@@ -53,6 +53,7 @@ from datetime import datetime
 from pathlib import Path
 
 from agent.cli import program_name
+from agent.trace import StopReason
 from bot.config import BotConfig
 from bot.lock import LockBusy, ProcessLock
 from bot.redact import Scrubbed, redact, remember, remember_url
@@ -171,7 +172,7 @@ def make_answerer(config: BotConfig, llm_config):
 
     def answer(request):
         result = agent.run(request.question, context=request.to_context())
-        if result.stop_reason == "llm_error":
+        if result.stop_reason == StopReason.LLM_ERROR:
             result.stop_message = f"the model endpoint {endpoint} failed: {result.stop_message}"
         return result
 

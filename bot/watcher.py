@@ -39,14 +39,14 @@ import pywikibot
 from agent.examples import Retriever, ThreadRef, prompt_examples
 from agent.examples.queries import properties_in_order
 from agent.examples.retrieval import GENERIC_PROPERTIES
-from agent.trace import AgentResult
+from agent.trace import SERVICE_FAILURES, AgentResult
 from bot.config import BotConfig
 from bot.edit_check import EditRefused
 from bot.forum import (
-    MAX_DEPTH, MAX_REQUEST_CHARS, FollowUp, Reading, Request, Section, addressee, answered_by_human, extract_followup,
-    extract_request, followup_key, in_forum, mark_answered, normalize_user, page_lead, parse_sections,
-    pending_followup, ping_in, previous_query, summary_section,
+    MAX_REQUEST_CHARS, FollowUp, Reading, Request, Section, extract_followup, extract_request, followup_key, in_forum,
+    normalize_user, parse_sections, previous_query, summary_section,
 )
+from bot.forum_decisions import MAX_DEPTH, addressee, answered_by_human, mark_answered, pending_followup, ping_in
 from bot.history import Attribution, Revision, latest_revisions, revisions_after
 from bot.outcomes import changes, snapshot
 from bot.render import Credit, EarlierRequest, edit_summary, render_reply, reply_kind
@@ -54,7 +54,7 @@ from bot.review import Review
 from bot.short_links import ShortLinks
 from bot.state import SectionStatus, State
 from bot.redact import redact, scrub
-from bot.wiki import EmergencyStop, ForumPage, bots_allow, marked_resolved
+from bot.wiki import EmergencyStop, ForumPage, marked_resolved
 
 log = logging.getLogger(__name__)
 Answerer = Callable[[Request], AgentResult]
@@ -243,8 +243,8 @@ class Watcher:
         rules applied.  Sections new to the state that were added up to revision *backlog_until* (or whose
         revision is not known) are backlog."""
         page = self.forum.title
-        if not bots_allow(self.forum.site, page, page_lead(text, reading)):
-            log.info("the page opts out of bots: nothing on %s is answered", page)
+        if refusal := self.forum.refusal(text, reading=reading):
+            log.info("%s: nothing on %s is answered", refusal, page)
             return []
         seen: set[str] = set()  # the keys of the sections and follow-ups on the page now
         on_page = {section.key for section in sections}
@@ -353,8 +353,8 @@ class Watcher:
             return "no signature yet"
         if section.author == self.bot and section.signatures[0].user == self.bot:  # not a question it put back
             return "started by the bot"
-        if not bots_allow(self.forum.site, self.forum.title, section.text):
-            return "the section opts out of bots"
+        if refusal := self.forum.refusal(section=section):
+            return refusal
         if marked_resolved(section.text):
             return "the section is marked resolved"
         if (self.config.skip_human_answered and len(section.opening) <= MAX_REQUEST_CHARS
@@ -415,7 +415,7 @@ class Watcher:
                 self.state.record_trace(page, task.key, scrub(result.to_dict()))
             if not result.language and task.kind == "follow-up":  # the model named none: the thread's language
                 result.language = self._previous(task, "language") or ""
-            if result.stop_reason in ("llm_error", "kb_error"):
+            if result.stop_reason in SERVICE_FAILURES:
                 self._fail(task, f"{result.stop_reason}: {result.stop_message}", transient=True)
                 return
             holds = reply_kind(result)

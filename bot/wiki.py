@@ -32,7 +32,7 @@ Every safety rule lives here, so no caller can forget one:
 * the bot's own signature already in the section means "answered": nothing
   is posted twice, whatever the local state says;
 * the page is read as MediaWiki reads it (:mod:`bot.sections`), and the reply
-  goes where a reader of the asker's section sees it (:func:`bot.forum.reply_point`);
+  goes where a reader of the asker's section sees it (:func:`bot.forum_decisions.reply_point`);
   a page whose content model is not wikitext is not edited;
 * a login that failed is tried again from scratch (a fresh session and login
   token, pywikibot's own retry reuses a stale token) after a doubling wait.
@@ -57,17 +57,15 @@ from pywikibot.login import LoginStatus
 from pywikibot.site import Namespace
 
 from bot.edit_check import Allowance, EditRefused, checked_text, measure_allowance, sections_of
-from bot.forum import (
-    Reading, Section, find_section, insert_reply, locate_after_change, mark_answered, normalize_user, page_lead,
-    parse_sections, reply_point, thread_users,
-)
+from bot.forum import Reading, Section, find_section, normalize_user, page_lead, parse_sections, thread_users
+from bot.forum_decisions import insert_reply, locate_after_change, mark_answered, reply_point
 from bot.history import Attribution, OwnEdit, own_revisions
 from bot.sections import read_sections
 
 log = logging.getLogger(__name__)
 MAX_CONFLICT_RETRIES = 3
 
-__all__ = ["EditRefused", "EmergencyStop", "ForumPage", "PostOutcome", "bots_allow", "marked_resolved",
+__all__ = ["EditRefused", "EmergencyStop", "ForumPage", "PostOutcome", "marked_resolved",
            "verify_only_added"]
 
 
@@ -158,7 +156,7 @@ def opt_out_calls(text: str, names: set[str]) -> list[str] | None:
     return calls
 
 
-def bots_allow(site: pywikibot.site.BaseSite, title: str, text: str) -> bool:
+def _bots_allow(site: pywikibot.site.BaseSite, title: str, text: str) -> bool:
     """Whether ``{{bots}}``/``{{nobots}}`` in *text* let this bot edit, decided by pywikibot's ``botMayEdit``.
 
     pywikibot reads every template of the text with mwparserfromhell, quadratic on what is never closed;
@@ -255,11 +253,17 @@ class ForumPage:
         except NoPageError:
             return False
 
-    def refusal(self, page_text: str, section: Section | None = None, reading: Reading | None = None) -> str | None:
-        """Why the bot may not edit (the page's lead or *section* opts out), or ``None``."""
-        if not bots_allow(self.site, self.title, page_lead(page_text, reading)):
+    def refusal(self, page_text: str | None = None, section: Section | None = None,
+                reading: Reading | None = None) -> str | None:
+        """Why ``{{bots}}``/``{{nobots}}`` keep the bot out (the lead of *page_text* or *section* opts out), or
+        ``None``.
+
+        The one gate for opt-outs: the watcher asks it for the page before planning and for each section
+        it would answer (the page already asked), and every save asks it again for both.
+        """
+        if page_text is not None and not _bots_allow(self.site, self.title, page_lead(page_text, reading)):
             return "the page opts out of bots"
-        if section is not None and not bots_allow(self.site, self.title, section.text):
+        if section is not None and not _bots_allow(self.site, self.title, section.text):
             return "the section opts out of bots"
         return None
 

@@ -23,16 +23,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from agent.trace import StopReason
+
 DIAGNOSES = ("correct", "partial rows", "wrong rows", "empty result", "syntax error", "timeout", "no query",
              "cannot answer", "model failure")
 #: Stop reasons where the model's endpoint, or replies without a usable action, ended a run that is still scored.
-MODEL_FAILURES = ("context_length", "no_usable_action")
+MODEL_FAILURES = (StopReason.CONTEXT_LENGTH, StopReason.NO_USABLE_ACTION)
 _BY_QUERY_STATUS = {"empty": "empty result", "syntax_error": "syntax error", "timeout": "timeout"}
 
 
 def diagnose(record: dict[str, Any]) -> str:
     """The diagnosis of a scored line: from its ``f1``, stop reason, predicted answer and last query's status."""
-    if record.get("stop_reason") == "cannot_answer":
+    if record.get("stop_reason") == StopReason.CANNOT_ANSWER:
         return "cannot answer"
     if record.get("stop_reason") in MODEL_FAILURES and record.get("predicted_answer") in (None, []):
         return "model failure"

@@ -43,7 +43,7 @@ from agent.kb.base import KBUnavailable, KnowledgeBase
 from agent.llm import ChatModel, LLMUnavailable
 from agent.observations import format_query_result
 from agent.prompts import render
-from agent.trace import AgentResult, Step, Usage
+from agent.trace import SERVICE_FAILURES, AgentResult, Step, StopReason, Usage
 from harness.datasets import Example
 from harness.diagnostics import diagnose
 from harness.metrics import exact_match, row_major_f1
@@ -55,7 +55,6 @@ Answerer = Callable[[Example], AgentResult]
 Key = tuple[str, str, str]
 #: One answer's identity: the question's, and which repeat of the split it belongs to (1 when not repeated).
 RunKey = tuple[str, str, str, int]
-UNFINISHED = ("llm_error", "kb_error")
 #: Gold statuses that are final: a usable answer, an empty one (the question is dropped), a cut one (excluded).
 GOLD_FINAL = ("ok", "empty", "cut")
 
@@ -213,7 +212,7 @@ def upstream_postprocessed(result: AgentResult, kb: KnowledgeBase) -> dict[str, 
     """
     if result.final_sparql is None:
         return None
-    sparql = postprocess(result.final_sparql, stopped=result.stop_reason == "stop")
+    sparql = postprocess(result.final_sparql, stopped=result.stop_reason == StopReason.STOP)
     if sparql == result.final_sparql:
         return {"sparql": sparql, "answer": result.answer, "status": "unchanged"}
     try:
@@ -286,7 +285,7 @@ def evaluate(examples: list[Example], answer: Answerer, out_dir: Path, workers: 
                  disable=not progress) as bar:
         def work(example: Example) -> tuple[AgentResult, dict[str, Any] | None]:
             result = answer(example)
-            finished_run = postprocess_kb is not None and result.stop_reason not in UNFINISHED
+            finished_run = postprocess_kb is not None and result.stop_reason not in SERVICE_FAILURES
             return result, upstream_postprocessed(result, postprocess_kb) if finished_run else None
 
         futures = {pool.submit(work, example): (example, repeat) for example, repeat in pending}
@@ -294,7 +293,7 @@ def evaluate(examples: list[Example], answer: Answerer, out_dir: Path, workers: 
             example, repeat = futures[future]
             result, postprocessed = future.result()
             bar.update(1)
-            if result.stop_reason in UNFINISHED:
+            if result.stop_reason in SERVICE_FAILURES:
                 failures[result.stop_reason] += 1
                 failures_log.write({"id": example.id, "repeat": repeat, "kind": result.stop_reason,
                                     "message": result.stop_message, "part": part, "at": now()})
@@ -336,7 +335,7 @@ def baseline_answerer(llm: ChatModel, kb: KnowledgeBase) -> Answerer:
             completion = llm.complete([{"role": "user", "content": render("baseline", question=example.question)}],
                                       temperature=0.0)
         except LLMUnavailable as error:
-            return AgentResult(example.question, None, None, [], [], "llm_error", str(error), usage)
+            return AgentResult(example.question, None, None, [], [], StopReason.LLM_ERROR, str(error), usage)
         usage.llm_calls, usage.prompt_tokens = 1, completion.prompt_tokens
         usage.completion_tokens, usage.cached_tokens = completion.completion_tokens, completion.cached_tokens
         fenced = _FENCED.search(completion.content)
@@ -346,11 +345,11 @@ def baseline_answerer(llm: ChatModel, kb: KnowledgeBase) -> Answerer:
             result = kb.execute(sparql)
         except KBUnavailable as error:
             usage.seconds = round(time.monotonic() - started, 3)
-            return AgentResult(example.question, sparql, None, [], [], "kb_error", str(error), usage)
+            return AgentResult(example.question, sparql, None, [], [], StopReason.KB_ERROR, str(error), usage)
         usage.seconds = round(time.monotonic() - started, 3)
         step = Step(completion.content, "execute_sparql", sparql, format_query_result(result),
                     query_status=result.status)
-        return AgentResult(example.question, sparql, result.answer, result.variables, [step], "stop",
+        return AgentResult(example.question, sparql, result.answer, result.variables, [step], StopReason.STOP,
                            "one query written directly", usage, protocol="text", model=completion.model)
 
     return answer

@@ -37,7 +37,7 @@ from agent.graph import WIKIDATA
 from agent.llm import ChatModel
 from agent.loop import Agent, AgentConfig
 from agent.prompts import render
-from agent.trace import AgentResult
+from agent.trace import BUDGET_LIMITS, AgentResult, StopReason
 from harness.metrics import exact_match, row_major_f1
 from harness.recorded_kb import RecordedKB, same_query
 from harness.upstream_postprocessing import postprocess
@@ -192,7 +192,7 @@ def replay(run: dict[str, Any], output: dict[str, Any] | None = None,
         reason = "repeated action: rolled back, then went on"
     elif stops_after_failure:
         reason = "stop without a usable query: rolled back, then went on"
-    elif result.stop_reason in ("path_limit", "action_limit"):
+    elif result.stop_reason in BUDGET_LIMITS:
         reason = f"budget: {result.stop_message}"
     else:
         reason = "different actions"
@@ -201,7 +201,7 @@ def replay(run: dict[str, Any], output: dict[str, Any] | None = None,
                             reason=reason, result=result)
     if result.final_sparql is not None:
         outcome.model_written = _layout_free(result.final_sparql) in {_layout_free(query) for query in written}
-        outcome.postprocessed_sparql = postprocess(result.final_sparql, stopped=result.stop_reason == "stop")
+        outcome.postprocessed_sparql = postprocess(result.final_sparql, stopped=result.stop_reason == StopReason.STOP)
         outcome.postprocessed_answer = result.answer if outcome.postprocessed_sparql == result.final_sparql \
             else kb.execute(outcome.postprocessed_sparql).answer
         upstream = (output or {}).get("predicted_sparql") or (run.get("final_sparql") or {}).get("sparql")

@@ -12,7 +12,8 @@ import argparse
 import time
 from collections.abc import Callable
 
-from bot.forum import MAX_REQUEST_CHARS, extract_request, locate_after_change, mark_answered, parse_sections
+from bot.forum import MAX_REQUEST_CHARS, extract_request, parse_sections
+from bot.forum_decisions import locate_after_change, mark_answered
 from bot.history import Attribution
 
 SIGNATURE = "[[User:Ann|Ann]] ([[User talk:Ann|talk]]) 12:00, 20 November 2026 (UTC)"

@@ -27,7 +27,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from bot.forum import Reading, extract_request, find_headings, mark_answered, page_lead, parse_sections, reply_point
+from bot.forum import Reading, extract_request, find_headings, page_lead, parse_sections
+from bot.forum_decisions import mark_answered, reply_point
 from bot.history import Attribution
 from bot.wiki import opt_out_calls
 

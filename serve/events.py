@@ -12,6 +12,7 @@ from typing import Any
 
 from agent import AgentResult, Step
 from agent.observations import format_table
+from agent.trace import StopReason
 from bot.messages import messages_for
 from bot.render import step_lines
 from bot.wikitext import clean, query_service_link
@@ -24,9 +25,9 @@ PREVIEW_ROWS = 20
 
 #: What the page says when a run ends without a query, by the run's ending.
 NO_QUERY = {
-    "cannot_answer": "The agent found that this graph cannot answer the question.",
-    "llm_error": "The language model could not be reached; ask again later.",
-    "kb_error": "The knowledge graph could not be reached; ask again later.",
+    StopReason.CANNOT_ANSWER: "The agent found that this graph cannot answer the question.",
+    StopReason.LLM_ERROR: "The language model could not be reached; ask again later.",
+    StopReason.KB_ERROR: "The knowledge graph could not be reached; ask again later.",
 }
 
 

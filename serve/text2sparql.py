@@ -22,6 +22,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
 from agent.examples.queries import shorten_text
+from agent.trace import SERVICE_FAILURES
 from serve.runs import Busy, RunPool
 
 log = logging.getLogger(__name__)
@@ -30,9 +31,6 @@ router = APIRouter()
 
 #: The answer to a question the graph cannot answer: a query with no solutions, valid on any SPARQL 1.1 engine.
 NO_ANSWER_QUERY = "SELECT * WHERE { FILTER(false) }"
-
-#: Run endings where the model or the knowledge base failed, not the question.
-FAILURES = ("llm_error", "kb_error")
 
 
 class Text2SparqlAnswer(BaseModel):
@@ -75,7 +73,7 @@ async def text2sparql(request: Request, question: str = Query(min_length=1), dat
     if result is None:
         log.warning("text2sparql: %s: no query within %.0f s: %s", graph.name, pool.limits.timeout, logged)
         return _error(504, f"no query within {pool.limits.timeout:.0f} s")
-    if result.stop_reason in FAILURES:
+    if result.stop_reason in SERVICE_FAILURES:
         log.warning("text2sparql: %s: %s after %.1f s (%s): %s", graph.name, result.stop_reason, seconds,
                     shorten_text(result.stop_message, 300), logged)
         return _error(503, "the language model or the knowledge graph failed; ask again later", 30)

@@ -7,9 +7,11 @@ import mwparserfromhell
 import pytest
 
 from bot.forum import (
-    MAX_DEPTH, MAX_REQUEST_CHARS, FollowUp, Reading, answered_by_human, close_matches, extract_followup,
-    extract_request, find_headings, find_section, followup_key, insert_reply, locate_after_change, mark_answered,
-    mentions, page_lead, parse_sections, pending_followup, ping_in, plain_text, signatures_in, summary_section,
+    MAX_REQUEST_CHARS, FollowUp, Reading, close_matches, extract_followup, extract_request, find_headings, find_section,
+    followup_key, mentions, page_lead, parse_sections, plain_text, signatures_in, summary_section,
+)
+from bot.forum_decisions import (
+    MAX_DEPTH, answered_by_human, insert_reply, locate_after_change, mark_answered, pending_followup, ping_in,
 )
 from bot.history import UNKNOWN, Attribution, OwnEdit
 from bot.wikiparse import INERT_TAGS

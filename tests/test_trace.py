@@ -1,7 +1,7 @@
 import json
 
 from agent.kb.base import QueryResult
-from agent.trace import AgentResult, Step, Usage
+from agent.trace import AgentResult, Step, StopReason, Usage
 
 
 def test_agent_result_round_trips_through_json():
@@ -36,3 +36,13 @@ def test_records_written_before_the_explanation_existed_still_load():
     new = AgentResult("Wer?", None, None, [], [], "stop", explanation="Nichts gefunden.", language="de",
                       best_effort=True, end_of_run=["extraction"])
     assert AgentResult.from_dict(json.loads(json.dumps(new.to_dict()))) == new
+
+
+def test_stop_reasons_are_stored_as_the_strings_earlier_records_hold():
+    assert [reason.value for reason in StopReason] == [
+        "stop", "cannot_answer", "path_limit", "action_limit", "repeated_stop", "no_usable_action", "context_length",
+        "llm_error", "kb_error"]
+    for reason in StopReason:
+        record = json.loads(json.dumps(AgentResult("Who?", None, None, [], [], reason).to_dict()))
+        assert record["stop_reason"] == reason.value
+        assert AgentResult.from_dict(record).stop_reason is reason

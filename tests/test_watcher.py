@@ -339,7 +339,7 @@ def test_a_german_question_is_answered_in_words_in_german(mediawiki, forum, rig,
 
 
 def test_a_follow_up_indented_two_thousand_levels_is_answered_at_the_deepest_indentation(mediawiki, forum, rig):
-    from bot.forum import MAX_DEPTH
+    from bot.forum_decisions import MAX_DEPTH
 
     run_bot(rig, forum, "--once", "--live")
     mediawiki.edit_as_human(forum, mediawiki.page_text(forum) + new_section("Euler", "Who advised Euler?"))

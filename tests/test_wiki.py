@@ -12,7 +12,7 @@ import pytest
 
 from bot.edit_check import EditRefused
 from bot.forum import parse_sections
-from bot.wiki import EmergencyStop, ForumPage, bots_allow
+from bot.wiki import EmergencyStop, ForumPage
 from tests.support.mediawiki import BOT_USER, PORT, PhpServer, group_members
 
 #: One test process runs them all: they share one login.
@@ -65,7 +65,9 @@ def key_of(text: str, heading: str) -> str:
     ("<nowiki>{{nobots}}</nowiki>", True),
 ])
 def test_bots_and_nobots_are_read_as_pywikibot_reads_them(site, text, allowed):
-    assert bots_allow(site, "Wikidata:Request a query", text) is allowed
+    forum = ForumPage(site, "Wikidata:Request a query", "User:{username}/Stop")
+    assert (forum.refusal(text) is None) is allowed
+    assert (forum.refusal(section=parse_sections(f"== Q ==\n{text} [[User:Alice|Alice]]\n")[0]) is None) is allowed
 
 
 def test_nobots_in_another_section_does_not_keep_the_bot_out_of_this_one(forum, mediawiki):
@@ -354,12 +356,13 @@ def test_a_page_whose_content_model_is_not_wikitext_is_refused(forum, mediawiki)
 
 
 def test_opt_outs_in_hostile_text_are_read_as_pywikibot_reads_them(site):
+    forum = ForumPage(site, "Wikidata:Request a query", "User:{username}/Stop")
     hostile = "{{a|" * 20_000 + "<!-- " * 5_000 + "<nowiki>" * 5_000
-    assert bots_allow(site, "Wikidata:Request a query", hostile)
-    assert not bots_allow(site, "Wikidata:Request a query", hostile + "{{nobots}}")
-    assert not bots_allow(site, "Wikidata:Request a query", "{{foo|x={{Nobots}}}}" + hostile)
-    assert bots_allow(site, "Wikidata:Request a query", "<nowiki>{{nobots}}</nowiki>" + hostile)
-    assert not bots_allow(site, "Wikidata:Request a query", "{{bots|deny=" + "x," * 2000 + "}}")
+    assert forum.refusal(hostile) is None
+    assert forum.refusal(hostile + "{{nobots}}") == "the page opts out of bots"
+    assert forum.refusal("{{foo|x={{Nobots}}}}" + hostile) == "the page opts out of bots"
+    assert forum.refusal("<nowiki>{{nobots}}</nowiki>" + hostile) is None
+    assert forum.refusal("{{bots|deny=" + "x," * 2000 + "}}") == "the page opts out of bots"
 
 
 def test_the_test_wiki_server_leaves_no_process_behind(mediawiki):

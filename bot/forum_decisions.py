@@ -1,0 +1,202 @@
+"""What the bot decides about a section of the forum, from what :mod:`bot.forum` read of it.
+
+Whether the bot has answered a section (its own replies, found through the page's history and its own
+revisions, never through a signature someone typed), whether someone else already answered it with a
+query, which follow-up below the bot's reply is waiting and whom a reply answers, and where in the page
+the reply goes (:func:`reply_point`): after the asker's question, never inside an element someone opened
+and left open (a hidden ``<div>``), never below a heading the page shows inside the section.
+:func:`insert_reply` changes nothing but the insertion point.
+
+:mod:`bot.forum` reads the page (sections, signatures, comments, requests); nothing here reads wikitext
+that module has not already located, and every scan stays linear in the page size.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from bot.forum import (
+    CHANGED, Comment, FollowUp, Reading, Section, find_section, heading_level, mentions, normalize_user,
+    parse_sections, posts, queries_in,
+)
+from bot.history import Attribution, OwnEdit
+from bot.wikiparse import brace_spans, inert_spans, inside, merged
+
+#: The deepest indentation of a reply (a follow-up indented deeper is answered at this depth).
+MAX_DEPTH = 10
+#: A heading below the section's own (level 3 or deeper) on a line of its own.
+_SUBHEADING = re.compile(r"^===+[^=\n].*===+[ \t]*$", re.MULTILINE)
+#: Elements a reply must not be left inside: MediaWiki's paired HTML tags.
+_PAIRED = ("div|span|table|tr|td|th|caption|tbody|thead|tfoot|center|blockquote|font|small|big|b|i|u|s|strike|"
+           "sub|sup|code|tt|kbd|samp|var|cite|q|abbr|dfn|mark|ins|del|bdi|bdo|ruby|rb|rp|rt|rtc|data|time|p|ul|ol|"
+           "li|dl|dt|dd|h[1-6]|em|strong")
+_ELEMENT_TAG = re.compile(r"<(/?)(" + _PAIRED + r")\b[^<>]*?(/?)>", re.IGNORECASE)
+_TABLE_EDGE = re.compile(r"^[ \t:]*(\{\||\|\})", re.MULTILINE)
+_HEADING_TAG = re.compile(r"<h[12][\s>/]", re.IGNORECASE)
+_NOT_SHOWN = re.compile(r"<!--.*?(?:-->|$)|<includeonly\s*>.*?(?:</includeonly\s*>|$)"
+                        r"|</?(?:noinclude|onlyinclude)\s*/?>", re.IGNORECASE | re.DOTALL)
+
+
+def mark_answered(sections: list[Section], bot: str, own: Callable[[], list[OwnEdit]] | None = None) -> None:
+    """Set ``replies`` and ``answered`` on each section: whether the bot has replied there.
+
+    *own* gives the bot's own revisions of the page (asked for only when a bot signature stands on lines
+    whose revision is not known).
+    """
+    for section in sections:
+        section.replies = section.bot_replies(bot, own)
+        section.answered = bool(section.replies)
+
+
+def locate_after_change(attribution: Attribution, text: str, key: str, bot: str, reading: Reading | None = None,
+                        own: Callable[[], list[OwnEdit]] | None = None) -> Section | None:
+    """The section *key* in *text*, a newer text of the page than the one *attribution* describes.
+
+    Lines changed since are attributed to :data:`CHANGED` (someone, not
+    known who), so a section added meanwhile cannot take this one's identity.
+    *reading* is MediaWiki's reading of *text*, *own* the bot's revisions.
+    """
+    current = attribution if text == attribution.text else attribution.advance(CHANGED, "", text)
+    sections = parse_sections(text, current, reading)
+    mark_answered(sections, bot, own)
+    return find_section(sections, key)
+
+
+def answered_by_human(section: Section, bot: str) -> bool:
+    """Whether someone other than the asker and the bot already posted a query in a reply."""
+    wanted = normalize_user(bot)
+    return any(post.user not in (section.author, wanted) and queries_in(post.text) for post in posts(section))
+
+
+def addressee(section: Section, key: str) -> str | None:
+    """Whom the reply to *key* answers, as the page's history names them (anyone can type a signature): the
+    author of the follow-up *key* names (its revision), else the section's author; ``None`` when not known."""
+    section_key, _, revision = key.rpartition(" / r")
+    if section_key == section.key and revision.isdigit():
+        return next((comment.user for comment in section.comments if comment.owner == int(revision) and comment.user),
+                    None)
+    return section.author
+
+
+def reply_depth(indent: int) -> int:
+    """The depth of a reply to a comment indented *indent* levels: one deeper, at least 2, at most MAX_DEPTH."""
+    return min(max(indent + 1, 2), MAX_DEPTH)
+
+
+def pending_followup(section: Section, bot: str) -> FollowUp | None:
+    """The newest follow-up under the bot's last reply in *section*, if any: a signed comment by the asker,
+    one that pings the bot, or a question merged into the thread under a subheading.
+
+    Only comments the history attributes to a user other than the bot count,
+    so the bot never answers its own text, and a comment is identified by
+    the revision that added it.  The bot's replies are those :func:`mark_answered`
+    found (with the bot's own revisions, so also after a lost state).
+    """
+    wanted = normalize_user(bot)
+    replies = section.replies or section.bot_replies(wanted)
+    if not replies:
+        return None
+    found = None
+    for comment in section.comments:
+        if comment.start < replies[-1].end or not comment.user or comment.user == wanted:
+            continue
+        text = section.masked[comment.start - section.start:comment.end - section.start]
+        # A question moved here under a subheading of its own (a thread merged into this one) is signed by
+        # its asker, not by whoever moved it.
+        merged = _SUBHEADING.search(text) is not None
+        signed = [signature for signature in section.signatures
+                  if comment.start <= signature.start < comment.end
+                  and (signature.user == comment.user or merged and signature.user != wanted)]
+        if not signed:
+            continue
+        if comment.user != section.author and not merged and not mentions(text, wanted):
+            continue
+        indent = len(text) - len(text.lstrip(":*#"))
+        found = FollowUp(comment.owner, comment.user, comment.start, comment.end, reply_depth(indent))
+    return found
+
+
+def ping_in(section: Section, bot: str) -> Comment | None:
+    """A comment (by a known user other than the bot) that pings the bot, the newest one."""
+    wanted = normalize_user(bot)
+    found = None
+    for comment in section.comments:
+        text = section.masked[comment.start - section.start:comment.end - section.start]
+        if comment.user and comment.user != wanted and mentions(text, wanted):
+            found = comment
+    return found
+
+
+def _shows_heading(raw: str, masked: str, templates: frozenset[str]) -> bool:
+    """Whether the line (*raw*, and *masked* with inert parts blanked) shows a heading of level 1 or 2 on
+    the page: one MediaWiki does not count as a section (after a comment or a ``<noinclude>`` tag), an
+    HTML ``<h1>``/``<h2>``, or a call of a template whose text shows one."""
+    if 1 <= heading_level(_NOT_SHOWN.sub("", raw), " \t\r\f\v") <= 2 or _HEADING_TAG.search(masked):
+        return True
+    return any(re.search(r"\{\{\s*(?:template\s*:\s*)?" + re.escape(name).replace(r"\ ", "[ _]+") + r"\s*[|}]",
+                         masked, re.IGNORECASE) for name in templates)
+
+
+def reply_point(page_text: str, section: Section) -> int:
+    """Where a reply to *section* goes: the end of the last line, after the one holding
+    ``section.reply_after``, at which every element opened in the section is closed again, none opened
+    before it was closed, and no heading the page shows began.
+
+    So a reply never lands inside a ``<div>`` (or a table, a ``<span>``...) that someone opened below the
+    question, hidden or not, nor inside a template call (``{{#if:1|`` on one line, its ``}}`` lines below:
+    the reply would be an argument of it), nor inside a comment or an extension tag (a ``<ref>`` opened on the
+    line before: the footnote would hold the reply, its signature unexpanded), nor after the closing tag of one
+    opened above the section, nor below a heading that shows inside the section.  A heading-shaped line inside
+    a comment or an extension tag (``== X ==`` in a ``<pre>``) shows no heading and stops nothing.  When no
+    line qualifies (the question itself opens an element it never closes), the reply goes after the section's
+    last line, and MediaWiki's check of the edit (:mod:`bot.edit_check`) has the last word.
+    """
+    fallback = section.start + len(page_text[section.start:section.end].rstrip())
+    masked = section.masked
+    after = max(section.reply_after, section.start)
+    open_elements: list[str] = []
+    calls = brace_spans(masked)
+    inert = merged(inert_spans(page_text, section.extension_tags))
+    best = None
+    position = page_text.find("\n", section.start, section.end)  # the heading line is not the reply's place
+    position = section.end if position == -1 else position + 1
+    while position < section.end:
+        line_end = page_text.find("\n", position, section.end)
+        line_end = section.end if line_end == -1 else line_end
+        line = masked[position - section.start:line_end - section.start]
+        if not inside(inert, position) and _shows_heading(page_text[position:line_end], line,
+                                                          section.heading_templates):
+            break
+        closed_above = False
+        for tag in _ELEMENT_TAG.finditer(line):
+            name = tag.group(2).lower()
+            if tag.group(3):
+                continue
+            if not tag.group(1):
+                open_elements.append(name)
+            elif name in open_elements:
+                del open_elements[len(open_elements) - 1 - open_elements[::-1].index(name):]
+            else:
+                closed_above = True
+        for edge in _TABLE_EDGE.finditer(line):
+            if edge.group(1) == "{|":
+                open_elements.append("{|")
+            elif "{|" in open_elements:
+                del open_elements[len(open_elements) - 1 - open_elements[::-1].index("{|"):]
+            else:
+                closed_above = True
+        if closed_above:
+            break
+        point = position + len(page_text[position:line_end].rstrip())
+        if line_end >= after and not open_elements and line.strip() and not inside(calls, point - section.start) \
+                and not inside(inert, point):
+            best = point
+        position = line_end + 1
+    return best if best is not None else fallback
+
+
+def insert_reply(page_text: str, section: Section, reply: str) -> str:
+    """*page_text* with *reply* on lines of its own at :func:`reply_point`; nothing else changes."""
+    point = reply_point(page_text, section)
+    return page_text[:point] + "\n" + reply.rstrip("\n") + page_text[point:]
