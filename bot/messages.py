@@ -186,7 +186,13 @@ MESSAGES: dict[str, dict[str, str]] = {
 }
 
 
-def messages_for(language: str) -> dict[str, str]:
-    """The table for a BCP 47 code (``de``, ``de-CH`` and ``DE`` all give German), English otherwise."""
+def reply_language(language: str) -> str:
+    """The language a reply is written in for a BCP 47 code: ``de``, ``de-CH`` and ``DE`` all give ``de``; a
+    language this table lacks gives ``en``."""
     primary = str(language or "").split("-")[0].split("_")[0].strip().lower()
-    return MESSAGES.get(primary, MESSAGES["en"])
+    return primary if primary in MESSAGES else "en"
+
+
+def messages_for(language: str) -> dict[str, str]:
+    """The table for a BCP 47 code (by :func:`reply_language`)."""
+    return MESSAGES[reply_language(language)]

@@ -8,7 +8,8 @@ the model, from Wikidata or from the asker goes through :mod:`bot.wikitext`
 before it reaches the template (``reply.wiki.j2``): prose and table cells
 escaped only where MediaWiki would read markup, the steps as one
 code block of encoded lines, shown as written.  The preview's headers are the
-query's variables as words, its numbers written as the reply's language writes them.
+query's variables as words, or the labels (in the reply's language) of the properties whose values they are,
+its numbers written as the reply's language writes them.
 
 The reply is written in the asker's language where :mod:`bot.messages` has
 it, the steps included: what the knowledge base answered is told in those
@@ -30,8 +31,9 @@ from dataclasses import dataclass
 import jinja2
 
 from agent.kb.base import Binding
+from agent.kb.local.search import fold
 from agent.observations import XSD, shorten_iri
-from agent.trace import AgentResult, Step
+from agent.trace import AgentResult, Step, StopReason
 from bot.messages import messages_for
 from bot.wikitext import encode, fits_sparql_template, inline, query_service_link, sparql_template, text_block
 
@@ -60,6 +62,8 @@ NUMBERS = frozenset(XSD + name for name in ("decimal", "integer", "double", "flo
 _DECIMAL = re.compile(r"([+-]?)(\d+)(?:\.(\d+))?")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _UNITS = {"km2": "km²", "m2": "m²", "m3": "m³", "km3": "km³"}
+#: A variable that is the value of a property in a query: ``wdt:P1082 ?population`` (the ID, the name).
+_OBJECT_OF = re.compile(r"\b(?:wdt|ps|p):(P[1-9]\d*)\s+\?(\w+)\b")
 _SENTENCE_END = re.compile(r"[.!?…](?=\s|$)")
 #: Where one sentence ends and the next starts: a full stop, question or exclamation mark, then a space and a
 #: capital, a digit or an opening quote (an abbreviation such as "e.g. the" stays inside its sentence).
@@ -215,37 +219,66 @@ def _says_nothing(name: str) -> bool:
     return len(name.rstrip("0123456789")) <= 2
 
 
-def _header(name: str, result: AgentResult, labels: dict[str, str]) -> str:
-    """A column's header: the variable's name as words; for a name that says nothing (``?u``), the label of the
-    one property whose value it is in the final query, when the agent saw that property named."""
-    if _says_nothing(name):
-        properties = set(re.findall(rf"\b(?:wdt|ps|p):(P[1-9]\d*)\s+\?{re.escape(name)}\b", result.final_sparql or ""))
-        if len(properties) == 1 and (label := labels.get(properties.pop())):
-            return label
-    return header_words(name)
+def object_properties(sparql: str) -> dict[str, str]:
+    """The variables of *sparql* that are the value of exactly one property (``?item wdt:P1082 ?population``),
+    with that property's ID: what such a column holds, its property says."""
+    found: dict[str, set[str]] = {}
+    for pid, name in _OBJECT_OF.findall(sparql or ""):
+        found.setdefault(name, set()).add(pid)
+    return {name: pids.pop() for name, pids in found.items() if len(pids) == 1}
 
 
-def _columns(result: AgentResult, variables: list[str], rows: list[dict[str, Binding]]) -> list[tuple[str, str]]:
+def header_properties(result: AgentResult) -> list[str]:
+    """The properties whose labels may head the preview's columns, for a lookup in the reply's language."""
+    return sorted(set(object_properties(result.final_sparql or "").values()))
+
+
+def _names_it(name: str, label: str) -> bool:
+    """The variable's name already is the label's word (``?einwohnerzahl`` for "Einwohnerzahl"), or part of it."""
+    said, meant = (fold(re.sub(r"[\W_]+", "", text)) for text in (header_words(name), label))
+    return bool(said) and (said in meant or meant in said)
+
+
+def _header(name: str, pid: str | None, labels: dict[str, str], translated: dict[str, str]) -> str:
+    """A column's header: the label, in the reply's language (*translated*), of the one property whose value the
+    variable is in the final query, with the unit its name gives, unless the name says it already; for a name
+    that says nothing (``?u``) and no such label, the label the agent saw (*labels*); else the name as words."""
+    words = header_words(name)
+    label = translated.get(pid or "")
+    if label and (_says_nothing(name) or not _names_it(name, label)):
+        units = [word for word in words.split() if word in _UNITS.values() and word not in label]
+        return " ".join([label, *units])
+    if _says_nothing(name) and (label := labels.get(pid or "")):
+        return label
+    return words
+
+
+def _columns(result: AgentResult, variables: list[str], rows: list[dict[str, Binding]],
+             translated: dict[str, str]) -> list[tuple[str, str]]:
     """The columns to show and their headers in words: a label column is left out where its item column shows
     the item, which ``{{Q}}`` already shows with its label."""
     shown = []
     labels = property_labels(result)
+    properties = object_properties(result.final_sparql or "")
     for name in variables:
         base = name[:-len("Label")] if name.endswith("Label") else None
         if base in variables and all(_entity(row.get(base)) or name not in row for row in rows):
             continue
-        header = _header(base if base and base not in variables else name, result, labels)
+        named = base if base and base not in variables else name
+        header = _header(named, properties.get(named), labels, translated)
         shown.append((name, header if len(header) <= HEADER_CHARS else header[:HEADER_CHARS - 1] + "…"))
     return shown
 
 
-def preview_table(result: AgentResult, rows: int, words: dict[str, str]) -> str:
+def preview_table(result: AgentResult, rows: int, words: dict[str, str],
+                  headers: dict[str, str] | None = None) -> str:
     """The first *rows* rows as a wikitable (an item once, as {{Q|...}}, which shows its label); how many rows
-    there are in all the words above it say."""
+    there are in all the words above it say.  *headers* are the labels of :func:`header_properties` in the
+    reply's language, by ID: those it lacks are headed by the variables' words."""
     if not isinstance(result.answer, list) or not result.answer or rows <= 0:
         return ""
     shown_rows = result.answer[:rows]
-    columns = _columns(result, result.variables or list(result.answer[0]), shown_rows)
+    columns = _columns(result, result.variables or list(result.answer[0]), shown_rows, headers or {})
     lines = ['{| class="wikitable"', "! " + " !! ".join(encode(header, cell=True) for _, header in columns)]
     for row in shown_rows:
         lines.append("|-")
@@ -458,7 +491,7 @@ def reply_kind(result: AgentResult) -> str:
     """What a reply to *result* holds: ``query``, ``cannot_answer`` (the model's judgement) or ``no_query``."""
     if shows_query(result):
         return "query"
-    return "cannot_answer" if result.stop_reason == "cannot_answer" else "no_query"
+    return "cannot_answer" if result.stop_reason == StopReason.CANNOT_ANSWER else "no_query"
 
 
 #: A page title a wiki link may hold as it is: no character that could end the link or start other markup.
@@ -513,13 +546,15 @@ def earlier_request_line(earlier: EarlierRequest, words: dict[str, str]) -> str:
 
 
 def render_reply(result: AgentResult, *, depth: int = 1, max_chars: int = 20000, credit: Credit | None = None,
-                 earlier: EarlierRequest | None = None, asker: str | None = None) -> str:
+                 earlier: EarlierRequest | None = None, asker: str | None = None,
+                 headers: dict[str, str] | None = None) -> str:
     """The whole reply to one question (*depth* 1) or follow-up (2 or more), signed, under *max_chars*.
 
     Words first, as the forum's regulars write: *asker* addressed (``{{re|…}}``, which notifies them), the
     model's explanation (its first sentences; with the asker's draft, its diagnosis) and how many results the
     query finds; then the query, the first rows, the rest of the explanation, the steps collapsed, who wrote it.
-    *earlier* is an archived thread about the same request, linked in one line.
+    *earlier* is an archived thread about the same request, linked in one line.  *headers* name the preview's
+    columns in the reply's language (:func:`preview_table`).
     """
     if depth < 1:
         raise ValueError(f"a reply's depth is 1 or more, not {depth}")
@@ -530,7 +565,7 @@ def render_reply(result: AgentResult, *, depth: int = 1, max_chars: int = 20000,
     query_text = (result.final_sparql or "").strip(" \t\r\n")
     answered = shows_query(result)
     explanation = result.explanation.strip()
-    if result.stop_reason == "cannot_answer":  # the model's reasons, then what it searched, from the trace
+    if result.stop_reason == StopReason.CANNOT_ANSWER:  # the model's reasons, then what it searched, from the trace
         explanation = " ".join(filter(None, (explanation, _tried(result, words, "searched"))))
     elif not answered and not explanation:
         explanation = _tried(result, words)
@@ -548,10 +583,10 @@ def render_reply(result: AgentResult, *, depth: int = 1, max_chars: int = 20000,
             lead = " ".join(filter(None, (encode(opening), encode(_found(result, rows, words)))))
             paragraphs = [encode(paragraph) for paragraph in rest]
         else:
-            lead = encode(words["cannot_answer" if result.stop_reason == "cannot_answer" else "nothing"])
+            lead = encode(words["cannot_answer" if result.stop_reason == StopReason.CANNOT_ANSWER else "nothing"])
             paragraphs = _paragraphs(explained)
         return template.render(indent=":" * depth, lead=address + lead, query=query,
-                               preview=preview_table(result, rows, words) if answered else "",
+                               preview=preview_table(result, rows, words, headers) if answered else "",
                                explanation=paragraphs, trace=trace, title=title, earlier=earlier_line,
                                footer=footer).strip()
 

@@ -143,16 +143,29 @@ def endpoint_of(llm_config) -> str:
                                                   query="", fragment=""))
 
 
-def make_answerer(config: BotConfig, llm_config):
+def open_knowledge_base(config: BotConfig):
+    """The knowledge base the bot answers from, every answer of it scrubbed of secrets.
+
+    A dry run opens a local store read-only, so it can run beside the live bot that holds it.
+    """
+    from agent.kb import open_kb
+    from agent.kb.local import LocalKB
+
+    kb = (LocalKB(Path(config.kb_dir), read_only=True) if config.kb_dir and not config.live
+          else open_kb(config.kb_dir, cache_path=config.cache_path, read_only=False))
+    if kb.graph.name != "wikidata":
+        raise ValueError(f"kb_dir {config.kb_dir} holds the graph {kb.graph.name!r}: the bot answers about Wikidata")
+    return Scrubbed(kb)
+
+
+def make_answerer(config: BotConfig, llm_config, kb=None):
     """The agent, as the bot uses it: no promise to the model that an answer exists.
 
-    A dry run opens a local store read-only, so it can run beside the live bot that holds it.  A model
+    *kb* is the knowledge base it answers from (by :func:`open_knowledge_base` when ``None``).  A model
     error is reported with the endpoint that gave it (never its key).  With no model named, the endpoint
     is asked now which one it serves, and *llm_config* records it, so the log names it.
     """
     from agent import Agent, AgentConfig
-    from agent.kb import open_kb
-    from agent.kb.local import LocalKB
     from agent.llm import ChatModel, LLMConfigurationError
 
     llm = Scrubbed(ChatModel.from_config(llm_config))
@@ -161,13 +174,9 @@ def make_answerer(config: BotConfig, llm_config):
             llm_config.model = llm.resolve_model()
         except LLMConfigurationError as error:
             log.warning("%s (asked again at the first question)", error)
-    kb = (LocalKB(Path(config.kb_dir), read_only=True) if config.kb_dir and not config.live
-          else open_kb(config.kb_dir, cache_path=config.cache_path, read_only=False))
-    if kb.graph.name != "wikidata":
-        raise ValueError(f"kb_dir {config.kb_dir} holds the graph {kb.graph.name!r}: the bot answers about Wikidata")
     # Every answer of the model and the knowledge base is scrubbed of secrets before the agent sees it.
-    agent = Agent(llm=llm, kb=Scrubbed(kb), config=AgentConfig(answer_guaranteed=False,
-                                                     scholarly_service=config.scholarly_service or ""))
+    agent = Agent(llm=llm, kb=kb or open_knowledge_base(config),
+                  config=AgentConfig(answer_guaranteed=False, scholarly_service=config.scholarly_service or ""))
     endpoint = endpoint_of(llm_config)
 
     def answer(request):
@@ -261,7 +270,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {busy}", file=sys.stderr)
         return 2
     try:
-        answer = make_answerer(config, llm_config)
+        kb = open_knowledge_base(config)
+        answer = make_answerer(config, llm_config, kb)
         examples = open_examples(config)
     except (ValueError, OSError) as error:
         print(f"error: {redact(str(error))}", file=sys.stderr)
@@ -270,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     state = open_state(config.state_path)
     try:
-        return run_with(args, config, llm_config, answer, examples, state) if state is not None else 2
+        return run_with(args, config, llm_config, answer, examples, state, kb) if state is not None else 2
     finally:
         if state is not None:
             state.close()
@@ -278,9 +288,9 @@ def main(argv: list[str] | None = None) -> int:
             lock.release()
 
 
-def run_with(args: argparse.Namespace, config: BotConfig, llm_config, answer, examples, state) -> int:
+def run_with(args: argparse.Namespace, config: BotConfig, llm_config, answer, examples, state, kb) -> int:
     """The bot with its state open (and its lock held): reach the wiki, then one pass, one section or the
-    watcher."""
+    watcher.  *kb* is the knowledge base the agent answers from; it names the preview's columns as well."""
     import pywikibot
     from pywikibot.exceptions import NoUsernameError
 
@@ -325,7 +335,7 @@ def run_with(args: argparse.Namespace, config: BotConfig, llm_config, answer, ex
                          reply_markup=credit.markup() + f"[[{config.page}]]")
         review = Review(forum, page, state, config.reviewer_names, config.ping_asker)
     watcher = Watcher(forum, state, answer, config, examples=examples, credit=credit, review=review,
-                      short_links=ShortLinks(config.short_links, os.environ.get("SPINACH_CONTACT", "")))
+                      short_links=ShortLinks(config.short_links, os.environ.get("SPINACH_CONTACT", "")), kb=kb)
     log.info("%s %s as %s (%s; model %s at %s%s)", "watching" if not (args.once or args.section) else "reading",
              config.page, username or "nobody", "live" if forum.writes else "dry run: nothing will be saved",
              llm_config.model or "not known yet", endpoint_of(llm_config),

@@ -39,6 +39,7 @@ import pywikibot
 from agent.examples import Retriever, ThreadRef, prompt_examples
 from agent.examples.queries import properties_in_order
 from agent.examples.retrieval import GENERIC_PROPERTIES
+from agent.kb.base import KnowledgeBase
 from agent.trace import SERVICE_FAILURES, AgentResult
 from bot.config import BotConfig
 from bot.edit_check import EditRefused
@@ -49,7 +50,8 @@ from bot.forum import (
 from bot.forum_decisions import MAX_DEPTH, addressee, answered_by_human, mark_answered, pending_followup, ping_in
 from bot.history import Attribution, Revision, latest_revisions, revisions_after
 from bot.outcomes import changes, snapshot
-from bot.render import Credit, EarlierRequest, edit_summary, render_reply, reply_kind
+from bot.messages import reply_language
+from bot.render import Credit, EarlierRequest, edit_summary, header_properties, render_reply, reply_kind
 from bot.review import Review
 from bot.short_links import ShortLinks
 from bot.state import SectionStatus, State
@@ -101,6 +103,8 @@ class Watcher:
     review: Review | None = None
     #: Resolves ``https://w.wiki/…`` links in a request to the queries they point to.
     short_links: ShortLinks | None = None
+    #: The knowledge base the agent answers from: it names the preview's columns in the reply's language.
+    kb: KnowledgeBase | None = None
 
     @property
     def bot(self) -> str:
@@ -427,7 +431,7 @@ class Watcher:
             # With the review step the asker is addressed when the approved draft is posted, never in the draft.
             asker = addressee(section, task.key) if self.config.ping_asker and self.review is None else None
             reply = render_reply(result, depth=task.depth, max_chars=self.config.reply_max_chars, credit=self.credit,
-                                 earlier=earlier, asker=asker)
+                                 earlier=earlier, asker=asker, headers=self._headers(result))
         # A ping in a thread the bot has not answered is its first answer there, not a revision of one.
         summary = edit_summary(summary_section(section), task.kind if section.answered else "question", holds)
         if self.review is not None:
@@ -457,6 +461,22 @@ class Watcher:
             self.counter["skipped"] += 1
         else:
             self._fail(task, f"not saved: {outcome.status}")
+
+    def _headers(self, result: AgentResult) -> dict[str, str]:
+        """The labels, in the reply's language, of the properties that may head the preview's columns; none for
+        an English reply (its variables' words stay), and none when the lookup fails: a header never costs the
+        reply."""
+        language = reply_language(result.language)
+        properties = header_properties(result)
+        if self.kb is None or language == "en" or not properties or not isinstance(result.answer, list):
+            return {}
+        try:
+            hits = self.kb.describe(properties, language=language)
+        except Exception as error:  # the words of the variables head the columns instead
+            log.warning("the labels of %s in %r could not be read (%s): the preview's headers are the "
+                        "variables' words", ", ".join(properties), language, error)
+            return {}
+        return {hit.id: hit.label for hit in hits if hit.label and hit.label != hit.id}
 
     def _recall(self, request: Request, new_question: bool) -> EarlierRequest | None:
         """Give *request* the solved examples most like it (never from its own thread); for a new question,

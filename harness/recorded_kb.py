@@ -162,9 +162,12 @@ class RecordedKB:
                 examples.append(PropertyExample(Value(parts[0].strip()), Value(parts[1].split("--> ", 1)[1])))
         return examples
 
-    def describe(self, ids: list[str]) -> list[SearchHit]:
+    def describe(self, ids: list[str], language: str | None = None) -> list[SearchHit]:
         """The names the run's own observations gave *ids*: the record holds no others, so the rest read as
-        missing (the replay counts how often the check fires; no recorded model reads the names)."""
+        missing (the replay counts how often the check fires; no recorded model reads the names), and none in
+        another *language*."""
+        if language is not None:
+            return []
         return [self.names[entity_id] for entity_id in ids if entity_id in self.names]
 
     def execute(self, sparql: str, timeout: float | None = None) -> QueryResult:

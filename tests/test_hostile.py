@@ -3,7 +3,8 @@
 Each case of ``tests/fixtures/hostile/*.json`` puts one payload at one entry
 point: the section heading, the question, the asker's draft query, the
 model's thoughts and action arguments, the ``stop`` action's explanation and
-language, Wikidata labels, descriptions and statement values, query results,
+language, Wikidata labels (a property's heading the preview of a German reply), descriptions and statement
+values, query results,
 the final query, other users' text on the page.  The bot runs as an operator
 runs it (``python -m bot.run``, in the test process) against the real wiki, with the scripted
 model and the stand-in Wikidata on loopback.
@@ -47,6 +48,7 @@ would notice:
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import time
@@ -62,6 +64,7 @@ from typing import Any
 import pytest
 
 from bot.forum import find_headings
+from bot.render import HEADER_CHARS
 from bot.state import State
 from tests.support.bot_rig import BotRig, BotRun
 from tests.support.euler import euler_entities
@@ -76,11 +79,11 @@ ENTRIES = frozenset({
     "heading", "question", "draft-template", "draft-syntaxhighlight", "draft-link", "other-text", "section",
     "thought", "search", "entry-id", "property-id", "sparql", "failing-query", "final-query", "explanation",
     "language", "label", "description", "claim", "result-literal", "result-iri", "result-vars", "tool-arguments",
-    "tool-name"})
+    "tool-name", "header-label"})
 EXPECTATIONS = frozenset({"reply", "silent", "either"})
 #: Entry points whose payload reaches the bot through the model or Wikidata, so the agent's record holds it.
 MODEL_SIDE = ENTRIES - {"heading", "question", "draft-template", "draft-syntaxhighlight", "draft-link", "other-text",
-                        "section"}
+                        "section", "header-label"}
 CASES_PER_PAGE = 12
 FINAL_QUERY = ("SELECT ?advisor ?advisorLabel WHERE { wd:Q7604 wdt:P184 ?advisor . "
                "SERVICE wikibase:label { bd:serviceParam wikibase:language \"en\". } }")
@@ -269,6 +272,15 @@ def plan(case: Case, number: int) -> Plan:
         entities.append(entity(qid, label, description, claims=claims, aliases=[f"hostile entity {case.name}"]))
         steps = [("search_wikidata", {"query": f"hostile entity {case.name}"}),
                  ("get_wikidata_entry", {"qid": qid}), run_final, stop]
+    elif entry == "header-label":  # a property's German label heads the preview's column of a German reply
+        pid = f"P{900000 + number}"
+        query = f"SELECT ?advisor ?wert WHERE {{ wd:Q7604 wdt:P184 ?advisor ; wdt:{pid} ?wert . }}"
+        hostile = entity(pid, f"hostile property {case.name}", datatype="string")
+        hostile["labels"]["de"] = {"language": "de", "value": payload}
+        entities.append(hostile)
+        answers[query] = select(["advisor", "wert"], [{"advisor": "Q124500", "wert": {"type": "literal",
+                                                                                      "value": "x"}}])
+        steps = [("execute_sparql", {"sparql": query}), ("stop", {"explanation": EXPLANATION, "language": "de"})]
     elif entry == "tool-arguments":  # the arguments as the model sent them, not JSON the agent can read
         closing = "".join({"[": "]", "{": "}"}[char] for char in reversed(payload) if char in "[{")
         steps = [("execute_sparql", '{"sparql": ' + payload + closing + "}"), run_final, stop]
@@ -644,6 +656,11 @@ def judge(mediawiki, run: PageRun) -> None:
         if trace and probe and item.case.entry in MODEL_SIDE and probe not in json.dumps(trace, ensure_ascii=False):
             run.problems[name].append(f"the payload never reached the agent's record ({probe!r} is not in it): "
                                       "the case tests nothing")
+        if item.case.entry == "header-label":  # the bot reads it, not the agent: it must head the preview
+            shown = max(re.findall(r"[A-Za-z0-9]{3,}", item.case.payload[:HEADER_CHARS - 1]), key=len, default=None)
+            if found and shown and not any(shown in html.unescape(reply["text"]) for reply in found):
+                run.problems[name].append(f"the label never headed the preview ({shown!r} is not in the reply): "
+                                          "the case tests nothing")
         for reply in found:
             run.problems[name].extend(judge_reply(mediawiki, run.title, item, reply, final))
 

@@ -71,6 +71,16 @@ def test_describe_names_ids_in_one_lookup_and_leaves_missing_ones_out(wikidata):
     assert lookup["action"] == "wbgetentities" and lookup["ids"] == "Q7605|P184|Q999999"
 
 
+def test_describe_names_ids_in_the_language_asked_never_in_anothers_put_in_its_place(wikidata):
+    population = entity("P1082", "population", datatype="quantity")
+    population["labels"]["de"] = {"language": "de", "value": "Einwohnerzahl"}
+    wikidata.add(population)
+    hits = live(wikidata).describe(["P1082", "P184"], language="de")
+    assert [(hit.id, hit.label) for hit in hits] == [("P1082", "Einwohnerzahl"), ("P184", "P184")]
+    assert wikidata.requests[-1]["params"]["languages"] == "de|mul"
+    assert [hit.label for hit in live(wikidata).describe(["P1082"])] == ["population"]
+
+
 def test_property_examples_come_from_p1855(wikidata):
     [example] = live(wikidata).property_examples("P184")
     assert (example.subject.id, example.value.id) == ("Q7604", "Q124500")

@@ -102,6 +102,11 @@ def test_describe_names_what_the_store_holds(kb):
     assert "Q999999" not in hits                 # not in the store at all
 
 
+def test_describe_names_ids_in_the_language_asked_from_the_store(kb):
+    hits = {hit.id: hit.label for hit in kb.describe(["Q1", "Q90", "Q64"], language="fr")}
+    assert hits == {"Q1": "Université de Montréal", "Q90": "Paris", "Q64": "Q64"}  # Berlin has no French label
+
+
 def test_label_service_forms(kb):
     auto = kb.execute('SELECT ?c ?cLabel ?cDescription ?cAltLabel WHERE { VALUES ?c { wd:Q90 wd:Q2 } '
                       'SERVICE wikibase:label { bd:serviceParam wikibase:language "[AUTO_LANGUAGE],fr". } }')

@@ -658,3 +658,15 @@ def test_a_variable_whose_name_says_nothing_is_headed_by_the_property_the_agent_
                          Step("t", "get_wikidata_entry", "Q584", 'Rhine (Q584)\n{\n "length (P2043)": "1233"\n}')],
                         "stop")
     assert preview_table(found, 3, MESSAGES["en"]).splitlines()[1] == "! r !! watershed area !! length !! y"
+
+
+def test_a_column_holding_a_propertys_value_is_headed_by_its_label_in_the_replys_language_unless_named_so():
+    row = {"city": term("http://www.wikidata.org/entity/Q64", kind="uri"), "population": term("3600000"),
+           "einwohner": term("1"), "basin_km2": term("185000"), "u": term("1233"), "founded": term("1237")}
+    found = AgentResult("q", "SELECT * WHERE { ?city wdt:P1082 ?population ; wdt:P1082 ?einwohner ; "
+                             "wdt:P2053 ?basin_km2 ; wdt:P2043 ?u ; wdt:P571 ?founded }", [row], list(row), [], "stop")
+    german = {"P1082": "Einwohnerzahl", "P2053": "Einzugsgebiet", "P2043": "Länge"}
+    assert preview_table(found, 3, MESSAGES["de"], german).splitlines()[1] == (
+        "! city !! Einwohnerzahl !! einwohner !! Einzugsgebiet km² !! Länge !! founded")
+    assert preview_table(found, 3, MESSAGES["en"]).splitlines()[1] == (
+        "! city !! population !! einwohner !! basin km² !! u !! founded")

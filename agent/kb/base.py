@@ -160,6 +160,9 @@ class KnowledgeBase(Protocol):
         """Run *sparql*; *timeout* in seconds, the backend's default when ``None``."""
         ...
 
-    def describe(self, ids: list[str]) -> list[SearchHit]:
-        """Label, description and (for a property) datatype of each of *ids* that exists; one lookup."""
+    def describe(self, ids: list[str], language: str | None = None) -> list[SearchHit]:
+        """Label, description and (for a property) datatype of each of *ids* that exists; one lookup.
+
+        The label is in *language* (the knowledge base's own when ``None``), never another language's put in
+        its place: an entity without one is named by its ID."""
         ...

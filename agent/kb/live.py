@@ -100,12 +100,14 @@ class LiveWikidata:
                     "value", hit["id"]), description=hit.get("description", ""), datatype=hit.get("datatype"))
                 for hit in data.get("search", [])[:limit]]
 
-    def _entities(self, ids: Iterable[str], props: str) -> list[tuple[str, dict[str, Any]]]:
+    def _entities(self, ids: Iterable[str], props: str,
+                  language: str | None = None) -> list[tuple[str, dict[str, Any]]]:
         ids = list(dict.fromkeys(ids))
+        language = language or self.config.language
         found: list[tuple[str, dict[str, Any]]] = []
         for start in range(0, len(ids), 50):
             data = self._api(action="wbgetentities", ids="|".join(ids[start:start + 50]), props=props,
-                             languages=f"{self.config.language}|mul", languagefallback="1")
+                             languages=f"{language}|mul", languagefallback="1")
             entities = data.get("entities", {})
             entities = entities.values() if isinstance(entities, dict) else entities
             found.extend((entity["id"], entity) for entity in entities if "missing" not in entity and "id" in entity)
@@ -125,11 +127,13 @@ class LiveWikidata:
                 datatypes[entity_id] = entity["datatype"]
         return labels, datatypes
 
-    def describe(self, ids: list[str]) -> list[SearchHit]:
-        """One ``wbgetentities`` call (per 50 IDs) for labels, descriptions and datatypes; missing IDs left out."""
-        return [SearchHit(entity_id, _label(entity, self.config.language) or entity_id,
-                          _text(entity.get("descriptions", {}), self.config.language), entity.get("datatype"))
-                for entity_id, entity in self._entities(ids, "labels|descriptions|datatype")]
+    def describe(self, ids: list[str], language: str | None = None) -> list[SearchHit]:
+        """One ``wbgetentities`` call (per 50 IDs) for labels, descriptions and datatypes in *language* (the
+        configured one when ``None``); missing IDs left out."""
+        language = language or self.config.language
+        return [SearchHit(entity_id, _label(entity, language) or entity_id,
+                          _text(entity.get("descriptions", {}), language), entity.get("datatype"))
+                for entity_id, entity in self._entities(ids, "labels|descriptions|datatype", language)]
 
     def get_entry(self, qid: str) -> Entry | None:
         entity = self._entity(qid)
@@ -292,8 +296,13 @@ def classify_error(status: int, text: str) -> QueryResult:
 # -- Wikidata JSON values -------------------------------------------------------------------
 
 def _text(texts: dict[str, Any], language: str) -> str:
-    value = texts.get(language) or texts.get("mul") or {}
-    return value.get("value", "") if isinstance(value, dict) else ""
+    """The text in *language*, else the language-neutral ``mul`` one; never the text of another language that
+    ``languagefallback`` puts under *language*'s key (an English label for a German reader)."""
+    for key in (language, "mul"):
+        value = texts.get(key)
+        if isinstance(value, dict) and value.get("language", key) in (language, "mul"):
+            return value.get("value", "")
+    return ""
 
 
 def _label(entity: dict[str, Any], language: str) -> str:

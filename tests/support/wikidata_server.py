@@ -131,6 +131,20 @@ def statement(mainsnak: dict[str, Any], qualifiers: list[dict[str, Any]] = (), r
             "id": f"X${id(mainsnak)}"}
 
 
+def _in_languages(texts: dict[str, Any], languages: list[str], fallback: bool) -> dict[str, Any]:
+    """*texts* in *languages*, as ``wbgetentities`` gives them: with ``languagefallback``, a language without a
+    text of its own gets that of the next in its chain (``mul``, then English), saying whose it is."""
+    chosen: dict[str, Any] = {}
+    for language in languages:
+        if language in texts:
+            chosen[language] = texts[language]
+        elif fallback and language != "mul":
+            other = next((texts[key] for key in ("mul", "en") if key in texts), None)
+            if other is not None:
+                chosen[language] = {**other, "for-language": language}
+    return chosen
+
+
 def _fold(text: str) -> str:
     return "".join(c for c in unicodedata.normalize("NFKD", text.casefold()) if not unicodedata.combining(c))
 
@@ -217,6 +231,12 @@ class FakeWikidata:
             data = self.entities[entity_id]
             found[entity_id] = {key: value for key, value in data.items()
                                 if key in ("type", "id") or key in props}
+            if "languages" in params:
+                languages = params["languages"].split("|")
+                for key in ("labels", "descriptions", "aliases"):
+                    if key in found[entity_id]:
+                        found[entity_id][key] = _in_languages(found[entity_id][key], languages,
+                                                              key != "aliases" and "languagefallback" in params)
         return {"entities": found, "success": 1}
 
     # -- query service -------------------------------------------------------------------

@@ -241,11 +241,16 @@ class LocalKB:
         return [(quad.predicate.value, quad.object) for quad in self.store.quads_for_pattern(ox.NamedNode(iri), None,
                                                                                             None)]
 
-    def describe(self, ids: list[str]) -> list[SearchHit]:
-        """Names from the search index; an ID it lacks but the store holds is named by itself, others left out."""
+    def describe(self, ids: list[str], language: str | None = None) -> list[SearchHit]:
+        """Names from the search index; an ID it lacks but the store holds is named by itself, others left out.
+        The index holds the store's language: labels in another *language* are read from the store."""
         hits = {hit.id: hit for hit in self.index.describe(ids)}
-        return [hits.get(entity_id) or SearchHit(entity_id, entity_id) for entity_id in ids
-                if entity_id in hits or self._mentioned(entity_id)]
+        found = [hits.get(entity_id) or SearchHit(entity_id, entity_id) for entity_id in ids
+                 if entity_id in hits or self._mentioned(entity_id)]
+        if language in (None, self.language):
+            return found
+        labels = self._labels({self.graph.iri_of(hit.id) for hit in found}, language)
+        return [SearchHit(hit.id, labels.get(self.graph.iri_of(hit.id), hit.id), "", hit.datatype) for hit in found]
 
     def _mentioned(self, entity_id: str) -> bool:
         """The store holds *entity_id* as a subject, an object, or (a property) a ``wdt:`` predicate."""
@@ -255,12 +260,12 @@ class LocalKB:
         return bool(self.store.query(f"ASK {{ {{ wd:{entity_id} ?p ?o }} UNION {{ ?s ?p wd:{entity_id} }}{direct} }}",
                                      prefixes=PREFIXES))
 
-    def _labels(self, iris: set[str]) -> dict[str, str]:
+    def _labels(self, iris: set[str], language: str | None = None) -> dict[str, str]:
         if not iris:
             return {}
         values = " ".join(f"<{iri}>" for iri in iris)
         query = (f"SELECT ?e ?l WHERE {{ VALUES ?e {{ {values} }} ?e rdfs:label ?l "
-                 f"FILTER(LANG(?l) = \"{self.language}\") }}")
+                 f"FILTER(LANG(?l) = \"{language or self.language}\") }}")
         return {solution["e"].value: solution["l"].value for solution in self.store.query(query, prefixes=PREFIXES)}
 
     def _value(self, term: ox.NamedNode | ox.Literal, labels: dict[str, str]) -> Value:
