@@ -16,8 +16,7 @@ from hypothesis import strategies as st
 
 from harness.gerbil_metric import (Counts, _has_iri_pattern, answer_values, count_matches, gerbil_scores,
                                    looks_like_iri, measures, qald_measures)
-
-XSD = "http://www.w3.org/2001/XMLSchema#"
+from tests.support.terms import literal
 
 
 def rows(*terms, var="x"):
@@ -26,15 +25,6 @@ def rows(*terms, var="x"):
 
 def uri(value):
     return {"type": "uri", "value": value}
-
-
-def literal(value, datatype=None, lang=None):
-    term = {"type": "literal", "value": value}
-    if datatype:
-        term["datatype"] = XSD + datatype
-    if lang:
-        term["xml:lang"] = lang
-    return term
 
 
 def kb(n, host="kb.com"):

@@ -21,8 +21,8 @@ import pytest
 
 from harness.qald_json import qald_answer
 from harness.text2sparql_metric import aggregate, judged_values, score_question
+from tests.support.terms import literal
 
-XSD = "http://www.w3.org/2001/XMLSchema#"
 EMPTY_RESULT = {"head": {"vars": []}, "results": {"bindings": []}}  # what the client puts for a failed query
 
 #: Turns each result into the client's relevance dictionary with the client's own code, as ``text2sparql query``
@@ -78,15 +78,6 @@ def rows(*values, var="x"):
 
 def uri(qid):
     return {"type": "uri", "value": f"http://www.wikidata.org/entity/{qid}"}
-
-
-def literal(value, datatype=None, lang=None):
-    term = {"type": "literal", "value": value}
-    if datatype:
-        term["datatype"] = XSD + datatype
-    if lang:
-        term["xml:lang"] = lang
-    return term
 
 
 def ask(value):

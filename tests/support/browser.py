@@ -27,6 +27,8 @@ from typing import Any
 
 import pytest
 
+from tests.support.processes import stop as stop_process
+
 CHROMIUM = "chromium"
 FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -125,12 +127,7 @@ class Browser:
     def close(self) -> None:
         if self.socket is not None:
             self.socket.close()
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(timeout=20)
+        stop_process(self.process)
         shutil.rmtree(self.profile, ignore_errors=True)
 
 

@@ -26,6 +26,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.processes import stop as stop_process
+
 #: The challenge's official client, as its organisers run it.
 CLIENT = "text2sparql-client==2.1.0"
 CK25_DATASET = "https://text2sparql.aksw.org/2025/corporate/"
@@ -63,12 +65,7 @@ class Service:
     log: Path
 
     def stop(self) -> str:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(timeout=20)
+        stop_process(self.process)
         return self.log.read_text(errors="replace")
 
 
