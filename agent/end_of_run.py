@@ -36,7 +36,7 @@ from agent.actions import ACTIONS
 from agent.llm import well_formed
 from agent.kb.base import QueryResult
 from agent.prompts import render
-from agent.trace import SERVICE_FAILURES, StopReason
+from agent.trace import SERVICE_FAILURES, RunEnded, StopReason
 
 if TYPE_CHECKING:
     from agent.loop import _Run
@@ -104,8 +104,6 @@ def extract(run: _Run) -> Extraction | None:
     model is told what they are (one lookup) and answers once more, keeping
     or correcting its query.
     """
-    from agent.loop import _RunEnded
-
     messages = [{"role": "user", "content": render("extract", question=run.question, trace=trace_text(run),
                                                    graph=run.graph.prompt)}]
     try:
@@ -120,7 +118,7 @@ def extract(run: _Run) -> Extraction | None:
                      {"role": "user", "content": note + " If one is not what you meant, correct the query. "
                                                         "Answer with the same JSON object."}]
         completion = run.call_llm(messages, temperature=0.0, max_tokens=run.config.max_completion_tokens)
-    except _RunEnded:
+    except RunEnded:
         return extraction if run.final_unseen_ids else None
     checked = parse_extraction(completion.content)
     if not checked.sparql:

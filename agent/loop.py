@@ -66,7 +66,7 @@ from agent.llm import (
 )
 from agent.parsing import ParseError, parse_step
 from agent.prompts import render
-from agent.trace import AgentResult, Step, StopReason, Usage
+from agent.trace import AgentResult, RunEnded, Step, StopReason, Usage
 
 if TYPE_CHECKING:
     from agent.examples import PromptExample
@@ -127,13 +127,6 @@ class AgentContext:
     previous_query: str = ""
     #: Solved requests like this one, whole, as many as fit (:func:`agent.examples.prompt_examples`).
     examples: list[PromptExample] = field(default_factory=list)
-
-
-class _RunEnded(Exception):
-    def __init__(self, reason: StopReason, message: str) -> None:
-        super().__init__(message)
-        self.reason = reason
-        self.message = message
 
 
 @dataclass
@@ -210,17 +203,17 @@ class _Run:
         try:
             while True:
                 if len(self.steps) >= self.config.max_total_actions:
-                    raise _RunEnded(StopReason.ACTION_LIMIT,
+                    raise RunEnded(StopReason.ACTION_LIMIT,
                                     f"{len(self.steps)} actions taken, the limit is {self.config.max_total_actions}")
                 if len(self.path) >= self.config.max_path_actions:
-                    raise _RunEnded(StopReason.PATH_LIMIT,
+                    raise RunEnded(StopReason.PATH_LIMIT,
                                     f"the path reached {len(self.path)} actions, the limit is "
                                     f"{self.config.max_path_actions}")
                 final = self.take_step()
                 if final is not None:
                     reason, message = StopReason.STOP, "the agent stopped on a query that returned results"
                     break
-        except _RunEnded as ended:
+        except RunEnded as ended:
             reason, message = ended.reason, ended.message
         answer = end_of_run.finish(self, reason, final)
         self.usage.seconds = round(time.monotonic() - started, 3)
@@ -282,11 +275,11 @@ class _Run:
                 self.on_step(step)
         self.undone_in_a_row = self.undone_in_a_row + 1 if step.rolled_back else 0
         if self.undone_in_a_row >= self.config.max_undone_in_a_row:
-            raise _RunEnded(StopReason.REPEATED_STOP,
+            raise RunEnded(StopReason.REPEATED_STOP,
                             f"the model repeated itself {self.undone_in_a_row} times in a row "
                             "(repeated actions, or stops without a query that returned results)")
         if self.unusable_in_a_row >= self.config.max_unusable_in_a_row:
-            raise _RunEnded(StopReason.NO_USABLE_ACTION,
+            raise RunEnded(StopReason.NO_USABLE_ACTION,
                             f"the model gave no usable action {self.unusable_in_a_row} times "
                             f"in a row (the last: {_short(decision.error or '')})")
         return final
@@ -302,7 +295,8 @@ class _Run:
     def stop(self, index: int, extras: dict[str, str]) -> int | None:
         self.stop_extras = extras  # a refused stop's words too: the model's explanation, in the asker's language
         if is_set(extras.get(CANNOT_ANSWER)):
-            raise _RunEnded(StopReason.CANNOT_ANSWER, "the model found the question cannot be answered from Wikidata")
+            raise RunEnded(StopReason.CANNOT_ANSWER,
+                           f"the model found the question cannot be answered from {self.graph.prompt.title}")
         queries = [i for i in self.path if self.steps[i].action == "execute_sparql" and i in self.results]
         if queries and self.results[queries[-1]].status == "ok":
             return queries[-1]
@@ -316,7 +310,7 @@ class _Run:
                               "do not stop on an empty or failed result: change the query or explore further.")
         self.refused_stops += 1
         if self.refused_stops >= self.config.max_refused_stops:
-            raise _RunEnded(StopReason.REPEATED_STOP,
+            raise RunEnded(StopReason.REPEATED_STOP,
                             f"the model stopped {self.refused_stops} times without a query that returned results")
         return None
 
@@ -372,9 +366,9 @@ class _Run:
         try:
             completion = self.agent.llm.complete(messages, **options)
         except ContextTooLong as error:  # asking again cannot help
-            raise _RunEnded(StopReason.CONTEXT_LENGTH, str(error)) from error
+            raise RunEnded(StopReason.CONTEXT_LENGTH, str(error)) from error
         except LLMUnavailable as error:
-            raise _RunEnded(StopReason.LLM_ERROR, str(error)) from error
+            raise RunEnded(StopReason.LLM_ERROR, str(error)) from error
         self.model = completion.model or self.model
         self.usage.llm_calls += 1
         self.usage.prompt_tokens += completion.prompt_tokens
@@ -490,7 +484,7 @@ class _Run:
             outcome = spec.execute(self.agent.kb, step.argument, self.config.query_timeout)
         except KBUnavailable as error:
             step.observation = f"The knowledge base could not be reached: {error}"
-            raise _RunEnded(StopReason.KB_ERROR, str(error)) from error
+            raise RunEnded(StopReason.KB_ERROR, str(error)) from error
         if outcome.result is not None:
             result = outcome.result
             self.results[index] = result
@@ -501,7 +495,7 @@ class _Run:
             if step.unseen_ids:
                 try:
                     return outcome.observation + "\n" + self.name_ids(step.unseen_ids)
-                except _RunEnded:
+                except RunEnded:
                     step.observation = outcome.observation
                     raise
         return self.prune(outcome.observation) if outcome.prunable else outcome.observation
@@ -516,7 +510,7 @@ class _Run:
         try:
             hits = self.agent.kb.describe(ids)
         except KBUnavailable as error:
-            raise _RunEnded(StopReason.KB_ERROR, str(error)) from error
+            raise RunEnded(StopReason.KB_ERROR, str(error)) from error
         return grounding.naming_note(ids, hits)
 
     def prune(self, entry_text: str) -> str:
@@ -532,7 +526,7 @@ class _Run:
         try:
             completion = self.call_llm([{"role": "user", "content": prompt}], temperature=0.0,
                                        max_tokens=self.config.max_completion_tokens)
-        except _RunEnded:
+        except RunEnded:
             return f"{header}\n{observations.cut_entry(body)}"
         pruned = observations.strip_fences(completion.content)
         try:

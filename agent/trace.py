@@ -90,6 +90,16 @@ SERVICE_FAILURES = (StopReason.LLM_ERROR, StopReason.KB_ERROR)
 BUDGET_LIMITS = (StopReason.PATH_LIMIT, StopReason.ACTION_LIMIT)
 
 
+class RunEnded(Exception):
+    """A run ends before the model stopped on a query: raised inside the loop and its end-of-run calls, caught
+    where the run's answer is decided."""
+
+    def __init__(self, reason: StopReason, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+
+
 @dataclass
 class AgentResult:
     """What :meth:`agent.Agent.run` returns.
