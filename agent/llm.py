@@ -31,7 +31,7 @@ import httpx2
 import openai
 from openai.types.chat import ChatCompletion
 
-from agent.kb.http import MAX_RETRY_AFTER, retry_after_seconds
+from agent.kb.http import MAX_RETRY_AFTER, retry_after_seconds, well_formed
 
 DEFAULT_MODEL = "gpt-4o"
 
@@ -93,18 +93,6 @@ class LLMConfig:
         if config.model is None and not config.base_url:
             config.model = DEFAULT_MODEL
         return config
-
-
-#: A surrogate code point: in a Python string (pairs are already joined), always a lone one.
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def well_formed(text: str) -> str:
-    """*text* with each lone surrogate (valid in JSON's ``\\ud800``, not in UTF-8) replaced by U+FFFD.
-
-    A model may write one; sent back in the next prompt, stored or posted, it would fail to encode.
-    """
-    return _SURROGATE.sub("\ufffd", text)
 
 
 @dataclass

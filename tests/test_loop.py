@@ -689,6 +689,8 @@ def test_a_lone_surrogate_in_what_wikidata_answers_reaches_the_model_as_a_replac
     assert result.stop_reason == "stop" and len(llm.requests) == 3
     assert "Leonhard Euler \ufffd" in result.steps[0].observation and "tutor \ufffd" in result.steps[1].observation
     assert "a label with a lone surrogate \ufffd" in llm.requests[1]["messages"][-1]["content"]
+    assert result.answer[0]["note"]["value"] == "tutor \ufffd"  # the answer's rows, too, are stored as UTF-8
+    json.dumps(result.to_dict(), ensure_ascii=False).encode("utf-8")
 
 
 def test_a_search_text_longer_than_any_label_is_a_step_error_the_model_reads(llm_server, wikidata_server):

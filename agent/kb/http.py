@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import email.utils
 import json
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,6 +30,18 @@ VERSION = "0.1.0"
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
 #: The longest ``Retry-After`` we wait, in seconds.
 MAX_RETRY_AFTER = 120.0
+
+#: A surrogate code point: in a Python string (pairs are already joined), always a lone one.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def well_formed(text: str) -> str:
+    """*text* with each lone surrogate (valid in JSON's ``\\ud800``, not in UTF-8) replaced by U+FFFD.
+
+    A model may write one, and a service's JSON may carry one; sent back in the next prompt, stored or posted,
+    it would fail to encode.
+    """
+    return _SURROGATE.sub("\ufffd", text)
 
 
 def user_agent(contact: str) -> str:

@@ -25,7 +25,7 @@ from agent.kb.base import (
 )
 from agent.kb.cache import ResponseCache
 from agent.kb.dialect import DIALECTS, ENTITY, Unsupported, prepare
-from agent.kb.http import HttpClient
+from agent.kb.http import HttpClient, well_formed
 
 ENTITY_PREFIX = ENTITY
 MAX_RESPONSE_BYTES = 10 * 1024 * 1024
@@ -231,8 +231,17 @@ def parse_sparql_json(text: str, truncated: bool = False) -> QueryResult:
     if "boolean" in data:
         return QueryResult(status="ok", boolean=bool(data["boolean"]))
     variables = data.get("head", {}).get("vars", [])
-    bindings = data.get("results", {}).get("bindings", [])
+    bindings = _well_formed_rows(data.get("results", {}).get("bindings", []))
     return QueryResult(status="ok" if any(bindings) else "empty", variables=variables, bindings=bindings)
+
+
+def _well_formed_rows(bindings: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """*bindings* with each term's value :func:`well_formed`: rows are stored and written as UTF-8."""
+    for row in bindings:
+        for term in row.values():
+            if isinstance(term, dict) and isinstance(term.get("value"), str):
+                term["value"] = well_formed(term["value"])
+    return bindings
 
 
 def _complete_rows(text: str) -> tuple[list[str], list[dict[str, Any]]]:
@@ -256,7 +265,7 @@ def _complete_rows(text: str) -> tuple[list[str], list[dict[str, Any]]]:
         try:
             row, position = decoder.raw_decode(text, position)
         except ValueError:
-            return variables, bindings
+            return variables, _well_formed_rows(bindings)
         bindings.append(row)
 
 
