@@ -64,6 +64,8 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _UNITS = {"km2": "km²", "m2": "m²", "m3": "m³", "km3": "km³"}
 #: A variable that is the value of a property in a query: ``wdt:P1082 ?population`` (the ID, the name).
 _OBJECT_OF = re.compile(r"\b(?:wdt|ps|p):(P[1-9]\d*)\s+\?(\w+)\b")
+#: ``?river wdt:P31 wd:Q4022`` (or ``wdt:P31/wdt:P279*``): the variable's items are instances of that class.
+_INSTANCE_OF = re.compile(r"\?(\w+)\s+wdt:P31(?:/wdt:P279\*)?\s+wd:(Q[1-9]\d*)\b")
 _SENTENCE_END = re.compile(r"[.!?…](?=\s|$)")
 #: Where one sentence ends and the next starts: a full stop, question or exclamation mark, then a space and a
 #: capital, a digit or an opening quote (an abbreviation such as "e.g. the" stays inside its sentence).
@@ -219,18 +221,25 @@ def _says_nothing(name: str) -> bool:
     return len(name.rstrip("0123456789")) <= 2
 
 
-def object_properties(sparql: str) -> dict[str, str]:
-    """The variables of *sparql* that are the value of exactly one property (``?item wdt:P1082 ?population``),
-    with that property's ID: what such a column holds, its property says."""
+def column_subjects(sparql: str) -> dict[str, str]:
+    """What the variables of *sparql* hold, by an ID whose label says it: the one property whose value a variable
+    is (``?item wdt:P1082 ?population``), else the one class its items are instances of (``?river wdt:P31
+    wd:Q4022``)."""
     found: dict[str, set[str]] = {}
     for pid, name in _OBJECT_OF.findall(sparql or ""):
         found.setdefault(name, set()).add(pid)
-    return {name: pids.pop() for name, pids in found.items() if len(pids) == 1}
+    classes: dict[str, set[str]] = {}
+    for name, qid in _INSTANCE_OF.findall(sparql or ""):
+        classes.setdefault(name, set()).add(qid)
+    held = {name: ids.pop() for name, ids in classes.items() if len(ids) == 1}
+    held.update({name: pids.pop() for name, pids in found.items() if len(pids) == 1})
+    return held
 
 
-def header_properties(result: AgentResult) -> list[str]:
-    """The properties whose labels may head the preview's columns, for a lookup in the reply's language."""
-    return sorted(set(object_properties(result.final_sparql or "").values()))
+def header_ids(result: AgentResult) -> list[str]:
+    """The properties and classes whose labels may head the preview's columns, for a lookup in the reply's
+    language."""
+    return sorted(set(column_subjects(result.final_sparql or "").values()))
 
 
 def _names_it(name: str, label: str) -> bool:
@@ -240,8 +249,8 @@ def _names_it(name: str, label: str) -> bool:
 
 
 def _header(name: str, pid: str | None, labels: dict[str, str], translated: dict[str, str]) -> str:
-    """A column's header: the label, in the reply's language (*translated*), of the one property whose value the
-    variable is in the final query, with the unit its name gives, unless the name says it already; for a name
+    """A column's header: the label, in the reply's language (*translated*), of what the variable holds in the
+    final query (:func:`column_subjects`), with the unit its name gives, unless the name says it already; for a name
     that says nothing (``?u``) and no such label, the label the agent saw (*labels*); else the name as words."""
     words = header_words(name)
     label = translated.get(pid or "")
@@ -259,7 +268,7 @@ def _columns(result: AgentResult, variables: list[str], rows: list[dict[str, Bin
     the item, which ``{{Q}}`` already shows with its label."""
     shown = []
     labels = property_labels(result)
-    properties = object_properties(result.final_sparql or "")
+    properties = column_subjects(result.final_sparql or "")
     for name in variables:
         base = name[:-len("Label")] if name.endswith("Label") else None
         if base in variables and all(_entity(row.get(base)) or name not in row for row in rows):
@@ -273,7 +282,7 @@ def _columns(result: AgentResult, variables: list[str], rows: list[dict[str, Bin
 def preview_table(result: AgentResult, rows: int, words: dict[str, str],
                   headers: dict[str, str] | None = None) -> str:
     """The first *rows* rows as a wikitable (an item once, as {{Q|...}}, which shows its label); how many rows
-    there are in all the words above it say.  *headers* are the labels of :func:`header_properties` in the
+    there are in all the words above it say.  *headers* are the labels of :func:`header_ids` in the
     reply's language, by ID: those it lacks are headed by the variables' words."""
     if not isinstance(result.answer, list) or not result.answer or rows <= 0:
         return ""

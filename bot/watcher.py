@@ -51,7 +51,7 @@ from bot.forum_decisions import MAX_DEPTH, addressee, answered_by_human, mark_an
 from bot.history import Attribution, Revision, latest_revisions, revisions_after
 from bot.outcomes import changes, snapshot
 from bot.messages import reply_language
-from bot.render import Credit, EarlierRequest, edit_summary, header_properties, render_reply, reply_kind
+from bot.render import Credit, EarlierRequest, edit_summary, header_ids, render_reply, reply_kind
 from bot.review import Review
 from bot.short_links import ShortLinks
 from bot.state import SectionStatus, State
@@ -463,11 +463,11 @@ class Watcher:
             self._fail(task, f"not saved: {outcome.status}")
 
     def _headers(self, result: AgentResult) -> dict[str, str]:
-        """The labels, in the reply's language, of the properties that may head the preview's columns; none for
-        an English reply (its variables' words stay), and none when the lookup fails: a header never costs the
-        reply."""
+        """The labels, in the reply's language, of the properties and classes that may head the preview's columns;
+        none for an English reply (its variables' words stay), and none when the lookup fails: a header never costs
+        the reply."""
         language = reply_language(result.language)
-        properties = header_properties(result)
+        properties = header_ids(result)
         if self.kb is None or language == "en" or not properties or not isinstance(result.answer, list):
             return {}
         try:

@@ -670,3 +670,12 @@ def test_a_column_holding_a_propertys_value_is_headed_by_its_label_in_the_replys
         "! city !! Einwohnerzahl !! einwohner !! Einzugsgebiet km² !! Länge !! founded")
     assert preview_table(found, 3, MESSAGES["en"]).splitlines()[1] == (
         "! city !! population !! einwohner !! basin km² !! u !! founded")
+
+
+def test_an_item_column_is_headed_by_its_class_in_the_replys_language():
+    row = {"river": term("http://www.wikidata.org/entity/Q584", kind="uri"), "length": term("1233")}
+    found = AgentResult("q", "SELECT ?river ?length WHERE { ?river wdt:P31/wdt:P279* wd:Q4022 ; wdt:P2043 ?length }",
+                        [row], list(row), [], "stop")
+    assert preview_table(found, 3, MESSAGES["de"], {"Q4022": "Fluss", "P2043": "Länge"}).splitlines()[1] == (
+        "! Fluss !! Länge")
+    assert preview_table(found, 3, MESSAGES["de"], {}).splitlines()[1] == "! river !! length"

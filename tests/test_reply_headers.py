@@ -1,8 +1,8 @@
 """The preview's headers as a German, French or English reader sees them in a browser, on the real MediaWiki.
 
 The bot answers the rivers question (:mod:`tests.test_reply_in_browser`)
-through the one rig; the final query binds ``?length`` to P2043 and
-``?basin_km2`` to P2053.  Their labels come from the stand-in Wikidata's
+through the one rig; the final query binds ``?length`` to P2043,
+``?basin_km2`` to P2053 and ``?river`` to instances of Q4022.  Their labels come from the stand-in Wikidata's
 ``wbgetentities``, the agent's own knowledge base.
 """
 
@@ -16,17 +16,18 @@ from tests.test_reply_in_browser import world  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.mediawiki
 LABELS = {"P2043": {"de": "Länge", "fr": "longueur"},
-          "P2053": {"de": "Einzugsgebiet", "fr": "bassin versant"}}
+          "P2053": {"de": "Einzugsgebiet", "fr": "bassin versant"},
+          "Q4022": {"de": "Fluss", "fr": "rivière"}}  # the class of ?river's items (wdt:P31 wd:Q4022)
 HEADERS = {"en": ["river", "length", "basin km²"],
-           "de": ["river", "Länge", "Einzugsgebiet km²"],
-           "fr": ["river", "longueur", "bassin versant km²"]}
+           "de": ["Fluss", "Länge", "Einzugsgebiet km²"],
+           "fr": ["rivière", "longueur", "bassin versant km²"]}
 #: In the page: the preview's headers as the reader sees them.
 SHOWN_HEADERS = "[...document.querySelectorAll('#mw-content-text table.wikitable th')].map((th) => th.innerText.trim())"
 
 
 @pytest.fixture
 def labelled(world):  # noqa: F811
-    """The rivers' Wikidata, its properties labelled in German and French as well."""
+    """The rivers' Wikidata, its properties and the class of rivers labelled in German and French as well."""
     for pid, labels in LABELS.items():
         for language, label in labels.items():
             world.entities[pid]["labels"][language] = {"language": language, "value": label}
