@@ -108,7 +108,7 @@ class Drafts:
                  now))
 
     def rekey(self, page: str, old: str, new: str) -> None:
-        """The drafts of the section *old* follow it to its new key *new* (see :meth:`bot.state.State.adopt`)."""
+        """The drafts of the section *old* follow it to its new key *new* (see :meth:`bot.state.State.move`)."""
         with self.connection:
             self.connection.execute("UPDATE drafts SET key = ? WHERE page = ? AND key = ?", (new, page, old))
 

@@ -318,8 +318,8 @@ class Review:
         """Take up the drafts the state does not know (a lost state file took their records with it, or the
         bot was stopped between writing a draft and recording it), from the bot's own revisions of the review
         page: one still waiting there is waiting again, for the forum section it was written for (its record
-        is found again by its fingerprint, see :meth:`bot.state.State.adopt`); one whose outcome the bot wrote
-        there is recorded as closed."""
+        is found again by its fingerprint, see :meth:`bot.planner.PlannedRecords.adoptable`); one whose outcome
+        the bot wrote there is recorded as closed."""
         done: Counter = Counter()
         if self.page.latest_revision() is None:
             return done

@@ -83,7 +83,6 @@ class SectionStatus(StrEnum):
 #: Statuses a section that comes back under another key keeps: what the bot decided about it stays decided.
 SETTLED = (SectionStatus.ANSWERED, SectionStatus.BACKLOG, SectionStatus.SKIPPED, SectionStatus.FAILED,
            SectionStatus.REFUSED)
-_IS_SETTLED = f"status IN ({', '.join('?' * len(SETTLED))})"  # with *SETTLED as its parameters
 
 
 @dataclass
@@ -99,17 +98,27 @@ class SectionRecord:
     trace: dict | None
     fingerprint: str | None = None
     refused_revision: int | None = None
+    #: When the record last changed (seconds since the epoch): the latest wins where a fingerprint has several.
+    updated: float = 0.0
 
 
 #: The longest wait before retrying a section that failed for a passing reason.
 MAX_RETRY_SECONDS = 6 * 3600
 _COLUMNS = ("page, key, heading, status, attempts, last_error, next_attempt, answered_revision, trace, fingerprint, "
-            "refused_revision")
+            "refused_revision, updated")
+
+
+def after_failure(attempts: int, retry_seconds: float, max_attempts: int,
+                  transient: bool = False) -> tuple[SectionStatus, float]:
+    """The status and the wait before the next try of a section that failed its *attempts*-th try (see
+    :meth:`State.record_failure`)."""
+    status = SectionStatus.FAILED if attempts >= max_attempts and not transient else SectionStatus.PENDING
+    return status, min(retry_seconds * 2 ** min(attempts - 1, 30), max(MAX_RETRY_SECONDS, retry_seconds))
 
 
 def _record(row: tuple) -> SectionRecord:
     return SectionRecord(*row[:3], SectionStatus(row[3]), *row[4:8], trace=json.loads(row[8]) if row[8] else None,
-                         fingerprint=row[9], refused_revision=row[10])
+                         fingerprint=row[9], refused_revision=row[10], updated=row[11])
 
 
 class StateUnreadable(RuntimeError):
@@ -191,34 +200,17 @@ class State:
                 "INSERT OR IGNORE INTO sections (page, key, heading, status, updated, fingerprint) "
                 "VALUES (?, ?, ?, ?, ?, ?)", (page, key, heading, status, time.time(), fingerprint))
 
-    def earlier(self, page: str, fingerprint: str) -> SectionRecord | None:
-        """The latest settled record (:data:`SETTLED`) of a section with this fingerprint, under any key (one
-        still on the page, when :meth:`adopt` found none)."""
-        row = self.connection.execute(
-            f"SELECT {_COLUMNS} FROM sections WHERE page = ? AND fingerprint = ? AND {_IS_SETTLED} "
-            "ORDER BY updated DESC LIMIT 1",
-            (page, fingerprint, *SETTLED)).fetchone()
-        return _record(row) if row else None
-
-    def adopt(self, page: str, fingerprint: str, key: str, on_page: set[str]) -> tuple[str, SectionRecord] | None:
-        """The record of a section with this fingerprint under a key no section of the page has now (*on_page*),
-        moved to *key*, with the key it had; ``None`` when there is none.  A settled record (:data:`SETTLED`)
-        comes first, then the latest.
+    def move(self, page: str, old: str, key: str) -> SectionRecord:
+        """The record of the section *old* moved to *key*, which the section is read under now.
 
         A section read under another identity (archived and restored, or its lines attributed afresh at a
         first look after a crash between a save and the pass's end) keeps its status, attempts, trace and
-        refusal instead of leaving a stale record behind.
+        refusal instead of leaving a stale record behind (see :meth:`bot.planner.PlannedRecords.adoptable`).
         """
-        rows = self.connection.execute(
-            f"SELECT key FROM sections WHERE page = ? AND fingerprint = ? ORDER BY {_IS_SETTLED} DESC, updated DESC",
-            (page, fingerprint, *SETTLED)).fetchall()
-        old = next((row[0] for row in rows if row[0] not in on_page), None)
-        if old is None:
-            return None
         with self.connection:
             self.connection.execute("UPDATE sections SET key = ?, updated = ? WHERE page = ? AND key = ?",
                                     (key, time.time(), page, old))
-        return old, self.section(page, key)
+        return self.section(page, key)
 
     def _update(self, page: str, key: str, **values) -> None:
         values["updated"] = time.time()
@@ -256,7 +248,6 @@ class State:
         """
         record = self.section(page, key)
         attempts = (record.attempts if record else 0) + 1
-        status = SectionStatus.FAILED if attempts >= max_attempts and not transient else SectionStatus.PENDING
-        wait = min(retry_seconds * 2 ** min(attempts - 1, 30), max(MAX_RETRY_SECONDS, retry_seconds))
+        status, wait = after_failure(attempts, retry_seconds, max_attempts, transient)
         self._update(page, key, status=status, attempts=attempts, last_error=error[:2000],
                      next_attempt=time.time() + wait)

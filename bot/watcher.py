@@ -1,8 +1,10 @@
 """The watcher: one pass over the forum page finds what to answer, answers it, and counts what happened.
 
 Shaped like pywikibot's ``BaseBot``: :meth:`Watcher.plan` turns the page
-into tasks with skip rules applied, :meth:`Watcher.handle` does one task, and
-counters are printed at the end.  A task is a new section's question, a
+into tasks with skip rules applied and the state changes they need, writing
+nothing (:mod:`bot.planner`); :meth:`Watcher.apply` writes those changes before
+any task runs; :meth:`Watcher.handle` does one task, and counters are printed
+at the end.  A task is a new section's question, a
 follow-up under the bot's reply (or a ping of the bot in a section it has not
 answered), or a polite note for a question too long to read.
 
@@ -50,6 +52,9 @@ from bot.forum import (
 from bot.forum_decisions import MAX_DEPTH, addressee, answered_by_human, mark_answered, pending_followup, ping_in
 from bot.history import Attribution, Revision, latest_revisions, revisions_after
 from bot.outcomes import changes, snapshot
+from bot.planner import (
+    AddRecord, AlreadyAnswered, Adopt, Change, Fail, Plan, PlannedRecords, SetStatus, Skip, Task,
+)
 from bot.messages import reply_language
 from bot.render import Credit, EarlierRequest, edit_summary, header_ids, render_reply, reply_kind
 from bot.review import Review
@@ -65,22 +70,6 @@ EXAMPLES_SHOWN = 5
 #: The reply to a question too long to read; fixed text, nothing from the page.
 TOO_LONG_NOTE = (f":Sorry, this question is longer than {MAX_REQUEST_CHARS:,} characters, more than I can read. "
                  "Could you shorten it to the question itself and the query it is about? ~~~~")
-
-
-@dataclass(frozen=True)
-class Task:
-    """One reply to write."""
-
-    #: The state record of this task: the section's key, or ``<section key> / r<revision>`` for a follow-up.
-    key: str
-    section: Section
-    #: question | follow-up | too-long
-    kind: str
-    followup: FollowUp | None = None
-
-    @property
-    def depth(self) -> int:
-        return self.followup.depth if self.followup else 1
 
 
 @dataclass
@@ -174,7 +163,8 @@ class Watcher:
         try:
             sections = parse_sections(text, attribution, reading)
             mark_answered(sections, self.bot, lambda: self.forum.own_edits(revision))
-            tasks = self.plan(text, sections, revision, reading, backlog_until)
+            plan = self.plan(text, sections, revision, reading, backlog_until)
+            self.apply(plan.changes)
         except Exception:
             log.exception("cannot parse %s; nothing on it is answered this pass", page)
             self.counter["page errors"] += 1
@@ -185,7 +175,7 @@ class Watcher:
                      f"the page (revision {since}) are answered") if since is not None else ""
             log.info("first look at %s: %d sections recorded as backlog, answered only where the bot is pinged "
                      "(--backlog answers them)%s", page, backlog, newer)
-        for task in tasks:
+        for task in plan.tasks:
             if self.stopping.is_set() or not self.handle(task, attribution, revision):
                 break
         self.state.record_seen(page, attribution)
@@ -242,14 +232,17 @@ class Watcher:
         return current
 
     def plan(self, text: str, sections: list[Section], revision: int, reading: Reading | None = None,
-             backlog_until: int | None = None) -> list[Task]:
+             backlog_until: int | None = None) -> Plan:
         """The tasks due on this page (*text*, at *revision*), at most ``max_sections_per_pass``, with skip
-        rules applied.  Sections new to the state that were added up to revision *backlog_until* (or whose
-        revision is not known) are backlog."""
+        rules applied, and the state changes decided with them: nothing is written (:meth:`apply` writes
+        them).  Sections new to the state that were added up to revision *backlog_until* (or whose revision
+        is not known) are backlog."""
         page = self.forum.title
         if refusal := self.forum.refusal(text, reading=reading):
             log.info("%s: nothing on %s is answered", refusal, page)
-            return []
+            return Plan([], [])
+        records = PlannedRecords(page, self.state.sections(page), self.config.retry_minutes * 60,
+                                 self.config.max_attempts)
         seen: set[str] = set()  # the keys of the sections and follow-ups on the page now
         on_page = {section.key for section in sections}
         tasks: list[Task] = []
@@ -257,100 +250,121 @@ class Watcher:
             seen.add(section.key)
             try:
                 backlog = backlog_until is not None and section.origin <= backlog_until
-                task = self._task_for(section, backlog, seen, revision, on_page)
+                task = self._task_for(records, section, backlog, seen, revision, on_page)
             except Exception as error:  # one pathological section: recorded, the others go on
-                log.exception("%r: cannot decide what to do", section.heading)
-                self.state.add(page, section.key, section.heading, SectionStatus.PENDING, section.fingerprint)
-                self._fail(Task(section.key, section, "question"), f"{type(error).__name__}: {error}")
+                records.decide(Fail(section, f"{type(error).__name__}: {error}", error))
                 continue
             if task is not None and task.key not in self.previewed:
                 tasks.append(task)
-        for record in self.state.sections(page):  # answered if they come back
+        for record in records.sections():  # answered if they come back
             if record.status in (SectionStatus.PENDING, SectionStatus.WAITING) and record.key not in seen:
-                self.state.set_status(page, record.key, SectionStatus.GONE, "not on the page")
+                records.decide(SetStatus(record.key, SectionStatus.GONE, "not on the page"))
         # Replies the wiki refused before wait behind everything else: they cannot keep new questions waiting.
-        refused = {record.key for record in self.state.sections(page) if record.refused_revision is not None
+        refused = {record.key for record in records.sections() if record.refused_revision is not None
                    and record.status != SectionStatus.ANSWERED}
         tasks.sort(key=lambda task: task.key in refused)
-        return tasks[:self.config.max_sections_per_pass]
+        return Plan(tasks[:self.config.max_sections_per_pass], records.changes)
 
-    def _task_for(self, section: Section, backlog: bool, seen: set[str], revision: int,
+    def _task_for(self, records: PlannedRecords, section: Section, backlog: bool, seen: set[str], revision: int,
                   on_page: set[str]) -> Task | None:
-        page, bot = self.forum.title, self.bot
-        record = self.state.section(page, section.key)
+        bot = self.bot
+        record = records.section(section.key)
         earlier = None
+        copy_of = None
         if record is None:  # the same heading, opening and signature under another identity: its record follows
-            moved = self.state.adopt(page, section.fingerprint, section.key, on_page)
+            moved = records.adoptable(section.fingerprint, on_page)
             if moved is not None:
-                before, record = moved
-                if self.review is not None:
-                    self.review.drafts.rekey(page, before, section.key)
-                log.info("%r is read under another identity (%r, %r before): it stays %s", section.heading,
-                         section.key, before, record.status)
+                records.decide(Adopt(section.heading, section.key, moved.key))
+                record = records.section(section.key)
             else:  # a copy of a section still on the page: it takes that section's settled status
-                earlier = self.state.earlier(page, section.fingerprint)
-                if earlier is not None:
-                    log.info("%r is a copy of %r: it stays %s", section.key, earlier.key, earlier.status)
+                earlier = records.earlier(section.fingerprint)
+                copy_of = earlier.key if earlier is not None else None
         if record is None:
             status = (earlier.status if earlier is not None else SectionStatus.BACKLOG if backlog
                       else SectionStatus.PENDING)
-            self.state.add(page, section.key, section.heading, status, section.fingerprint)
-            record = self.state.section(page, section.key)
+            records.decide(AddRecord(section.key, section.heading, status, section.fingerprint, copy_of))
+            record = records.section(section.key)
         elif record.status in (SectionStatus.GONE, SectionStatus.WAITING) or (
                 record.status == SectionStatus.REFUSED and record.refused_revision != revision):
-            self.state.set_status(page, section.key, SectionStatus.PENDING)
-            record = self.state.section(page, section.key)
+            records.decide(SetStatus(section.key, SectionStatus.PENDING))
+            record = records.section(section.key)
         if section.answered:
             # Backlog stays backlog: its question was old.
             if record.status not in (SectionStatus.ANSWERED, SectionStatus.BACKLOG):
-                self.state.record_answered(page, section.key, None)
-                self.counter["already answered"] += 1
-            return self._followup_task(section, pending_followup(section, bot), seen, revision)
+                records.decide(AlreadyAnswered(section.key))
+            return self._followup_task(records, section, pending_followup(section, bot), seen, revision)
         if record.status in (SectionStatus.BACKLOG, SectionStatus.SKIPPED, SectionStatus.FAILED):
             ping = ping_in(section, bot)
             if ping is None:
                 return None
             text = section.masked[ping.start - section.start:ping.end - section.start]
             indent = len(text) - len(text.lstrip(":*#"))
-            return self._followup_task(section, FollowUp(ping.owner, ping.user, ping.start, ping.end,
-                                                         min(indent + 1, MAX_DEPTH)), seen, revision)
+            return self._followup_task(records, section, FollowUp(ping.owner, ping.user, ping.start, ping.end,
+                                                                  min(indent + 1, MAX_DEPTH)), seen, revision)
         if record.status != SectionStatus.PENDING or record.next_attempt > time.time():
             return None
         reason = self.skip_reason(section)
         if reason == "no signature yet":
-            self.state.set_status(page, section.key, SectionStatus.WAITING, reason)
+            records.decide(SetStatus(section.key, SectionStatus.WAITING, reason))
             return None
         if reason:
-            self.state.record_skipped(page, section.key, reason)
-            self.counter["skipped"] += 1
-            log.info("skipping %r: %s", section.heading, reason)
+            records.decide(Skip(section.key, reason, section.heading))
             return None
         kind = "too-long" if len(section.opening) > MAX_REQUEST_CHARS else "question"
         return Task(section.key, section, kind)
 
-    def _followup_task(self, section: Section, followup: FollowUp | None, seen: set[str],
+    def _followup_task(self, records: PlannedRecords, section: Section, followup: FollowUp | None, seen: set[str],
                        revision: int) -> Task | None:
         if followup is None:
             return None
-        page, key = self.forum.title, followup_key(section.key, followup.revision)
+        key = followup_key(section.key, followup.revision)
         seen.add(key)
-        record = self.state.section(page, key)
+        record = records.section(key)
         if record is None:
-            self.state.add(page, key, section.heading, SectionStatus.PENDING)
-            record = self.state.section(page, key)
+            records.decide(AddRecord(key, section.heading, SectionStatus.PENDING))
+            record = records.section(key)
         elif record.status == SectionStatus.GONE or (record.status == SectionStatus.REFUSED
                                                      and record.refused_revision != revision):
-            self.state.set_status(page, key, SectionStatus.PENDING)
-            record = self.state.section(page, key)
+            records.decide(SetStatus(key, SectionStatus.PENDING))
+            record = records.section(key)
         if record.status != SectionStatus.PENDING or record.next_attempt > time.time():
             return None
-        answered = max(self.state.answered_followups(page, section.key), len(section.replies) - 1)
+        answered = max(records.answered_followups(section.key), len(section.replies) - 1)
         if section.answered and answered >= self.config.max_followups:
-            self.state.record_skipped(page, key,
-                                      f"follow-up limit reached (max_followups = {self.config.max_followups})")
-            self.counter["skipped"] += 1
+            records.decide(Skip(key, f"follow-up limit reached (max_followups = {self.config.max_followups})"))
             return None
         return Task(key, section, "follow-up", followup)
+
+    def apply(self, changes: list[Change]) -> None:
+        """Write the state changes a plan decided (:meth:`plan`), in the order they were decided, with the log
+        lines and counters that go with them."""
+        page = self.forum.title
+        for change in changes:
+            match change:
+                case AddRecord(key, heading, status, fingerprint, copy_of):
+                    if copy_of is not None:
+                        log.info("%r is a copy of %r: it stays %s", key, copy_of, status)
+                    self.state.add(page, key, heading, status, fingerprint)
+                case SetStatus(key, status, reason):
+                    self.state.set_status(page, key, status, reason)
+                case AlreadyAnswered(key):
+                    self.state.record_answered(page, key, None)
+                    self.counter["already answered"] += 1
+                case Skip(key, reason, heading):
+                    self.state.record_skipped(page, key, reason)
+                    self.counter["skipped"] += 1
+                    if heading is not None:
+                        log.info("skipping %r: %s", heading, reason)
+                case Adopt(heading, key, old):
+                    record = self.state.move(page, old, key)
+                    if self.review is not None:
+                        self.review.drafts.rekey(page, old, key)
+                    log.info("%r is read under another identity (%r, %r before): it stays %s", heading, key, old,
+                             record.status)
+                case Fail(section, error, cause):
+                    log.error("%r: cannot decide what to do", section.heading, exc_info=cause)
+                    self.state.add(page, section.key, section.heading, SectionStatus.PENDING, section.fingerprint)
+                    self._fail(Task(section.key, section, "question"), error)
 
     def skip_reason(self, section: Section) -> str | None:
         if not section.signatures:

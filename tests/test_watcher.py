@@ -367,3 +367,38 @@ def test_replies_the_wiki_refused_never_keep_a_new_question_waiting(mediawiki, f
     assert len(rig.bot_edits(forum)) == 1
     assert "[[User:SpinachBot" in section_text(mediawiki.page_text(forum), "Euler")
     assert all(status != "failed" for status, _, _ in records(rig).values())
+
+
+def test_planning_writes_nothing_and_applying_writes_what_was_decided(mediawiki, forum, tmp_path):
+    import pywikibot
+
+    from bot.config import BotConfig
+    from bot.forum import parse_sections
+    from bot.state import State
+    from bot.watcher import Watcher
+    from bot.wiki import ForumPage
+
+    mediawiki.edit_as_human(forum, "Ask here." + new_section("Cities", "Which cities are in France?")
+                            + "\n== Unsigned ==\nNo signature yet.\n"
+                            + new_section("Solved", "{{Resolved}} How do I count humans?", minute=1), "questions")
+    path = tmp_path / "planner.sqlite"
+    state = State(path)
+    state.add(forum, "Archived @ 1", "Archived", "pending")
+    watcher = Watcher(ForumPage(pywikibot.Site(), forum, "User:Nobody/Stop"), state, answer=None,
+                      config=BotConfig(page=forum))
+    text, revision = watcher.forum.read()
+    reading = watcher.forum.reading(text, revision)
+    sections = parse_sections(text, watcher.attribute(text, revision, True), reading)
+    unchanged = path.read_bytes()
+    plan = watcher.plan(text, sections, revision, reading)
+    assert path.read_bytes() == unchanged
+    assert {record.key for record in state.sections(forum)} == {"Archived @ 1"}
+    assert [task.section.heading for task in plan.tasks] == ["Cities"]
+
+    watcher.apply(plan.changes)
+    assert path.read_bytes() != unchanged
+    assert {record.heading: (record.status, record.last_error) for record in state.sections(forum)} == {
+        "Cities": ("pending", None), "Unsigned": ("waiting", "no signature yet"),
+        "Solved": ("skipped", "the section is marked resolved"), "Archived": ("gone", "not on the page")}
+    assert watcher.counter == {"skipped": 1}
+    state.close()
