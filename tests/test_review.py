@@ -418,3 +418,18 @@ def test_a_draft_hidden_on_the_review_page_by_someone_elses_element_is_not_poste
     status, reason = review.drafts()["Euler again"]
     assert status == "refused" and "did not show" in reason and "hidden" in reason, reason
     assert review.sections()["Euler again"] == "pending"
+
+
+def test_a_strip_marker_planted_on_the_review_page_silences_no_draft(mediawiki, forum, rig, request):
+    """The review page's own text holds no extension tag whose strip marker a look-alike could take."""
+    review = Reviewing(rig, forum, request.node.name)
+    markers = "".join(f'<span style="display:none">\x7f\'"`UNIQ--nowiki-{number:08X}-QINU`"\'\x7f</span>'
+                      for number in range(6))
+    mediawiki.edit_as_human(review.page, f"Drafts to review. {markers} {signature('Mallory', 1)}\n", "planted")
+    review.run()
+    ask(mediawiki, forum, "Euler")
+    review.run()
+    assert "== Draft 1 ==" in review.text(), review.drafts()
+    review.mark(1, "{{approved}}")
+    review.run()
+    assert review.drafts()["Euler"][0] == "posted"
