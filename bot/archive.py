@@ -52,7 +52,7 @@ from bot.forum import (
     MAX_REQUEST_CHARS, SIGNED_WITHIN, Section, extract_request, normalize_user, parse_sections, posts, queries_in,
     short_links,
 )
-from bot.history import _revisions as revisions_listed  # the paged read of page histories
+from bot.history import listed_revisions
 
 log = logging.getLogger(__name__)
 #: An archive page's revisions read at most, newest first, looking for the archiving's.
@@ -129,7 +129,7 @@ def archived_revision(site: pywikibot.site.BaseSite, title: str, forum: str, arc
     in *archivers*, or the one the forum page had when it was moved to *title*; ``None`` when there is none."""
     wanted = {normalize_user(name) for name in archivers}
     found = []
-    for revision in islice(revisions_listed(site, {"titles": title, "rvprop": "ids|user", "rvdir": "older"}),
+    for revision in islice(listed_revisions(site, {"titles": title, "rvprop": "ids|user", "rvdir": "older"}),
                            MAX_ARCHIVE_REVISIONS):
         if normalize_user(revision.get("user", "")) in wanted:
             found.append(revision["revid"])
@@ -138,7 +138,7 @@ def archived_revision(site: pywikibot.site.BaseSite, title: str, forum: str, arc
                                 formatversion="2").submit()
     for event in moves.get("query", {}).get("logevents", []):
         if event.get("params", {}).get("target_title") == title:
-            at_move = next(revisions_listed(site, {"titles": title, "rvprop": "ids", "rvdir": "older",
+            at_move = next(listed_revisions(site, {"titles": title, "rvprop": "ids", "rvdir": "older",
                                                    "rvstart": event["timestamp"], "rvlimit": "1"}), None)
             if at_move is not None:
                 found.append(at_move["revid"])
@@ -164,7 +164,7 @@ class ForumHistory:
         if key not in self._months:
             start = datetime(when.year, when.month, 1, tzinfo=timezone.utc)
             end = datetime(when.year + when.month // 12, when.month % 12 + 1, 1, tzinfo=timezone.utc)
-            listed = revisions_listed(self.site, {
+            listed = listed_revisions(self.site, {
                 "titles": self.forum, "rvprop": "user|timestamp", "rvdir": "newer",
                 "rvstart": start.strftime("%Y-%m-%dT%H:%M:%SZ"), "rvend": end.strftime("%Y-%m-%dT%H:%M:%SZ")})
             self._months[key] = [(normalize_user(item.get("user", "")), datetime.fromisoformat(

@@ -190,7 +190,7 @@ class Revision:
     creation: bool = False
 
 
-def _revisions(site, parameters: dict[str, str]) -> Iterator[dict]:
+def listed_revisions(site, parameters: dict[str, str]) -> Iterator[dict]:
     """Every revision a ``prop=revisions`` query lists, following the API's continuation.
 
     A read through pywikibot's request machinery (its timeouts, retries, maxlag and ``Retry-After``
@@ -219,7 +219,7 @@ def latest_revisions(site, title: str, until: int, since: int | None = None) -> 
     """The revisions of *title* up to *until*, oldest first (hidden ones left out): from *since* (included)
     when given, else the last :data:`MAX_REVISIONS`."""
     if since is not None:
-        return [revision for revision in (_with_content(item) for item in _revisions(site, {
+        return [revision for revision in (_with_content(item) for item in listed_revisions(site, {
             "titles": title, "rvprop": "ids|user|content", "rvslots": "main", "rvdir": "newer",
             "rvstartid": str(since), "rvendid": str(until)})) if revision is not None]
     reply = site.simple_request(action="query", prop="revisions", titles=title,
@@ -232,7 +232,7 @@ def latest_revisions(site, title: str, until: int, since: int | None = None) -> 
 
 def revisions_after(site, title: str, after: int, until: int) -> Iterator[Revision]:
     """Every revision of *title* newer than *after* up to *until*, oldest first (hidden ones left out)."""
-    for item in _revisions(site, {"titles": title, "rvprop": "ids|user|content", "rvslots": "main",
+    for item in listed_revisions(site, {"titles": title, "rvprop": "ids|user|content", "rvslots": "main",
                                   "rvdir": "newer", "rvstartid": str(after), "rvendid": str(until)}):
         revision = _with_content(item)
         if revision is not None and revision.id != after:
@@ -259,7 +259,7 @@ def own_revisions(site, title: str, user: str, latest_only: bool = False) -> lis
         parameters["rvlimit"] = "1"
     texts = _text_reader(site)
     found = []
-    for item in _revisions(site, parameters):
+    for item in listed_revisions(site, parameters):
         found.append(OwnEdit(item["revid"], datetime.fromisoformat(item["timestamp"].replace("Z", "+00:00")),
                              item.get("comment", ""), item.get("parentid", 0), texts))
         if latest_only:
