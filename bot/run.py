@@ -149,10 +149,8 @@ def open_knowledge_base(config: BotConfig):
     A dry run opens a local store read-only, so it can run beside the live bot that holds it.
     """
     from agent.kb import open_kb
-    from agent.kb.local import LocalKB
 
-    kb = (LocalKB(Path(config.kb_dir), read_only=True) if config.kb_dir and not config.live
-          else open_kb(config.kb_dir, cache_path=config.cache_path, read_only=False))
+    kb = open_kb(config.kb_dir, cache_path=config.cache_path, read_only=not config.live)
     if kb.graph.name != "wikidata":
         raise ValueError(f"kb_dir {config.kb_dir} holds the graph {kb.graph.name!r}: the bot answers about Wikidata")
     return Scrubbed(kb)
