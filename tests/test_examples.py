@@ -196,6 +196,18 @@ def test_one_example_per_thread(tmp_path):
     assert len(matches) == 3 and len({"advisors", "advisors-2"} & set(keys(matches))) == 1
 
 
+def test_a_question_two_sources_ask_is_shown_once(tmp_path):
+    """QALD-7 and QALD-9 ask many of the same questions: the copy would take the place of another example."""
+    store = ExampleStore(tmp_path / "examples.sqlite")
+    store.add(EXAMPLES + FILLERS + [example("birth-qald", "When was Leonhard  Euler born?", BIRTH, source="qald7"),
+                                    example("birth-other", "When was Leonhard Euler born", BIRTH.replace("?date", "?d"),
+                                            source="qald9plus")])
+    store.add_property_names(store.unnamed_properties(), NAMES)
+    matches = Retriever(store).similar("When was Leonhard Euler born?", 3)
+    assert len({"birth", "birth-qald", "birth-other"} & set(keys(matches))) == 1
+    assert "students" in keys(matches)  # the next example about Euler takes the copies' places
+
+
 def test_a_name_of_many_properties_or_a_function_word_names_none(tmp_path):
     """"president" is a name of three properties here (as of P35, P488 and P6 on Wikidata): the question does
     not say which it means; "of" is an alias of P642, and of no use to find it."""
