@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 #: The packages the ``[eval]`` extra adds to the plain install (``setup.cfg``).
-EVAL_PACKAGES = frozenset({"numpy", "scipy", "matplotlib"})
+EVAL_PACKAGES = frozenset({"scipy", "matplotlib"})
 
 
 def program_name(module: str) -> str:

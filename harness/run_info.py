@@ -25,7 +25,7 @@ from typing import Any
 
 #: Settings that change what a run measures; a part may differ from earlier parts in these only with --force.
 MEASURED = ("dataset", "split", "language", "model", "kb", "prompt", "baseline", "gold", "numbers", "setting",
-            "examples")
+            "examples", "example_ranking")
 
 
 #: The project's checkout, when the code runs from one (its commit is recorded with each part).

@@ -149,7 +149,7 @@ def build_main(store: ExampleStore, args: argparse.Namespace, config: BotConfig)
 
 
 def search_main(store: ExampleStore, args: argparse.Namespace) -> int:
-    retriever = Retriever(store, use_properties=not args.plain)
+    retriever = Retriever(store, use_properties=not args.plain, use_meaning=not args.plain)
     named = retriever.named_properties(args.question) if not args.plain else {}
     if named:
         print("properties named: " + ", ".join(f"{pid} ({phrase})" for pid, phrase in named.items()))
@@ -163,7 +163,7 @@ def search_main(store: ExampleStore, args: argparse.Namespace) -> int:
         return 0
     for rank, match in enumerate(matches, 1):
         example = match.example
-        print(f"{rank}. [{example.source}] {example.question}  (BM25 {-match.score:.2f}"
+        print(f"{rank}. [{example.source}] {example.question}  (score {match.score:.3f}"
               + (f", shows {' '.join(sorted(match.shows))}" if match.shows else "") + ")")
         if example.link:
             print(f"   {example.link}" + (f" ({example.date})" if example.date else ""))

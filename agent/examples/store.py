@@ -192,6 +192,11 @@ class ExampleStore:
             self.connection.executemany("DELETE FROM examples_text WHERE rowid = ?", [(id_,) for id_ in ids])
         return len(ids)
 
+    def version(self) -> tuple[int, int]:
+        """Changes when the examples may have: a commit by another connection (SQLite's ``data_version``) or by
+        this one."""
+        return self.connection.execute("PRAGMA data_version").fetchone()[0], self.connection.total_changes
+
     def count(self) -> int:
         return self.connection.execute("SELECT COUNT(*) FROM examples").fetchone()[0]
 
