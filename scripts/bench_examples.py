@@ -13,15 +13,15 @@ the k examples retrieved; "shown" is how many such properties those k queries
 show, and "recall per property shown" divides the one by the other, so that
 showing more cannot pass for finding more.
 
-The rankings: the store's as it ships (the settings of
-:mod:`agent.examples.retrieval`, its fallback to plain BM25 for questions of
-at most ``PLAIN_UP_TO`` words included); the same with the fallback's
-threshold chosen on the seven other sources only, each of them held out in
-turn from a store without the held-out set (the threshold whose smallest gain
-over plain BM25, at 5 and 10 across them, is largest); the same without the
-fallback; unless ``--no-tuning``, its settings (property weight, senses) chosen
-the same way at 5, without the fallback; plain BM25 over the question's
-words; random.
+The rankings: the store's as it ships (the ranking by words and the ranking
+by meaning fused, with the settings of :mod:`agent.examples.retrieval`); the
+ranking chosen on the seven other sources only, each of them held out in turn
+from a store without the held-out set, among the fusion with each constant of
+``FUSION_CONSTANTS``, meaning alone, and words alone with a fallback to plain
+BM25 for questions of at most 0 to 1,000 words (the one whose smallest gain
+over plain BM25, at 5 and 10 across them, is largest); words alone; unless ``--no-tuning``, its settings
+(property weight, senses) chosen the same way at 5; meaning alone; plain BM25
+over the question's words; random.
 
 The prompt figures use the store the project builds (the non-test splits):
 the characters the examples add to the first prompt and the share of the gold
@@ -42,15 +42,19 @@ import random
 import statistics
 import sys
 import tempfile
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tqdm import tqdm
+
 from agent.actions import tool_schemas
+from agent.examples.meaning import MEANINGS, Meanings
 from agent.examples.naming import name_properties
 from agent.examples.queries import query_properties
-from agent.examples.retrieval import (GENERIC_PROPERTIES, MAX_SENSES, PLAIN_UP_TO, PROPERTY_WEIGHT, Retriever,
+from agent.examples.retrieval import (FUSION_K, GENERIC_PROPERTIES, MAX_SENSES, PROPERTY_WEIGHT, Match, Retriever,
                                       prompt_examples, words_of)
 from agent.examples.store import ExampleStore
 from agent.kb.local import LocalKB
@@ -68,7 +72,10 @@ KS = (5, 10)
 SETTINGS = tuple((weight, senses) for senses in (1, 2, 99) for weight in (0.25, 0.5, 1.0, 2.0, 5.0))
 #: Questions per source the tuning reads at most (a fixed sample), to keep it short.
 TUNING_QUESTIONS = 100
-#: The word counts up to which the fallback to plain BM25 may take a question (0: never; 1000: always).
+#: The constants of the reciprocal rank fusion the choice on the other sets may take (60: its authors').
+FUSION_CONSTANTS = (1, 3, 10, 60)
+#: The word counts up to which a fallback from words alone to plain BM25 may take a question (0: never; 1000:
+#: always), among the rankings the choice on the other sets may make.
 THRESHOLDS = (0, 5, 6, 7, 8, 9, 10, 11, 12, 14, 16, 20, 25, 30, 40, 60, 1000)
 
 
@@ -98,22 +105,27 @@ class Figures:
 
 
 @dataclass
-class Paired:
-    """A held-out set's questions as the store's ranking without the fallback and plain BM25 score them, with
-    their lengths in words: any threshold of the fallback is then a choice between the two per question."""
+class Asked:
+    """A held-out set's questions as each ranking (:data:`RANKINGS`) scores them, with their lengths in words: any
+    choice among the rankings, and any threshold of a fallback to plain BM25, is then made without asking again."""
 
     words: list[int]
-    ranked: list[Scores]
-    plain: list[Scores]
+    scores: dict[str, list[Scores]]
 
-    def with_fallback(self, up_to: int) -> Figures:
-        return Figures.of([plain if words <= up_to else ranked
-                           for words, ranked, plain in zip(self.words, self.ranked, self.plain)])
+    def candidates(self) -> dict[str, Figures]:
+        """Every ranking the choice on other sets may make, by name."""
+        found = {name: Figures.of(self.scores[name]) for name in self.scores if name.startswith("fused")}
+        found["meaning alone"] = Figures.of(self.scores["meaning"])
+        for up_to in THRESHOLDS:
+            found[f"words, plain BM25 up to {up_to} words"] = Figures.of([
+                plain if words <= up_to else ranked
+                for words, ranked, plain in zip(self.words, self.scores["words"], self.scores["plain"])])
+        return found
 
-    def gains(self, up_to: int) -> list[float]:
-        """The gains in recall over plain BM25 at each k of :data:`KS` with the fallback at *up_to* words."""
-        fallback, plain = self.with_fallback(up_to), Figures.of(self.plain)
-        return [fallback.recall[k] - plain.recall[k] for k in KS]
+    def gains(self) -> dict[str, list[float]]:
+        """Each candidate's gains in recall over plain BM25 at each k of :data:`KS`."""
+        plain = Figures.of(self.scores["plain"])
+        return {name: [figures.recall[k] - plain.recall[k] for k in KS] for name, figures in self.candidates().items()}
 
 
 def source_name(source: tuple[str, str]) -> str:
@@ -163,50 +175,83 @@ def _shown(sparqls: list[str]) -> int:
     return len(set().union(*map(query_properties, sparqls)) - GENERIC_PROPERTIES) if sparqls else 0
 
 
-def scores(retriever: Retriever, questions: list[Example]) -> list[Scores]:
-    """Each question's recall at each k of :data:`KS`, and the properties it is shown at 5."""
+def scores(rank: Callable[[Example], list[Match]], questions: list[Example]) -> list[Scores]:
+    """Each question's recall at each k of :data:`KS` in the examples *rank* gives it, and the properties it is
+    shown at 5."""
     found = []
     for example in questions:
-        sparqls = [match.example.sparql for match in retriever.similar(example.question, max(KS),
-                                                                          thread=thread_of(example))]
+        sparqls = [match.example.sparql for match in rank(example)[:max(KS)]]
         found.append(Scores({k: recall(gold_properties(example), sparqls[:k]) for k in KS}, _shown(sparqls[:5])))
     return found
 
 
 def measure(retriever: Retriever, questions: list[Example]) -> Figures:
     """Mean recall at each k of :data:`KS`, and the mean number of properties (P31, P279 aside) shown at 5."""
-    return Figures.of(scores(retriever, questions))
+    return Figures.of(scores(lambda example: retriever.similar(example.question, max(KS), thread_of(example)),
+                             questions))
 
 
-def paired(store: ExampleStore, questions: list[Example]) -> Paired:
-    """*questions* (those recall can score) asked of *store* without the fallback and by plain BM25."""
+#: The rankings each held-out question is scored by: how a retriever over the store (its excluded ids given)
+#: ranks an example's question.
+RANKINGS: dict[str, Callable[[ExampleStore, frozenset[int]], Callable[[Example], list[Match]]]] = {
+    **{f"fused, k {constant}": lambda store, excluded, constant=constant: _similar(
+        Retriever(store, excluded=excluded, fusion_k=constant)) for constant in FUSION_CONSTANTS},
+    "words": lambda store, excluded: _similar(Retriever(store, use_meaning=False, excluded=excluded)),
+    "meaning": lambda store, excluded: _by_meaning(Retriever(store, excluded=excluded)),
+    "plain": lambda store, excluded: _similar(Retriever(store, use_properties=False, use_meaning=False,
+                                                        excluded=excluded)),
+}
+
+
+def _similar(retriever: Retriever) -> Callable[[Example], list[Match]]:
+    return lambda example: retriever.similar(example.question, max(KS), thread_of(example))
+
+
+def _by_meaning(retriever: Retriever) -> Callable[[Example], list[Match]]:
+    return lambda example: retriever.by_meaning(example.question, thread_of(example))
+
+
+def asked_of(store: ExampleStore, questions: list[Example]) -> Asked:
+    """*questions* (those recall can score) asked of *store* in each ranking."""
     excluded = exclusion_for(store, questions).ids
     asked = scored(questions)
-    return Paired([len(words_of(example.question)) for example in asked],
-                  scores(Retriever(store, excluded=excluded, plain_up_to=0), asked),
-                  scores(Retriever(store, use_properties=False, excluded=excluded), asked))
+    return Asked([len(words_of(example.question)) for example in asked],
+                 {name: scores(ranking(store, excluded), asked) for name, ranking in RANKINGS.items()})
 
 
-def chosen_threshold(sets: list[Paired]) -> int:
-    """The threshold of :data:`THRESHOLDS` whose smallest gain over plain BM25 (at 5 and 10, across *sets*) is
-    largest; of equals, the one with the largest mean gain, then the smallest."""
-    def merit(up_to: int) -> tuple[float, float, int]:
-        gains = [gain for held_out in sets for gain in held_out.gains(up_to)]
-        return min(gains), statistics.mean(gains), -up_to
-    return max(THRESHOLDS, key=merit)
+def chosen_ranking(sets: list[Asked]) -> str:
+    """The candidate ranking whose smallest gain over plain BM25 (at 5 and 10, across *sets*) is largest; of equals,
+    the one with the largest mean gain, then the first."""
+    gains = [held_out.gains() for held_out in sets]
+    names = list(gains[0])
+
+    def merit(name: str) -> tuple[float, float, int]:
+        found = [gain for held_out in gains for gain in held_out[name]]
+        return min(found), statistics.mean(found), -names.index(name)
+    return max(names, key=merit)
+
+
+def computed_once(questions: list[str]) -> None:
+    """The vectors of *questions*, computed now in batches (as a store's examples' are) and kept: each set's
+    questions are asked of eight stores, and are the examples of the others."""
+    for start in tqdm(range(0, len(questions), 100), desc="vectors of the questions", unit="batch",
+                      file=sys.stderr):
+        MEANINGS.of_examples(questions[start:start + 100])
 
 
 def inner_sets(sources: dict[tuple[str, str], list[Example]], names: dict[str, list[str]],
-               directory: Path) -> dict[tuple[tuple[str, str], tuple[str, str]], Paired]:
-    """For the choice of a held-out set's threshold: each other set as held out from a store of the six left,
+               directory: Path) -> dict[tuple[tuple[str, str], tuple[str, str]], Asked]:
+    """For the choice of a held-out set's ranking: each other set as held out from a store of the six left,
     keyed (held-out set, other set); one store per pair of sets serves both."""
     found = {}
-    for first, second in itertools.combinations(sources, 2):
+    pairs = list(itertools.combinations(sources, 2))
+    for first, second in tqdm(pairs, desc="pairs of sets held out, for the choice on the others", unit="pair",
+                              file=sys.stderr):
         rest = [example for source, questions in sources.items() if source not in (first, second)
                 for example in questions]
         store = store_of(directory / "pair.sqlite", rest, names)
-        found[first, second] = paired(store, sources[second])
-        found[second, first] = paired(store, sources[first])
+        found[first, second] = asked_of(store, sources[second])
+        found[second, first] = asked_of(store, sources[first])
         store.close()
         store.path.unlink()
     return found
@@ -242,10 +287,10 @@ def tuned_setting(held_out: tuple[str, str], sources: dict[tuple[str, str], list
         asked = scored(sources[inner])
         asked = random.Random(0).sample(asked, min(len(asked), TUNING_QUESTIONS))
         excluded = exclusion_for(store, sources[inner]).ids
-        plain = measure(Retriever(store, use_properties=False, excluded=excluded), asked).recall[5]
+        plain = measure(Retriever(store, use_properties=False, use_meaning=False, excluded=excluded), asked).recall[5]
         for weight, senses in SETTINGS:
-            gain = measure(Retriever(store, excluded=excluded, property_weight=weight, max_senses=senses,
-                                     plain_up_to=0), asked).recall[5] - plain
+            gain = measure(Retriever(store, use_meaning=False, excluded=excluded, property_weight=weight,
+                                     max_senses=senses), asked).recall[5] - plain
             worst[weight, senses] = min(worst[weight, senses], gain)
         store.close()
         store.path.unlink()
@@ -256,47 +301,52 @@ def leave_one_source_out(shared: Path, directory: Path, draws: int, tune: bool) 
     """The table's lines, as they are measured: each source held out in turn from a store of the others."""
     sources = load_sources(shared / "datasets")
     names = property_names(shared, directory, [example for questions in sources.values() for example in questions])
+    computed_once([example.question for questions in sources.values() for example in questions])
     inner = inner_sets(sources, names, directory)
     yield "| held out | questions | ranking | recall @5 | recall @10 | shown @5 | recall per property shown @5 |"
     yield "|---|---:|---|---:|---:|---:|---:|"
-    kept = {k: 0 for k in KS}
-    wins = {k: 0 for k in KS}
-    chosen: dict[tuple[str, str], int] = {}
-    outer: list[Paired] = []
+    #: Per ranking compared (shipped, chosen on the others) and k: the held-out sets where it beats or equals plain
+    #: BM25, and where it beats it.
+    kept = {(ranking, k): 0 for ranking in ("shipped", "chosen") for k in KS}
+    wins = dict(kept)
+    chosen: dict[tuple[str, str], str] = {}
+    outer: list[Asked] = []
     for held_out, questions in sources.items():
         rest = [example for source, others in sources.items() if source != held_out for example in others]
         store = store_of(directory / f"held-out-{source_name(held_out)}.sqlite".replace(" ", "-"), rest, names)
         excluded = exclusion_for(store, questions).ids
-        asked = scored(questions)
-        both = paired(store, questions)
-        outer.append(both)
-        chosen[held_out] = chosen_threshold([inner[held_out, other] for other in sources if other != held_out])
-        shipped = (f"the store's ranking (weight {PROPERTY_WEIGHT:g}, senses {MAX_SENSES}, "
-                   f"plain up to {PLAIN_UP_TO} words)")
-        rows = {shipped: measure(Retriever(store, excluded=excluded), asked),
-                f"  its threshold chosen on the others (plain up to {chosen[held_out]} words)":
-                    both.with_fallback(chosen[held_out]),
-                "  without the fallback": Figures.of(both.ranked)}
+        asked = asked_of(store, questions)
+        outer.append(asked)
+        chosen[held_out] = chosen_ranking([inner[held_out, other] for other in sources if other != held_out])
+        shipped = (f"the store's ranking: words (weight {PROPERTY_WEIGHT:g}, senses {MAX_SENSES}) and meaning, "
+                   f"fused (k {FUSION_K})")
+        blind = f"  chosen on the others: {chosen[held_out]}"
+        rows = {shipped: Figures.of(asked.scores[f"fused, k {FUSION_K}"]), blind: asked.candidates()[chosen[held_out]],
+                "  words alone": Figures.of(asked.scores["words"])}
         if tune:
             weight, senses = tuned_setting(held_out, sources, names, directory)
-            rows[f"  without the fallback, setting chosen on the others (weight {weight:g}, senses {senses})"] = \
-                measure(Retriever(store, excluded=excluded, property_weight=weight, max_senses=senses, plain_up_to=0),
-                        asked)
-        rows["plain BM25"] = Figures.of(both.plain)
-        rows[f"random ({draws} draws)"] = measure_random(store, asked, draws, excluded)
-        for k in KS:
-            kept[k] += rows[shipped].recall[k] >= rows["plain BM25"].recall[k]
-            wins[k] += rows[shipped].recall[k] > rows["plain BM25"].recall[k]
+            rows[f"  words alone, setting chosen on the others (weight {weight:g}, senses {senses})"] = \
+                measure(Retriever(store, use_meaning=False, excluded=excluded, property_weight=weight,
+                                  max_senses=senses), scored(questions))
+        rows["  meaning alone"] = Figures.of(asked.scores["meaning"])
+        rows["plain BM25"] = Figures.of(asked.scores["plain"])
+        rows[f"random ({draws} draws)"] = measure_random(store, scored(questions), draws, excluded)
+        for (ranking, k) in kept:
+            figures = rows[shipped if ranking == "shipped" else blind]
+            kept[ranking, k] += figures.recall[k] >= rows["plain BM25"].recall[k]
+            wins[ranking, k] += figures.recall[k] > rows["plain BM25"].recall[k]
         for number, (name, figures) in enumerate(rows.items()):
-            first = (source_name(held_out), str(len(asked))) if number == 0 else ("", "")
+            first = (source_name(held_out), str(len(asked.words))) if number == 0 else ("", "")
             yield (f"| {first[0]} | {first[1]} | {name} | {figures.recall[5]:.1%} | {figures.recall[10]:.1%} | "
                    f"{figures.shown:.1f} | {figures.per_property:.1%} |")
         store.close()
-    yield (f"\nthe store's ranking beats or equals plain BM25 on {kept[5]} of {len(sources)} held-out sets at 5, "
-           f"{kept[10]} at 10 (beats: {wins[5]} at 5, {wins[10]} at 10)")
-    yield ("the fallback's threshold chosen on the others, per held-out set: "
-           + ", ".join(f"{source_name(source)} {up_to}" for source, up_to in chosen.items())
-           + f"; chosen the same way on all eight: {chosen_threshold(outer)}; shipped: {PLAIN_UP_TO}")
+    yield ""
+    for ranking, name in (("shipped", "the store's ranking"), ("chosen", "the ranking chosen on the others")):
+        yield (f"{name} beats or equals plain BM25 on {kept[ranking, 5]} of {len(sources)} held-out sets at 5, "
+               f"{kept[ranking, 10]} at 10 (beats: {wins[ranking, 5]} at 5, {wins[ranking, 10]} at 10)")
+    yield ("the ranking chosen on the others, per held-out set: "
+           + "; ".join(f"{source_name(source)}: {name}" for source, name in chosen.items())
+           + f"; chosen the same way on all eight: {chosen_ranking(outer)}")
 
 
 def first_link(retriever: Retriever, question: str, excluded: frozenset[int] = frozenset()) -> int | None:
@@ -313,25 +363,32 @@ def language_figures(shared: Path, directory: Path) -> list[str]:
     sources = load_sources(shared / "datasets")
     english = sources[("qald10", "test")]
     german = {example.id: example for example in load_dataset("qald10", "test", shared / "datasets", language="de")}
+    computed_once([example.question for example in german.values()])
     names = property_names(shared, directory, [example for questions in sources.values() for example in questions])
     store = store_of(directory / "languages.sqlite", [example for source in EXAMPLE_SPLITS
                                                       for example in sources[source]] + english, names)
     ids = {example.key: example.id for example in store.examples()}
-    retriever = Retriever(store)
-    lines = ["| asked in | questions | its English twin linked | another request linked | a link, the twin removed |",
-             "|---|---:|---:|---:|---:|"]
+    retriever, by_words = Retriever(store), Retriever(store, use_meaning=False)
+    lines = ["| asked in | questions | its English twin among the five shown (words alone / shipped) | "
+             "its English twin linked | another request linked | a link, the twin removed |",
+             "|---|---:|---:|---:|---:|---:|"]
     for language, asked in (("English (the same words)", {example.id: example for example in english}),
                             ("German", german)):
+        shown = {"words": 0, "shipped": 0}
         twin, other, removed = 0, 0, 0
         for example in english:
             if example.id not in asked:
                 continue
             own = ids[f"qald10 test {example.id}"]
-            linked = first_link(retriever, asked[example.id].question)
+            question = asked[example.id].question
+            shown["words"] += own in {match.example.id for match in by_words.similar(question, 5)}
+            shown["shipped"] += own in {match.example.id for match in retriever.similar(question, 5)}
+            linked = first_link(retriever, question)
             twin += linked == own
             other += linked is not None and linked != own
-            removed += first_link(retriever, asked[example.id].question, frozenset({own})) is not None
-        lines.append(f"| {language} | {len(asked)} | {twin} | {other} | {removed} |")
+            removed += first_link(retriever, question, frozenset({own})) is not None
+        lines.append(f"| {language} | {len(asked)} | {shown['words']} / {shown['shipped']} | {twin} | {other} | "
+                     f"{removed} |")
     store.close()
     return lines
 
@@ -424,6 +481,33 @@ def replay_figures(shared: Path, retriever: Retriever) -> list[str]:
     return lines
 
 
+def speed_figures(store: ExampleStore, questions: list[Example]) -> list[str]:
+    """The vectors of the store's examples computed anew (as the bot's first question does), a new question's
+    vector, and the time a question takes to rank with and without the ranking by meaning, its vector at hand."""
+    examples = store.examples()
+    fresh = Meanings()
+    started = time.perf_counter()
+    fresh.of_examples([example.question for example in examples])
+    lines = [f"vectors of the store's {len(examples)} examples, computed anew: {time.perf_counter() - started:.1f} s"]
+    times = []
+    for example in questions:
+        started = time.perf_counter()
+        fresh.of_question(example.question)  # SPINACH test questions: none is an example of this store
+        times.append(time.perf_counter() - started)
+    lines.append(f"a new question's vector: median {statistics.median(times) * 1000:.1f} ms, max "
+                 f"{max(times) * 1000:.1f} ms")
+    for name, retriever in (("words alone", Retriever(store, use_meaning=False)), ("shipped", Retriever(store))):
+        retriever.similar(questions[0].question)
+        times = []
+        for example in questions:
+            started = time.perf_counter()
+            retriever.similar(example.question)
+            times.append(time.perf_counter() - started)
+        lines.append(f"a question ranked, {name}: median {statistics.median(times) * 1000:.1f} ms, "
+                     f"max {max(times) * 1000:.1f} ms ({len(times)} SPINACH test questions, their vectors at hand)")
+    return lines
+
+
 def false_links(retriever: Retriever, questions: list[Example]) -> int:
     """Questions whose best example passes for the same request, though no example comes from their thread."""
     count = 0
@@ -456,6 +540,8 @@ def main(argv: list[str] | None = None) -> int:
         dev = load_dataset("spinach", "dev", args.shared / "datasets")
         ours = Retriever(store, excluded=exclusion_for(store, test).ids)
         for line in prompt_figures(ours, test):
+            print(line)
+        for line in speed_figures(store, test):
             print(line)
         print(f"false 'earlier request' links (best example passes for the same request, from another thread): "
               f"{false_links(ours, test)} of {len(test)} SPINACH test questions, {false_links(ours, dev)} of "
