@@ -1,7 +1,8 @@
 """The bot with an example store (``examples_path``), on the real MediaWiki, run as an operator runs it.
 
-What a forum user notices: the model is shown solved requests like theirs, never their own thread's; a repost of
-an archived request gets one line linking the earlier thread; a merely similar request does not.
+What a forum user notices: the model is shown solved requests like theirs, never their own thread's, also when
+they ask in another language; a repost of an archived request gets one line linking the earlier thread; a merely
+similar request does not.
 """
 
 import pytest
@@ -12,6 +13,7 @@ from tests.test_watcher import new_section, run_bot, section_text, user_messages
 
 pytestmark = pytest.mark.mediawiki
 GAUSS = "SELECT ?advisor WHERE { wd:Q6722 wdt:P184 ?advisor . }"
+MONA_LISA = "SELECT ?painter WHERE { wd:Q12418 wdt:P170 ?painter . }"
 OTHERS = ["Which rivers flow through the city of Paris?", "Who is the mayor of the city of Berlin?",
           "What is the population of the country of Chile?", "Who were the members of the band Queen?",
           "Who directed the film Metropolis?", "Which mountains are higher than the Mont Blanc?"]
@@ -37,7 +39,9 @@ def write_store(path, forum):
                              link=f"{forum}#Euler's advisors")]
               + [SolvedExample(key=f"other {number}", question=question, source="qald9plus train",
                                sparql=f"SELECT ?x WHERE {{ ?x wdt:P{number + 17} ?y }}")
-                 for number, question in enumerate(OTHERS)])
+                 for number, question in enumerate(OTHERS)]
+              + [SolvedExample(key="mona lisa", question="Who painted the Mona Lisa?", sparql=MONA_LISA,
+                               source="qald9plus train")])
     store.add_property_names(store.unnamed_properties(), {"P184": ["doctoral advisor"]}, {"P184": "doctoral advisor"})
     store.close()
 
@@ -51,15 +55,19 @@ def test_the_model_sees_similar_requests_and_a_repost_links_the_earlier_thread(m
     run_bot(rig, forum, *options)
     mediawiki.edit_as_human(forum, mediawiki.page_text(forum)
                             + new_section("Euler's advisors", "Who were the doctoral advisors of Leonhard Euler?")
-                            + new_section("Gauss", "Who were the doctoral advisors of Carl Friedrich Gauss?", 5))
+                            + new_section("Gauss", "Who were the doctoral advisors of Carl Friedrich Gauss?", 5)
+                            + new_section("La Joconde", "Qui a peint la Joconde ?", 7))
     run_bot(rig, forum, *options)
-    assert len(rig.bot_edits(forum)) == 2
+    assert len(rig.bot_edits(forum)) == 3
     first_prompts = [user_messages(body) for body in rig.llm.requests
                      if sum(message["role"] == "tool" for message in body["messages"]) == 0]
     euler = next(prompt for prompt in first_prompts if "Leonhard Euler?" in prompt.split("\n")[2])
     shown = euler.split("Similar solved requests", 1)[1]
     assert "SELECT ?advisor WHERE{wd:Q6722 wdt:P184 ?advisor.}" in shown
     assert "own thread" not in shown and "?own" not in shown
+    # Asked in French, with the painting's French name: not one word in common with the English example.
+    french = next(prompt for prompt in first_prompts if "Joconde" in prompt.split("\n")[2])
+    assert "SELECT ?painter WHERE{wd:Q12418 wdt:P170 ?painter.}" in french.split("Similar solved requests", 1)[1]
     page = mediawiki.page_text(forum)
     assert "An earlier request looks similar" not in section_text(page, "Euler's advisors")
     assert (f":An earlier request looks similar: [[{forum}/Archive/2024/05#Doctoral advisors of Gauss|Doctoral "
