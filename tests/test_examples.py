@@ -185,6 +185,19 @@ def test_an_example_added_while_the_bot_runs_is_found_by_its_meaning_at_the_next
     assert "starry" not in keys(plain_bm25(store).similar(question, 5))
 
 
+def test_the_log_says_when_the_vectors_of_a_large_store_are_computed_and_only_then(tmp_path, caplog):
+    """An operator sees why the bot's first question takes longer than the next."""
+    large = ExampleStore(tmp_path / "large.sqlite")
+    large.add([example(f"river-{number}", f"Which rivers flow through the city number {number} of region {number % 7}?",
+                       f"SELECT ?x WHERE {{ ?x wdt:P{number + 2000} ?y . }}") for number in range(120)])
+    retriever = Retriever(large)
+    with caplog.at_level("INFO", logger="agent.examples.meaning"):
+        retriever.similar("Which rivers flow through Paris?")
+        retriever.similar("Which rivers flow through Berlin?")
+    assert [record.getMessage() for record in caplog.records] == [
+        "computing the vectors of 120 examples (once a process; about 8 s a thousand here)"]
+
+
 def test_without_the_model_the_examples_are_ranked_by_their_words_and_the_log_says_so(store, tmp_path):
     """The model's wheel is built for x86-64 Linux only: elsewhere the bot still ranks, by words."""
     script = tmp_path / "no_model.py"

@@ -27,6 +27,8 @@ log = logging.getLogger(__name__)
 #: The words of a text the model reads at most (a forum post may be long; its first words say what it asks), as
 #: the ranking by words reads them (:data:`agent.examples.retrieval.MAX_WORDS`).
 MAX_WORDS = 64
+#: From this many examples at once, the log says that their vectors are being computed (a store's first question).
+NOTED = 100
 
 
 class Meanings:
@@ -55,6 +57,9 @@ class Meanings:
                 raise RuntimeError("the multilingual model is not available")
             read = [_read(text) for text in texts]
             missing = [text for text in dict.fromkeys(read) if text not in self._kept]
+            if len(missing) >= NOTED:
+                log.info("computing the vectors of %d examples (once a process; about 8 s a thousand here)",
+                         len(missing))
             for text, vector in zip(missing, self._model.query(missing) if missing else []):
                 self._kept[text] = vector
             return np.array([self._kept[text] for text in read], dtype=np.float32).reshape(len(texts), -1)
