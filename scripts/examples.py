@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 
 from agent.cli import program_name
+from agent.examples.meaning import MEANINGS
 from agent.examples.naming import name_properties
 from agent.examples.retrieval import Retriever, prompt_examples
 from agent.examples.store import ExampleStore
@@ -106,6 +107,13 @@ def _name_properties(store: ExampleStore, args: argparse.Namespace) -> None:
           + (f"; {len(report.failed)} batches not read (looked up again next time)" if report.failed else ""))
 
 
+def _keep_vectors(store: ExampleStore, args: argparse.Namespace) -> None:
+    if MEANINGS.available():
+        print(f"vectors: {MEANINGS.keep(store, progress=not args.quiet)} computed and kept")
+    else:
+        print("vectors: none (the multilingual model did not load: examples are ranked by their words alone)")
+
+
 def _harvest(store: ExampleStore, args: argparse.Namespace, config: BotConfig) -> int:
     import pywikibot
 
@@ -145,6 +153,7 @@ def build_main(store: ExampleStore, args: argparse.Namespace, config: BotConfig)
     print(f"datasets: {len(examples)} examples ({counts.added} new, {counts.updated} updated)")
     status = 0 if args.no_forum else _harvest(store, args, config)
     _name_properties(store, args)
+    _keep_vectors(store, args)
     return status
 
 
@@ -203,6 +212,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "update":
             status = _harvest(store, args, config)
             _name_properties(store, args)
+            _keep_vectors(store, args)
             return status
         if args.command == "search":
             return search_main(store, args)

@@ -17,6 +17,7 @@ import pyoxigraph
 from agent.examples import ExampleStore, Retriever, SolvedExample, ThreadRef, prompt_examples
 from agent.examples.naming import name_properties
 from agent.examples.queries import query_properties, whole_query
+from agent.examples.meaning import MEANINGS
 from agent.examples.retrieval import EXAMPLE_FRAME, PROMPT_CHARS
 from agent.kb.dialect import Unsupported, declare_prefixes, emulate_wdqs
 from agent.kb.live import LiveWikidata, WikidataConfig
@@ -196,6 +197,35 @@ def test_the_log_says_when_the_vectors_of_a_large_store_are_computed_and_only_th
         retriever.similar("Which rivers flow through Berlin?")
     assert [record.getMessage() for record in caplog.records] == [
         "computing the vectors of 120 examples (once a process; about 8 s a thousand here)"]
+
+
+def lakes(count: int) -> list[SolvedExample]:
+    return [example(f"lake-{number}", f"Which lakes lie in the valley number {number} of province {number % 5}?",
+                    f"SELECT ?x WHERE {{ ?x wdt:P{number + 3000} ?y . }}") for number in range(count)]
+
+
+def test_the_vectors_a_store_keeps_are_read_by_the_bot_not_computed_and_an_edited_question_is_computed_again(
+        tmp_path):
+    """``spinach-examples build`` and ``update`` keep the vectors: the bot's first question is not the slow one."""
+    kept = ExampleStore(tmp_path / "kept.sqlite")
+    kept.add(lakes(120))
+    assert MEANINGS.keep(kept, progress=False) == 120
+    assert MEANINGS.keep(kept, progress=False) == 0
+    kept.add([example("lake-0", "Who painted the Mona Lisa?", "SELECT ?x WHERE { wd:Q12418 wdt:P170 ?x . }")])
+    assert MEANINGS.keep(kept, progress=False) == 1
+    script = tmp_path / "bot.py"
+    script.write_text(f"""import logging
+logging.basicConfig(level=logging.INFO)
+from agent.examples import ExampleStore, Retriever
+retriever = Retriever(ExampleStore({str(kept.path)!r}, read_only=True))
+print([match.example.key for match in retriever.similar("Qui a peint la Joconde ?", 3)])
+""")
+    ran = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
+                         cwd=Path(__file__).resolve().parent.parent)
+    assert ran.returncode == 0, ran.stderr
+    assert "computing the vectors" not in ran.stderr
+    assert ran.stdout.splitlines() == [str(keys(Retriever(kept).similar("Qui a peint la Joconde ?", 3)))]
+    assert ran.stdout.startswith("['lake-0'")  # found by the vector kept for the edited question
 
 
 def test_without_the_model_the_examples_are_ranked_by_their_words_and_the_log_says_so(store, tmp_path):

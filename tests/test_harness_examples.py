@@ -53,6 +53,10 @@ def test_a_store_built_from_the_datasets_keeps_their_threads(tmp_path, capsys):
                           "--quiet"]) == 0
     out, err = capsys.readouterr()
     assert "datasets: 3 examples (3 new, 0 updated)" in out and "qald9plus/train.json" in err  # missing: noted
+    assert "vectors: 3 computed and kept" in out
+    assert examples_main(["build", "--no-forum", "--data", str(data), "--store", str(store_path), "--kb", str(kb),
+                          "--quiet"]) == 0
+    assert "vectors: 0 computed and kept" in capsys.readouterr().out  # a second build computes none again
     store = ExampleStore(store_path, read_only=True)
     gauss = next(example for example in store.examples() if example.key == "spinach dev dev_1")
     assert (gauss.link, gauss.heading, gauss.month, gauss.date) == (

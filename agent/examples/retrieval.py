@@ -183,7 +183,7 @@ class Retriever:
             version = self.store.version()
             if self._meant[0] != version:
                 examples = self.store.examples()
-                self._meant = (version, examples, MEANINGS.of_examples([example.question for example in examples]))
+                self._meant = (version, examples, MEANINGS.of_store(self.store, examples))
             _, examples, vectors = self._meant
         if not examples:
             return []

@@ -48,6 +48,8 @@ CREATE TABLE IF NOT EXISTS property_names (name TEXT NOT NULL, property TEXT NOT
     PRIMARY KEY (name, property)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS named_properties (property TEXT PRIMARY KEY) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS property_labels (property TEXT PRIMARY KEY, label TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS vectors (id INTEGER PRIMARY KEY, model TEXT NOT NULL, text TEXT NOT NULL,
+    vector BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS pages (title TEXT PRIMARY KEY, revision INTEGER NOT NULL, harvested_at TEXT NOT NULL,
     examples INTEGER NOT NULL, skipped INTEGER NOT NULL);
 """
@@ -190,7 +192,28 @@ class ExampleStore:
                 (len(title) + 1, title + "#"))]
             self.connection.executemany("DELETE FROM examples WHERE id = ?", [(id_,) for id_ in ids])
             self.connection.executemany("DELETE FROM examples_text WHERE rowid = ?", [(id_,) for id_ in ids])
+            self.connection.executemany("DELETE FROM vectors WHERE id = ?", [(id_,) for id_ in ids])
         return len(ids)
+
+    # -- vectors (agent.examples.meaning) ------------------------------------------------------------
+
+    def vectors(self, model: str) -> dict[int, tuple[str, bytes]]:
+        """The examples' vectors by *model*, each with the text it was computed from, by example id; none in a
+        store from before vectors were kept, opened read-only."""
+        try:
+            rows = self.connection.execute("SELECT id, text, vector FROM vectors WHERE model = ?", (model,))
+            return {row[0]: (row[1], row[2]) for row in rows}
+        except sqlite3.OperationalError as error:
+            if "no such table" not in str(error):
+                raise
+            return {}
+
+    def put_vectors(self, model: str, rows: Iterable[tuple[int, str, bytes]]) -> None:
+        """Keep the vectors (example id, the text they were computed from, the vector) by *model*; one
+        transaction."""
+        with self.connection:
+            self.connection.executemany("INSERT OR REPLACE INTO vectors (id, model, text, vector) VALUES (?, ?, ?, ?)",
+                                        [(id_, model, text, vector) for id_, text, vector in rows])
 
     def version(self) -> tuple[int, int]:
         """Changes when the examples may have: a commit by another connection (SQLite's ``data_version``) or by
