@@ -3,33 +3,21 @@ agent answering over the KQA Pro profile."""
 
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 
 from agent import Agent, AgentConfig
-from agent.graph import load_graph
-from agent.kb.local import LocalKB
 from agent.llm import ChatModel, LLMConfig
 from harness.datasets import load_dataset
 from harness.kqapro import answer_text, choose, number_text, question_type, reasoning, same_answer, validate
 from scripts.validate_kqapro import main as validate_main
+from tests.support.kqapro import FIXTURES, VAL, fixture_kb
 from tests.support.llm_server import ToolCallReply
 
-FIXTURES = Path(__file__).parent / "fixtures"
-VAL = json.loads((FIXTURES / "kqapro" / "val.json").read_text())
-
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("kqapro") / "store"
-    LocalKB(directory, graph=load_graph("kqapro")).load([FIXTURES / "kqapro" / "kb.json"], progress=False)
-    return directory
-
-
-@pytest.fixture(scope="module")
-def kb(store):
-    return LocalKB(store, read_only=True, timeout=20)
+def kb(tmp_path_factory):
+    return fixture_kb(tmp_path_factory.mktemp("kqapro"))
 
 
 # -- answers as KQA Pro writes and judges them --------------------------------------------------------

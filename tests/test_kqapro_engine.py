@@ -1,25 +1,16 @@
 """KQA Pro's official reading of an answer (``get_sparql_answer`` of the baselines' engine), rule by rule on the
 fixture's store, beside the project's more lenient reading."""
 
-import json
-from pathlib import Path
-
 import pytest
 
-from agent.graph import load_graph
-from agent.kb.local import LocalKB
 from harness.kqapro import answer_text, same_answer
 from harness.kqapro_engine import answer_kind, attribute_key, key_type, read_answer
-
-FIXTURES = Path(__file__).parent / "fixtures"
-VAL = json.loads((FIXTURES / "kqapro" / "val.json").read_text())
+from tests.support.kqapro import VAL, fixture_kb
 
 
 @pytest.fixture(scope="module")
 def kb(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("kqapro") / "store"
-    LocalKB(directory, graph=load_graph("kqapro")).load([FIXTURES / "kqapro" / "kb.json"], progress=False)
-    return LocalKB(directory, read_only=True, timeout=20)
+    return fixture_kb(tmp_path_factory.mktemp("kqapro"))
 
 
 def both_readings(kb, sparql):
