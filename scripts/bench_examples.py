@@ -187,8 +187,7 @@ def scores(rank: Callable[[Example], list[Match]], questions: list[Example]) -> 
 
 def measure(retriever: Retriever, questions: list[Example]) -> Figures:
     """Mean recall at each k of :data:`KS`, and the mean number of properties (P31, P279 aside) shown at 5."""
-    return Figures.of(scores(lambda example: retriever.similar(example.question, max(KS), thread_of(example)),
-                             questions))
+    return Figures.of(scores(_similar(retriever), questions))
 
 
 #: The rankings each held-out question is scored by: how a retriever over the store (its excluded ids given)
@@ -262,9 +261,7 @@ def measure_random(store: ExampleStore, questions: list[Example], draws: int, ex
     found = []
     for draw in range(draws):
         rng = random.Random(draw)
-        for example in questions:
-            sparqls = [chosen.sparql for chosen in rng.sample(pool, max(KS))]
-            found.append(Scores({k: recall(gold_properties(example), sparqls[:k]) for k in KS}, _shown(sparqls[:5])))
+        found += scores(lambda example: [Match(chosen, 0.0) for chosen in rng.sample(pool, max(KS))], questions)
     return Figures.of(found)
 
 
@@ -494,23 +491,25 @@ def speed_figures(store: ExampleStore, questions: list[Example]) -> list[str]:
     started = time.perf_counter()
     Meanings().of_store(store, examples)
     lines.append(f"the same, read from the store: {(time.perf_counter() - started) * 1000:.0f} ms")
-    times = []
-    for example in questions:
-        started = time.perf_counter()
-        fresh.of_question(example.question)  # SPINACH test questions: none is an example of this store
-        times.append(time.perf_counter() - started)
+    times = _times(fresh.of_question, questions)  # SPINACH test questions: none is an example of this store
     lines.append(f"a new question's vector: median {statistics.median(times) * 1000:.1f} ms, max "
                  f"{max(times) * 1000:.1f} ms")
     for name, retriever in (("words alone", Retriever(store, use_meaning=False)), ("shipped", Retriever(store))):
         retriever.similar(questions[0].question)
-        times = []
-        for example in questions:
-            started = time.perf_counter()
-            retriever.similar(example.question)
-            times.append(time.perf_counter() - started)
+        times = _times(retriever.similar, questions)
         lines.append(f"a question ranked, {name}: median {statistics.median(times) * 1000:.1f} ms, "
                      f"max {max(times) * 1000:.1f} ms ({len(times)} SPINACH test questions, their vectors at hand)")
     return lines
+
+
+def _times(call: Callable[[str], object], questions: list[Example]) -> list[float]:
+    """The seconds *call* takes on each question's text."""
+    times = []
+    for example in questions:
+        started = time.perf_counter()
+        call(example.question)
+        times.append(time.perf_counter() - started)
+    return times
 
 
 def false_links(retriever: Retriever, questions: list[Example]) -> int:
