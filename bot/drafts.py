@@ -4,9 +4,9 @@ A draft's status (:class:`DraftStatus`): ``drafted`` (on the review page,
 waiting for a reviewer), ``approved`` (a reviewer approved it; being checked
 and posted), ``posted`` (on the forum, ``forum_revision`` says where),
 ``rejected`` (a reviewer rejected it), ``dropped`` (stale, or its section on
-the review page is gone), ``refused`` (MediaWiki's edit check, or markup that
-renders otherwise on the forum) or ``voided`` (someone not a reviewer changed
-its text); ``reason`` says why.  ``reason`` also keeps the last mark that was
+the review page is gone), ``refused`` (MediaWiki's edit check, or a draft that did
+not show on the review page) or ``voided`` (in state files written before a
+stranger's change was undone instead); ``reason`` says why.  ``reason`` also keeps the last mark that was
 ignored (an approval by a user who is not a reviewer).
 """
 
@@ -47,6 +47,7 @@ CREATE TABLE IF NOT EXISTS drafts (
     summary TEXT NOT NULL,          -- the forum edit's summary
     digest TEXT NOT NULL,           -- the forum section's text when drafted, hashed
     thread TEXT,                    -- the forum section's text when drafted
+    language TEXT,                  -- the reply's language (bot.messages), for what the bot renders again
     review_revision INTEGER,        -- the review page's revision that added the draft
     forum_revision INTEGER,         -- the forum's revision that holds the posted reply
     reason TEXT,
@@ -55,7 +56,7 @@ CREATE TABLE IF NOT EXISTS drafts (
 );
 """
 _COLUMNS = ("number, page, key, heading, kind, status, reply, summary, digest, review_revision, forum_revision, "
-            "reason, created, thread")
+            "reason, created, thread, language")
 
 
 @dataclass
@@ -76,6 +77,8 @@ class Draft:
     created: float
     #: The forum section's text when the draft was written (``None`` in a state file older than this column).
     thread: str | None
+    #: The reply's language: an approved draft is rendered again in it (``None`` in an older state file).
+    language: str | None = None
 
 
 def _draft(row: tuple) -> Draft:
@@ -88,9 +91,11 @@ class Drafts:
     def __init__(self, connection: sqlite3.Connection) -> None:
         self.connection = connection
         self.connection.executescript(SCHEMA)
-        if "thread" not in {row[1] for row in self.connection.execute("PRAGMA table_info(drafts)")}:
-            with self.connection:  # a state file written before the column existed
-                self.connection.execute("ALTER TABLE drafts ADD COLUMN thread TEXT")
+        columns = {row[1] for row in self.connection.execute("PRAGMA table_info(drafts)")}
+        for column in ("thread", "language"):
+            if column not in columns:
+                with self.connection:  # a state file written before the column existed
+                    self.connection.execute(f"ALTER TABLE drafts ADD COLUMN {column} TEXT")
 
     def next_number(self) -> int:
         row = self.connection.execute("SELECT seq FROM sqlite_sequence WHERE name = 'drafts'").fetchone()
@@ -98,14 +103,14 @@ class Drafts:
 
     def add(self, number: int, page: str, key: str, heading: str, kind: str, reply: str, summary: str,
             digest: str, review_revision: int | None, status: DraftStatus = DraftStatus.DRAFTED,
-            thread: str | None = None) -> None:
+            thread: str | None = None, language: str | None = None) -> None:
         now = time.time()
         with self.connection:
             self.connection.execute(
                 "INSERT INTO drafts (number, page, key, heading, kind, status, reply, summary, digest, thread, "
-                "review_revision, created, updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (number, page, key, heading, kind, status, reply, summary, digest, thread, review_revision, now,
-                 now))
+                "language, review_revision, created, updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (number, page, key, heading, kind, status, reply, summary, digest, thread, language,
+                 review_revision, now, now))
 
     def rekey(self, page: str, old: str, new: str) -> None:
         """The drafts of the section *old* follow it to its new key *new* (see :meth:`bot.state.State.move`)."""

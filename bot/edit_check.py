@@ -346,6 +346,33 @@ def visibility_problems(rendered: str, word: str, anchor: str | None) -> list[st
     return problems
 
 
+class _Around(_OpenElements):
+    """The elements open around each occurrence of a word in parsed HTML, as ``tag`` or ``tag.class``."""
+
+    def __init__(self, word: str) -> None:
+        super().__init__()
+        self.word = word
+        self.found: list[list[str]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag not in self.VOID:
+            classes = (dict(attrs).get("class") or "").split()
+            self.stack.append((tag, f"{tag}.{classes[0]}" if classes else tag))
+
+    def handle_data(self, data: str) -> None:
+        for _ in range(data.count(self.word)):
+            self.found.append([str(name) for _, name in self.stack])
+
+
+def elements_around(rendered: str, word: str) -> list[list[str]]:
+    """For each time *word* shows in *rendered* HTML, the elements it stands in, outermost first (``p``,
+    ``div.mw-parser-output``): where a reader sees it, read from the structure alone, never from a style."""
+    around = _Around(word)
+    around.feed(rendered)
+    around.close()
+    return around.found
+
+
 def section_anchor(parsed: dict, text: str, start: int) -> str | None:
     """The anchor of the page's own section whose heading starts at character *start* of *text*."""
     listed = [item for item in parsed.get("sections", [])

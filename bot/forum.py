@@ -214,6 +214,15 @@ class Section:
         words = "\n".join((self.heading, " ".join(self.opening.split()), signed))
         return hashlib.sha256(words.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
+    @property
+    def question(self) -> str:
+        """What the section asks, whatever its heading says now: its opening and its first signature (a renamed
+        section keeps it)."""
+        first = self.signatures[0] if self.signatures else None
+        signed = f"{first.user} {first.timestamp.isoformat()}" if first else ""
+        words = "\n".join((" ".join(self.opening.split()), signed))
+        return hashlib.sha256(words.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
     def bot_replies(self, bot: str, own: Callable[[], list[OwnEdit]] | None = None) -> list[Comment]:
         """The comments that are the bot's replies: by history, or, on lines whose revision is not known,
         the bot's signature where one of its own revisions (*own*) saved a reply to this section then.

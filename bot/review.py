@@ -15,24 +15,32 @@ A reviewer (a user named in ``reviewers``) adds ``{{approved}}`` anywhere in
 the section outside the draft, usually as a signed reply
 (``:{{approved}} ~~~~``); ``{{rejected}}`` drops the draft.  What an approval
 means is read from the review page's history (:func:`read_history`), never
-from a signature:
+from a signature or from what a style looks like:
 
-* a mark counts only in the section it was added to, and only when a
-  reviewer's revision added it there (a mark moved in from another section is
-  its mover's, and is ignored and logged);
-* the text posted is the draft as it stood in the revision that added the
-  approval (edits a reviewer makes before approving are posted, later ones
-  are not), signed, through the same checks as any reply (MediaWiki judges it
-  before and after the save);
-* every change to the draft's text since the bot's revision wrote it must
-  come from a reviewer or the bot: a change by anyone else (a line inside the
-  draft, a copy of its section under the same heading, a marker or the whole
-  section removed) voids the draft, and its question is drafted anew; a
-  draft a reviewer removed is dropped;
-* the draft must have shown on the review page as it stood when approved
-  (:func:`unseen`: an element someone left open above it can hide it) and
-  must render on the forum exactly as on the review page
-  (:func:`page_dependent`): otherwise it is refused.
+* a draft's section belongs to the bot and its reviewers, and is known by its
+  history: the section holding the begin marker a revision of the bot's wrote,
+  whatever its heading says (a reviewer may rename it);
+* a mark counts only when a reviewer's revision added it to that section while
+  every line of it came from the bot's or a reviewer's revisions (a mark moved
+  in from another section is its mover's; one added while someone else's line
+  stood there, a fake draft above the real one or an element hiding it, counts
+  for nothing);
+* a change there by anyone else (a line added, changed or removed, a marker or
+  the whole section removed) is undone by the bot, one edit of the review page
+  whose summary names whose change it undid; the draft keeps waiting, so a
+  stranger can neither reach the forum nor keep a question from its answer;
+  a draft a reviewer removed (its section or a marker) is dropped;
+* the draft must have shown on the review page as it stood when approved: no
+  element may be open where its section starts (:func:`unseen`, read from the
+  page's structure, never from a style), otherwise it is refused and drafted
+  anew;
+* what is posted is the draft as it stood in the revision that added the
+  approval, read back as data and rendered again by the bot
+  (:mod:`bot.approved`): the reviewer's words, query and preview cells go as
+  text, exactly as the model's are escaped, and nothing a reviewer writes
+  reaches the forum as markup; the outcome note says which markup showed as
+  text.  The reply then goes through the same checks as any reply (MediaWiki
+  judges it before and after the save).
 
 Draft numbers are never reused: a new one is above every number the state,
 the review page and the bot's edit summaries there have seen.  Before
@@ -42,9 +50,9 @@ draft (a new comment in the thread) drops it with its reason, and a changed
 section is answered anew, as a new draft.  With ``ping_asker`` the asker is
 addressed (``{{re|…}}``) when the draft is posted, never in the draft, so the
 review page notifies no one.  What became of each draft
-(posted, with a link to the forum's diff; rejected, by whom; dropped or
-refused, and why; voided, by whose edit) is written into its section, signed
-by the bot.  The drafts' statuses are kept in the state file
+(posted, with a link to the forum's diff and what showed as text; rejected,
+by whom; dropped or refused, and why) is written into its section, signed by
+the bot.  The drafts' statuses are kept in the state file
 (:mod:`bot.drafts`); the review page is never cleaned up by the bot.
 """
 
@@ -61,11 +69,13 @@ from dataclasses import dataclass
 
 from pywikibot.exceptions import Error
 
+from bot.approved import Rerendered, rerender
 from bot.drafts import CLOSED, WAITING, Draft, Drafts, DraftStatus
-from bot.edit_check import parse, section_anchor, visibility_problems
-from bot.forum import Section, mask_inert, normalize_user, plain_text
+from bot.edit_check import elements_around, parse
+from bot.forum import Section, mask_inert, normalize_user, parse_sections, plain_text
 from bot.forum_decisions import addressee, answered_by_human
-from bot.history import Attribution, Revision, latest_revisions, own_revisions
+from bot.history import UNKNOWN, Attribution, Revision, latest_revisions, own_revisions
+from bot.messages import messages_for
 from bot.render import address_reply
 from bot.state import SectionStatus, State
 from bot.wikitext import encode
@@ -75,8 +85,6 @@ log = logging.getLogger(__name__)
 MARKS = {"approved": re.compile(r"\{\{\s*[Aa]pproved\s*(?:\|[^{}]*)?\}\}"),
          "rejected": re.compile(r"\{\{\s*[Rr]ejected\s*(?:\|[^{}]*)?\}\}")}
 SIGNATURE = " ~~~~"
-#: How a draft's reason begins when marks by users not in ``reviewers`` were ignored.
-IGNORED = "ignored (not a reviewer): "
 
 
 def _begins(number: int) -> str:
@@ -99,38 +107,52 @@ def _plain(text: str) -> str:
     return encode(" ".join(text.split())[:300])
 
 
-def page_dependent(site, text: str, shown_on: str, posted_on: str) -> str | None:
-    """Why *text* would not look on *posted_on* as it looked on *shown_on*, or ``None``: MediaWiki renders it
-    as both pages (markup that reads the page's name or namespace, a parser function or a template that does,
-    would show there what the reviewer never saw)."""
-    renders = [parse(site, title, text=text, props="text")["text"] for title in (shown_on, posted_on)]
-    if renders[0] == renders[1]:
-        return None
-    return (f"the draft renders differently on {posted_on} than on {shown_on}, where it was reviewed (markup that "
-            "depends on the page it is on)")
+#: The elements the parser output may hold a draft's section in: the output itself and a paragraph.
+OPEN_AT_START = frozenset({"div.mw-parser-output", "p"})
 
 
-def unseen(site, title: str, page_text: str, number: int) -> str | None:
-    """Why draft *number* did not show to a reviewer reading *page_text* (the review page *title* as approved),
-    or ``None``.  Someone's element left open above it (a hidden ``<div>`` at the end of another section, a
-    ``<font>`` reopened in every paragraph) can hide a draft whose own text nobody changed: MediaWiki parses
-    the page with a word at the draft's end, which must show once, unhidden, under the draft's own heading."""
-    found = _section(page_text, number)
-    if found is None:
-        return "the draft's section was not on the review page"
-    start = page_text.find(found[0])
-    end = page_text.find(_ends(number), start)
-    if end < 0:
-        return "the draft's end marker was not on the review page"
-    word = "draftend" + secrets.token_hex(8)
-    probed = page_text[:end] + word + "\n" + page_text[end:]
-    parsed = parse(site, title, text=probed, props="text|sections")
-    problems = visibility_problems(parsed["text"], word, section_anchor(parsed, probed, start))
-    return f"the draft did not show on {title} as it was approved: {'; '.join(problems)}" if problems else None
+def unseen(site, title: str, page_text: str, start: int) -> str | None:
+    """Why the draft whose section starts at character *start* of *page_text* (the review page *title* as
+    approved) may not have shown to a reviewer, or ``None``: an element left open above the section (a hidden
+    ``<div>`` at the end of another one, in any style) holds it.  MediaWiki renders the page with a word at the
+    section's start, which must stand in nothing but the page's own output and a paragraph: what an element
+    there does to a reader (its style) is never read, so no style can pass."""
+    line_end = page_text.find("\n", start)
+    line_end = len(page_text) if line_end < 0 else line_end
+    word = "draftstart" + secrets.token_hex(8)
+    probed = page_text[:line_end] + "\n" + word + page_text[line_end:]
+    found = elements_around(parse(site, title, text=probed, props="text")["text"], word)
+    if len(found) != 1:
+        return f"the draft's section did not show once on {title} as it was approved"
+    extra = [element for element in found[0] if element not in OPEN_AT_START]
+    if extra:
+        return (f"the draft did not show on {title} as it was approved: its section stood inside "
+                f"{', '.join('<' + element + '>' for element in extra[:3])} opened above it")
+    return None
+
+
+def _as_rendered(again: Rerendered) -> str:
+    """What the outcome note says of a reply rendered again: which of the reviewer's markup shows as text, which
+    changes to the bot's own parts were left out; "" when the reviewer's text went as written."""
+    said = []
+    if again.shown_as_text:
+        quoted = "; ".join(f"<code>{_plain(line)}</code>" for line in again.shown_as_text[:3])
+        said.append(f"the bot renders every reply itself, so this markup shows as text: {quoted}"
+                    + (" …" if len(again.shown_as_text) > 3 else ""))
+    if again.kept:
+        said.append("the " + " and the ".join(sorted(set(again.kept))) + " are the bot's own: a change to them "
+                    "is not posted")
+    return ("; " + "; ".join(said)) if said else ""
 
 
 def digest(section: Section) -> str:
-    """A fingerprint of a forum section's text: a change in the thread changes it."""
+    """A fingerprint of a forum section's thread (its text below the heading): a change in the thread changes it,
+    a new heading does not."""
+    return hashlib.sha256(section.text.partition("\n")[2].rstrip().encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _digest_with_heading(section: Section) -> str:
+    """:func:`digest` as drafts written before headings were left out of it stored it."""
     return hashlib.sha256(section.text.rstrip().encode("utf-8", "surrogatepass")).hexdigest()
 
 
@@ -148,6 +170,10 @@ class Origin:
     digest: str
     #: The forum edit's summary.
     summary: str
+    #: The reply's language (:mod:`bot.messages`): the approved draft is rendered again in it.
+    language: str = ""
+    #: The forum section's :attr:`~bot.forum.Section.question`: it finds the section under a new heading.
+    question: str = ""
 
     def comment(self, number: int) -> str:
         # JSON's own escapes keep "--" and ">" out of the comment: nothing in it can end it.
@@ -187,49 +213,93 @@ def draft_section(number: int, forum_title: str, heading: str, reply: str, origi
 class DraftView:
     """A draft's section on the review page as it is now."""
 
-    #: The draft's text between its markers, ``None`` when a marker is gone or the section is not one.
+    #: The draft's text between its markers, ``None`` when a marker is gone.
     text: str | None
     #: How many of each mark the section holds outside the draft (and outside comments and <nowiki>).
     marks: dict[str, int]
-    #: How many sections of the page are headed "Draft N" for this number (one, unless someone copied it).
-    copies: int = 1
 
 
 _DRAFT_HEADING = re.compile(r"^==\s*Draft (\d+)\s*==[ \t]*$", re.MULTILINE)
+#: A section's heading line (level 2, or 1), read on text whose inert parts are blanked.
+_HEADING = re.compile(r"^==?[^=].*$")
 
 
-def _section(page_text: str, number: int) -> tuple[str, str, int] | None:
-    """The first section of draft *number*: its raw text, its text with inert parts blanked, and how many
-    sections bear its heading."""
-    masked = mask_inert(page_text)
-    headings = [found for found in _DRAFT_HEADING.finditer(masked) if int(found[1]) == number]
-    if not headings:
-        return None
-    heading = headings[0]
-    following = re.compile(r"^==[^=].*$", re.MULTILINE).search(masked, heading.end())
-    end = following.start() if following else len(page_text)
-    return page_text[heading.start():end], masked[heading.start():end], len(headings)
-
-
-def read_draft(page_text: str, number: int) -> DraftView | None:
-    """Draft *number* on the review page, ``None`` when its section is gone."""
-    found = _section(page_text, number)
-    if found is None:
-        return None
-    raw, masked, copies = found
+def view_of(raw: str, number: int) -> DraftView:
+    """Draft *number*'s text and the marks around it in its section's text *raw*."""
+    masked = mask_inert(raw)
     begins, ends = raw.find(_begins(number)), raw.find(_ends(number))
     text = None
     outside = masked
-    if 0 <= begins < ends:
-        if copies == 1 and raw.count(_begins(number)) == 1:
-            text = raw[begins + len(_begins(number)):ends].strip("\n")
+    if 0 <= begins < ends and raw.count(_begins(number)) == 1:
+        text = raw[begins + len(_begins(number)):ends].strip("\n")
         outside = masked[:begins] + masked[ends:]
-    return DraftView(text, {name: len(mark.findall(outside)) for name, mark in MARKS.items()}, copies)
+    return DraftView(text, {name: len(mark.findall(outside)) for name, mark in MARKS.items()})
+
+
+def _heading_lines(text: str) -> list[int]:
+    return [index for index, line in enumerate(mask_inert(text).split("\n")) if _HEADING.match(line)]
+
+
+def _written_lines(text: str, number: int) -> range | None:
+    """The lines of draft *number*'s section in the bot's own revision that wrote it (headed "Draft N", a
+    number no other section had then)."""
+    lines = text.split("\n")
+    headings = _heading_lines(text)
+    first = next((index for index in headings if _DRAFT_HEADING.fullmatch(lines[index].rstrip())
+                  and int(_DRAFT_HEADING.fullmatch(lines[index].rstrip())[1]) == number), None)
+    if first is None:
+        return None
+    return range(first, next((index for index in headings if index > first), len(lines)))
+
+
+def read_draft(page_text: str, number: int) -> DraftView | None:
+    """Draft *number* on the review page under its own heading (as the bot wrote it), ``None`` when no section
+    there is headed so."""
+    lines = _written_lines(page_text, number)
+    if lines is None:
+        return None
+    return view_of("\n".join(page_text.split("\n")[lines.start:lines.stop]), number)
 
 
 def numbers_on(page_text: str) -> list[int]:
     """The draft numbers whose headings stand on the review page."""
     return [int(found[1]) for found in _DRAFT_HEADING.finditer(page_text)]
+
+
+@dataclass(frozen=True)
+class Owned:
+    """Draft N's section in one revision of the review page, known by its history: the section (heading to the
+    next heading) that holds the begin marker a revision of the bot's wrote, whatever its heading says."""
+
+    #: Its lines in the revision's text, and its text.
+    lines: range
+    raw: str
+    #: The revisions by anyone neither a reviewer nor the bot that wrote lines of it (oldest first).
+    strangers: tuple[int, ...]
+
+    @property
+    def heading(self) -> str:
+        """The heading as its section is named (``Draft 3``, or the name a reviewer gave it)."""
+        return self.raw.split("\n", 1)[0].strip().strip("=").strip()
+
+
+def owned_section(attribution: Attribution, number: int, bot: str, trusted: set[str]) -> Owned | None:
+    """Draft *number*'s section in the revision *attribution* describes, ``None`` when no line of the bot's holds
+    its begin marker (the section or the marker removed, or changed by someone)."""
+    lines = attribution.text.split("\n")
+    marker = _begins(number)
+    at = next((index for index, line in enumerate(lines) if marker in line
+               and normalize_user(attribution.users.get(attribution.owners[index], "")) == bot), None)
+    if at is None:
+        return None
+    headings = _heading_lines(attribution.text)
+    first = max((index for index in headings if index <= at), default=None)
+    if first is None:
+        return None
+    span = range(first, next((index for index in headings if index > at), len(lines)))
+    strangers = sorted({owner for owner in attribution.owners[span.start:span.stop]
+                        if normalize_user(attribution.users.get(owner, "")) not in trusted})
+    return Owned(span, "\n".join(lines[span.start:span.stop]), tuple(strangers))
 
 
 @dataclass(frozen=True)
@@ -240,39 +310,77 @@ class Mark:
     revision: int
     #: The draft's text as it stood when the mark was added: what an approval approves.
     draft: str | None
+    #: Where the draft's section started in that revision's text (a character offset).
+    start: int = 0
 
 
 @dataclass(frozen=True)
 class History:
     """What the review page's history says of one draft, from the bot's revision that wrote it."""
 
-    #: The marks still in the section, each with the revision that added it, by mark name.
+    #: The marks still in the section, each with the revision that added it, by mark name; a mark counts only
+    #: when added to a section every line of which a reviewer's or the bot's revision wrote.
     marks: dict[str, list[Mark]]
-    #: The first revision by someone neither a reviewer nor the bot that changed the draft's text.
-    voided_by: Revision | None = None
+    #: The section as it stands in the latest revision, ``None`` when it is gone.
+    now: Owned | None = None
+    #: The section's text in the latest revision in which the bot and the reviewers alone had written it.
+    trusted: str | None = None
+    #: The revision by someone neither a reviewer nor the bot whose change stands in the section now (or who
+    #: removed it): the bot restores the section.
+    changed_by: Revision | None = None
+    #: The reviewer's revision that removed the section or its begin marker: the draft is dropped.
+    removed_by: Revision | None = None
 
 
-def read_history(revisions: list[Revision], number: int, trusted: set[str], written: str) -> History:
-    """Who added each mark still in draft *number*'s section, and whether anyone not *trusted* (the reviewers
-    and the bot) changed its text from *written*, the text the bot wrote; *revisions* start with the bot's own
-    that wrote the draft.
+def read_history(revisions: list[Revision], number: int, trusted: set[str], bot: str) -> History:
+    """Who added each mark still in draft *number*'s section, and whose lines the section holds; *revisions*
+    start with the bot's own that wrote the draft, *trusted* are the reviewers and the bot (*bot*).
 
-    A mark belongs to the revision that made the section's count of it grow, in that section only: a mark
-    moved in from another section, or a section copied under the draft's heading, is its mover's.
+    The section is known by its history (:func:`owned_section`), so a reviewer may rename it.  A mark belongs to
+    the revision that made the section's count of it grow, in that section only, and only while the bot and
+    the reviewers alone wrote the section: a mark moved in from another section is its mover's, and one added
+    while someone else's line stood there (a fake draft above the real one, an element hiding it) counts for
+    nothing.
     """
     marks: dict[str, list[Mark]] = {name: [] for name in MARKS}
-    current: str | None = written
-    for revision in revisions:
-        view = read_draft(revision.text, number)
-        text = view.text if view is not None else None
-        if text != current and normalize_user(revision.user) not in trusted:
-            return History(marks, revision)
-        current = text
-        for name, count in (view.marks if view else {name: 0 for name in MARKS}).items():
+    first = revisions[0]
+    written = _written_lines(first.text, number)
+    if written is None:
+        return History(marks)
+    owners = [UNKNOWN] * (first.text.count("\n") + 1)
+    owners[written.start:written.stop] = [first.id] * len(written)
+    attribution = Attribution(first.id, first.text, owners, {first.id: first.user})
+    by_id = {revision.id: revision for revision in revisions}
+    history = History(marks)
+    for index, revision in enumerate(revisions):
+        if index:
+            attribution = attribution.advance(revision.id, revision.user, revision.text)
+        owned = owned_section(attribution, number, bot, trusted)
+        if owned is None:
+            removed = normalize_user(revision.user) in trusted and history.changed_by is None
+            history = dataclasses.replace(history, now=None, removed_by=revision if removed else None,
+                                          changed_by=history.changed_by or (None if removed else revision))
+            continue
+        user = normalize_user(revision.user)
+        changed = history.now is None or owned.raw != history.now.raw
+        tainted = history.changed_by
+        if owned.strangers:  # a line someone else wrote or changed
+            tainted = by_id.get(owned.strangers[-1], revision)
+        elif user not in trusted and changed:  # a line someone else removed leaves no line of theirs
+            tainted = revision
+        elif tainted is not None and (owned.raw == history.trusted or user == bot):  # put back
+            tainted = None
+        if tainted is not None:
+            history = dataclasses.replace(history, now=owned, removed_by=None, changed_by=tainted)
+            continue
+        history = dataclasses.replace(history, now=owned, trusted=owned.raw, changed_by=None, removed_by=None)
+        view = view_of(owned.raw, number)
+        start = sum(len(line) + 1 for line in revision.text.split("\n")[:owned.lines.start])
+        for name, count in view.marks.items():
             while len(marks[name]) < count:
-                marks[name].append(Mark(normalize_user(revision.user), revision.id, current))
+                marks[name].append(Mark(normalize_user(revision.user), revision.id, view.text, start))
             del marks[name][count:]
-    return History(marks)
+    return history
 
 
 @dataclass
@@ -291,6 +399,8 @@ class Review:
         self.reviewers = [normalize_user(name) for name in self.reviewers]
         #: Each waiting draft's number, with the review page's revision whose history showed nothing to do.
         self._unchanged: dict[int, int] = {}
+        #: Each draft's section's heading as it stands (a reviewer may rename it), where its outcome is written.
+        self._headings: dict[int, str] = {}
 
     def next_number(self) -> int:
         """A number no draft ever had: above the state's, the review page's and the bot's edit summaries there
@@ -302,15 +412,17 @@ class Review:
                      if (found := _DRAFT_SUMMARY.match(edit.comment))]
         return max(used) + 1
 
-    def submit(self, key: str, section: Section, kind: str, reply: str, summary: str) -> str:
-        """Put *reply* on the review page as a draft; the outcome's status (``drafted``, ``previewed``, …)."""
+    def submit(self, key: str, section: Section, kind: str, reply: str, summary: str, language: str = "") -> str:
+        """Put *reply* (in *language*) on the review page as a draft; the outcome's status (``drafted``,
+        ``previewed``, …)."""
         number = self.next_number()
-        origin = Origin(self.forum.title, section.heading, section.fingerprint, kind, digest(section), summary)
+        origin = Origin(self.forum.title, section.heading, section.fingerprint, kind, digest(section), summary,
+                        language, section.question)
         text = draft_section(number, self.forum.title, section.heading, reply, origin, self._news(key, section))
         outcome = self.page.add_section(text, f"/* Draft {number} */ a reply to review: {summary}")
         if outcome.status == "posted":
             self.drafts.add(number, self.forum.title, key, section.heading, kind, reply[:-len(SIGNATURE)],
-                            summary, digest(section), outcome.revision, thread=section.text)
+                            summary, digest(section), outcome.revision, thread=section.text, language=language)
             self.state.set_status(self.forum.title, key, SectionStatus.DRAFTED, f"draft {number} on {self.page.title}")
             log.info("%r: drafted as draft %d on %s", section.heading, number, self.page.title)
             return "drafted"
@@ -346,19 +458,31 @@ class Review:
             outcomes = [edit.comment.split("*/", 1)[1].strip() for edit in made if edit not in created]
             status = next((DraftStatus(word) for word in reversed(outcomes) if word in CLOSED),
                           DraftStatus.DRAFTED)
+            fingerprint = self._fingerprint_now(origin)
             known = [record.key for record in self.state.sections(self.forum.title)
-                     if record.fingerprint == origin.fingerprint and record.status != SectionStatus.ANSWERED]
+                     if record.fingerprint == fingerprint and record.status != SectionStatus.ANSWERED]
             key = known[-1] if known else f"draft {number} (recovered)"
             self.drafts.add(number, self.forum.title, key, origin.heading, origin.kind, view.text, origin.summary,
-                            origin.digest, created[0].revision, status=status)
+                            origin.digest, created[0].revision, status=status, language=origin.language)
             if status == DraftStatus.DRAFTED:
-                self.state.add(self.forum.title, key, origin.heading, SectionStatus.DRAFTED, origin.fingerprint)
+                self.state.add(self.forum.title, key, origin.heading, SectionStatus.DRAFTED, fingerprint)
                 self.state.set_status(self.forum.title, key, SectionStatus.DRAFTED,
                                       f"draft {number} on {self.page.title}")
                 log.info("draft %d for %r is waiting on %s: taken up again", number, origin.heading,
                          self.page.title)
             done["recovered" if status == DraftStatus.DRAFTED else "recovered as closed"] += 1
         return done
+
+    def _fingerprint_now(self, origin: Origin) -> str:
+        """The fingerprint of the forum section *origin* names as it stands now: a section renamed since the draft
+        was written (its heading is part of its fingerprint) is found by what it asks (its opening and first
+        signature), when one section alone asks it."""
+        if not origin.question:
+            return origin.fingerprint
+        text, revision = self.forum.read()
+        asking = [section for section in parse_sections(text, reading=self.forum.reading(text, revision))
+                  if section.question == origin.question]
+        return asking[0].fingerprint if len(asking) == 1 else origin.fingerprint
 
     def _news(self, key: str, section: Section) -> str:
         """For a question drafted again because its thread changed: the lines added since the earlier draft, as
@@ -373,55 +497,91 @@ class Review:
         return "\n".join(lines)
 
     def run(self, attribution: Attribution | None) -> Counter:
-        """Read the review page once: post what a reviewer approved, drop what was rejected, went stale or was
-        changed by someone else."""
+        """Read the review page once: post what a reviewer approved, drop what was rejected or went stale, and
+        restore a draft's section that someone else changed."""
         done: Counter = Counter()
         waiting = self.drafts.waiting(self.forum.title)
         if not waiting:
             return done
         text, revision = self.page.read()
         revisions: list[Revision] | None = None  # the page's history since the oldest draft looked at, read once
+        trusted = {*self.reviewers, normalize_user(self.page.username)}
         for draft in waiting:
-            view = read_draft(text, draft.number)
-            untouched = view is not None and view.text == draft.reply and view.copies == 1
-            if self._unchanged.get(draft.number) == revision or (untouched and not any(view.marks.values())):
+            if self._unchanged.get(draft.number) == revision:
                 continue
             if revisions is None:
                 revisions = latest_revisions(self.page.site, self.page.title, revision,
                                              since=min(item.review_revision or 0 for item in waiting))
             history = read_history([item for item in revisions if item.id >= (draft.review_revision or 0)],
-                                   draft.number, {*self.reviewers, normalize_user(self.page.username)}, draft.reply)
-            if history.voided_by is not None:  # a stranger's edit, a removed marker or section included
-                by = history.voided_by
-                self._close(draft, DraftStatus.VOIDED, f"revision {by.id} by {normalize_user(by.user)}, who is not "
-                            "a reviewer, changed the draft", SectionStatus.PENDING)
-                self._note(draft, DraftStatus.VOIDED, f": [[Special:Diff/{by.id}|an edit]] by {_plain(by.user)}, who "
-                           "is not a reviewer, changed this draft; nothing was posted, and the question will be "
-                           "drafted anew.")
-                done[DraftStatus.VOIDED] += 1
+                                   draft.number, trusted, normalize_user(self.page.username))
+            if history.now is not None:
+                self._headings[draft.number] = history.now.heading
+            if history.removed_by is not None:  # a reviewer took it away
+                self._close(draft, DraftStatus.DROPPED, f"a reviewer ({normalize_user(history.removed_by.user)}) "
+                            f"removed the draft's section or its begin marker from {self.page.title}",
+                            SectionStatus.SKIPPED)
+                done[DraftStatus.DROPPED] += 1
                 continue
-            if view is None or (view.text is None and view.copies == 1):  # a reviewer took it away
-                what = "section" if view is None else "begin or end marker"
-                self._close(draft, DraftStatus.DROPPED, f"a reviewer removed the draft's {what} from "
+            if history.changed_by is None and history.now is not None \
+                    and view_of(history.now.raw, draft.number).text is None:
+                self._close(draft, DraftStatus.DROPPED, "a reviewer removed the draft's begin or end marker from "
                             f"{self.page.title}", SectionStatus.SKIPPED)
                 done[DraftStatus.DROPPED] += 1
                 continue
+            if history.changed_by is not None and history.trusted is not None:
+                done[self._restore(draft, history, text, revision)] += 1
             done[self._decide(draft, history, attribution, {item.id: item.text for item in revisions})] += 1
-            if self.drafts.get(draft.number).status in WAITING:
+            if self.drafts.get(draft.number).status in WAITING and history.changed_by is None:
                 self._unchanged[draft.number] = revision
         return done
+
+    def _restore(self, draft: Draft, history: History, text: str, revision: int) -> str:
+        """Put draft *draft*'s section back as the bot and the reviewers left it, undoing the change of someone
+        who is neither (one edit of the review page, whose summary names whose change it undid): a stranger's
+        edit never reaches the forum, and never costs the question its answer."""
+        by = history.changed_by
+        lines = text.split("\n")
+        note = (f":'''Restored''': [[Special:Diff/{by.id}|an edit]] by {_plain(by.user)}, who is not a reviewer, "
+                "changed this section; it is undone here. An approval given while it stood does not count."
+                f"{SIGNATURE}")
+        restored = history.trusted.rstrip("\n") + "\n" + note
+        if history.now is not None:
+            place = history.now.lines
+        else:  # the marker or the whole section is gone: the section that kept most of its lines, else the end
+            place = self._closest(text, history.trusted)
+        if place is None:
+            new = text.rstrip("\n") + "\n\n" + restored
+        else:
+            new = "\n".join(lines[:place.start] + [restored] + lines[place.stop:])
+        summary = (f"/* Draft {draft.number} */ restored: undid the change by {' '.join(by.user.split())[:80]} "
+                   f"(revision {by.id}), who is not a reviewer")
+        try:
+            outcome = self.page.restore(revision, new, summary)
+        except (EmergencyStop, Error) as error:
+            log.warning("draft %d: its section could not be restored on %s: %s", draft.number, self.page.title,
+                        error)
+            return "not restored"
+        log.info("draft %d: %s changed its section (revision %d): %s", draft.number, normalize_user(by.user),
+                 by.id, "restored" if outcome.status == "posted" else outcome.status)
+        return "restored" if outcome.status == "posted" else outcome.status
+
+    @staticmethod
+    def _closest(text: str, section: str) -> range | None:
+        """The section of *text* that holds most of *section*'s lines (a heading alone is not enough)."""
+        lines = text.split("\n")
+        wanted = {line for line in section.split("\n")[1:] if line.strip()}
+        headings = _heading_lines(text) + [len(lines)]
+        best, shared = None, 0
+        for first, after in zip(headings, headings[1:]):
+            count = len(wanted & set(lines[first + 1:after]))
+            if count > shared:
+                best, shared = range(first, after), count
+        return best
 
     def _decide(self, draft: Draft, history: History, attribution: Attribution | None,
                 texts: dict[int, str]) -> str:
         """Post, reject or leave a draft whose history was read (*texts*: the review page's, by revision): what
         happened."""
-        ignored = sorted({f"{{{{{name}}}}} by {mark.user}" for name, marks in history.marks.items()
-                          for mark in marks if mark.user not in self.reviewers})
-        said = set((draft.reason or "").removeprefix(IGNORED).split(", "))
-        if set(ignored) - said:  # said once per draft and mark, not on every pass while the draft waits
-            log.warning("draft %d: %s ignored: not in reviewers", draft.number,
-                        ", ".join(mark for mark in ignored if mark not in said))
-            self.drafts.set(draft.number, reason=IGNORED + ", ".join(ignored))
         rejecters = [mark.user for mark in history.marks["rejected"] if mark.user in self.reviewers]
         approvals = [mark for mark in history.marks["approved"] if mark.user in self.reviewers]
         if rejecters:
@@ -436,7 +596,7 @@ class Review:
             self._close(draft, DraftStatus.DROPPED, reason, SectionStatus.SKIPPED)
             self._note(draft, DraftStatus.DROPPED, f": {reason}; nothing was posted.")
             return DraftStatus.DROPPED
-        hidden = unseen(self.page.site, self.page.title, texts[approval.revision], draft.number)
+        hidden = unseen(self.page.site, self.page.title, texts[approval.revision], approval.start)
         if hidden:
             self._close(draft, DraftStatus.REFUSED, hidden, SectionStatus.PENDING)
             self._note(draft, DraftStatus.REFUSED, f": {_plain(hidden)}; nothing was posted, and the question will "
@@ -445,30 +605,27 @@ class Review:
         return self._post(draft, approval, attribution)
 
     def _post(self, draft: Draft, approval: Mark, attribution: Attribution | None) -> str:
-        """Post the draft as it stood when it was approved, signed, unless it went stale; what happened."""
+        """Post the draft as it stood when it was approved, rendered again by the bot (:mod:`bot.approved`) and
+        signed, unless it went stale; what happened."""
         self.drafts.set(draft.number, DraftStatus.APPROVED)
         page_text, revision = self.forum.read()
         section = self.forum.locate(page_text, draft.key, attribution, self.forum.reading(page_text, revision),
                                     revision)
         asker = addressee(section, draft.key) if self.ping_asker and section is not None else None
-        posted = address_reply(approval.draft.rstrip(), asker)
+        again = rerender(draft.reply, approval.draft, messages_for(draft.language or "")["try_it"])
+        posted = address_reply(again.text.rstrip(), asker)
         if section is not None and section.answered and posted in section.text:
             # Posted before the bot could record it (killed after the save): recorded now, never posted twice.
             revision = section.replies[-1].owner if section.replies[-1].owner > 0 else None
-            return self._posted(draft, approval, revision)
+            return self._posted(draft, approval, revision, again)
         stale = self._stale(draft, section)
         if stale:
             reopen = SectionStatus.PENDING if stale == CHANGED_THREAD else SectionStatus.SKIPPED
             self._close(draft, DraftStatus.DROPPED, "stale: " + stale, reopen)
-            again = (", and the question will be drafted anew with the thread as it is now"
-                     if reopen == SectionStatus.PENDING else "")
-            self._note(draft, DraftStatus.DROPPED, f": {stale}; nothing was posted{again}.")
+            anew = (", and the question will be drafted anew with the thread as it is now"
+                    if reopen == SectionStatus.PENDING else "")
+            self._note(draft, DraftStatus.DROPPED, f": {stale}; nothing was posted{anew}.")
             return DraftStatus.DROPPED
-        unlike = page_dependent(self.page.site, approval.draft, self.page.title, self.forum.title)
-        if unlike:
-            self._close(draft, DraftStatus.REFUSED, unlike, SectionStatus.REFUSED)
-            self._note(draft, DraftStatus.REFUSED, f": {_plain(unlike)}; nothing was posted.")
-            return DraftStatus.REFUSED
         try:
             outcome = self.forum.post_reply(draft.key, posted + SIGNATURE, draft.summary,
                                             attribution)
@@ -478,7 +635,7 @@ class Review:
                        "posted.")
             return DraftStatus.REFUSED
         if outcome.status == "posted":
-            return self._posted(draft, approval, outcome.revision)
+            return self._posted(draft, approval, outcome.revision, again)
         if outcome.status == "previewed":
             self.drafts.set(draft.number, DraftStatus.DRAFTED)
             log.info("draft %d approved; a live run would post it:\n%s", draft.number, outcome.diff)
@@ -487,14 +644,14 @@ class Review:
         self._note(draft, DraftStatus.DROPPED, f": {_plain(outcome.status)}; nothing was posted.")
         return DraftStatus.DROPPED
 
-    def _posted(self, draft: Draft, approval: Mark, revision: int | None) -> str:
+    def _posted(self, draft: Draft, approval: Mark, revision: int | None, again: Rerendered) -> str:
         self.drafts.set(draft.number, DraftStatus.POSTED, forum_revision=revision)
         self.state.record_answered(self.forum.title, draft.key, revision)
         log.info("draft %d posted to %r (revision %s) as %s approved it (revision %d)", draft.number, draft.heading,
                  revision, approval.user, approval.revision)
         where = f"as [[Special:Diff/{revision}|this edit]] of the forum" if revision else "to the forum"
         self._note(draft, DraftStatus.POSTED, f" {where}, as {_plain(approval.user)} approved it in "
-                   f"[[Special:Diff/{approval.revision}|this edit]].")
+                   f"[[Special:Diff/{approval.revision}|this edit]]{_as_rendered(again)}.")
         return DraftStatus.POSTED
 
     def _stale(self, draft: Draft, section: Section | None) -> str | None:
@@ -507,7 +664,7 @@ class Review:
             return "the section was marked resolved meanwhile"
         if draft.kind == "question" and answered_by_human(section, normalize_user(self.forum.username)):
             return "someone posted a query there meanwhile"
-        if digest(section) != draft.digest:
+        if draft.digest not in (digest(section), _digest_with_heading(section)):
             return CHANGED_THREAD
         return None
 
@@ -522,7 +679,8 @@ class Review:
         the outcome stands."""
         line = f":'''{outcome.capitalize()}'''{words}{SIGNATURE}"
         try:
-            written = self.page.add_note(f"Draft {draft.number}", line, f"/* Draft {draft.number} */ {outcome}")
+            written = self.page.add_note(self._headings.get(draft.number, f"Draft {draft.number}"), line,
+                                         f"/* Draft {draft.number} */ {outcome}")
         except (EditRefused, EmergencyStop, Error) as error:
             log.warning("draft %d: its outcome could not be written on %s: %s", draft.number, self.page.title,
                         error)

@@ -414,6 +414,7 @@ class Watcher:
     def _reply(self, task: Task, attribution: Attribution | None) -> None:
         page, section = self.forum.title, task.section
         holds = "no_query"  # what the reply holds (bot.render.reply_kind)
+        language = ""
         if task.kind == "too-long":
             log.info("%r is too long to read: replying with a note", section.heading)
             reply = TOO_LONG_NOTE
@@ -436,7 +437,7 @@ class Watcher:
             if result.stop_reason in SERVICE_FAILURES:
                 self._fail(task, f"{result.stop_reason}: {result.stop_message}", transient=True)
                 return
-            holds = reply_kind(result)
+            holds, language = reply_kind(result), result.language
             if holds != "query" and not self.config.reply_without_answer:
                 self.state.record_skipped(page, task.key,
                                           f"no query found ({result.stop_reason}); staying silent")
@@ -449,7 +450,7 @@ class Watcher:
         # A ping in a thread the bot has not answered is its first answer there, not a revision of one.
         summary = edit_summary(summary_section(section), task.kind if section.answered else "question", holds)
         if self.review is not None:
-            status = self.review.submit(task.key, section, task.kind, reply, summary)
+            status = self.review.submit(task.key, section, task.kind, reply, summary, language)
             self.counter[status] += 1
             if status == "previewed":
                 self.show(f"--- draft of the reply to {section.heading!r} (dry run: nothing was saved) ---\n{reply}")

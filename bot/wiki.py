@@ -443,6 +443,27 @@ class ForumPage:
             return PostOutcome("posted", revision=revision, diff=diff)
         raise EditConflictError(self.page())
 
+    def restore(self, base: int, text: str, summary: str) -> PostOutcome:
+        """Save *text*, the page as revision *base* held it with the bot's restoration of a part it owns (a
+        draft's section on its review page, back as its trusted revisions left it); a page changed since
+        *base* is not written (``conflict``: the next pass reads it again)."""
+        if not self.writes:
+            return PostOutcome("previewed", diff=page_diff(self.title, self.page().get(force=True), text))
+        if self.stopped():
+            raise EmergencyStop(f"{self.stop_title} is not empty")
+        page = self.page()
+        page.get(force=True)
+        if page.latest_revision_id != base:
+            return PostOutcome("conflict")
+        page._bot_may_edit = True  # the bot's own page, a part of it the bot wrote
+        page.text = text
+        try:
+            page.save(summary=summary, minor=False, bot=True, quiet=True, apply_cosmetic_changes=False,
+                      basetimestamp=None, baserevid=base)
+        except EditConflictError:
+            return PostOutcome("conflict")
+        return PostOutcome("posted", revision=self._saved_revision(page, base))
+
     def _saved_revision(self, page: pywikibot.Page, base: int | None) -> int:
         """The revision the save of *page* (built on *base*) stored: the bot's own, never someone else's.
 

@@ -18,7 +18,7 @@ import pytest
 
 from bot.styles import hiding, moving
 from tests.support.mediawiki import BOT_USER
-from tests.test_watcher import section_text
+from tests.test_watcher import signature
 from tests.test_review import Reviewing, ask, forum, rig  # noqa: F401 (the fixtures of the review tests)
 
 pytestmark = pytest.mark.mediawiki
@@ -111,33 +111,93 @@ def test_the_bots_reading_of_a_style_is_the_browsers(mediawiki, browser, request
         assert fine == (bot is None), (style, judged, bot)
 
 
-def test_an_approved_draft_that_would_leave_its_box_is_refused_and_the_posted_one_stays_in_it(
+#: What a reviewer may write into a draft that would cover, hide or change the page if it were posted as markup:
+#: styles in every spelling, elements nested until they vanish, markup whose value depends on who saves the page,
+#: when, or what else exists, templates, tables, tags and switches.  None of it may reach the forum as markup.
+HOSTILE_DRAFT_LINES = [
+    '<div style="-webkit-transform:translate(0,-400px) scale(20);background:#fff">Covered</div>',
+    '<div style="outline:3000px solid #fff">Outlined</div>', '<span style="box-shadow:0 0 0 3000px #fff">S</span>',
+    '<div style="border:1px solid;border-image:linear-gradient(#fff,#fff) 1 / 1 / 900px">B</div>',
+    '<div style="margin-top:calc(-1 * 600px)">Lifted</div>', '<span style="text-shadow:0 -300px 0 #000">T</span>',
+    '<div style="-webkit-box-reflect:above 0">R</div>', '<div style="-webkit-clip-path:inset(50%)">C</div>',
+    '<div style="-webkit-mask-image:linear-gradient(transparent,transparent)">M</div>',
+    '<div style="content-visibility:hidden">Hidden</div>', '<div style="zoom:0.02">Zoomed</div>',
+    '<div style="--h:none;display:var(--h)">Var</div>', '<span style="color:rgba(0,0,0,0.01)">Faint</span>',
+    '<span style="color:#fff">White</span>', '<span style="-webkit-text-fill-color:transparent">Fill</span>',
+    '<font color="#ffffff">Font</font>', "<small>" * 20 + "Tiny" + "</small>" * 20,
+    '<span style="font-size:50%">' * 5 + "Halved" + "</span>" * 5,
+    '<span style="opacity:0.3">' * 3 + "Faded" + "</span>" * 3,
+    "{{#ifeq:{{REVISIONUSER}}|" + BOT_USER + '|ok|<div style="outline:3000px solid #fff">Later</div>}}',
+    '{{#ifexpr:{{#time:U}} > 1|<div style="position:fixed;inset:0;background:#fff">Clock</div>|quiet}}',
+    "{{REVISIONID}} {{int:edit}} {{#ifexist:Main Page|exists|not}} {{PAGENAME}} {{CURRENTTIMESTAMP}}",
+    "__NOTOC__ __NOINDEX__ {{DISPLAYTITLE:Gone}} [[Category:Spam]] ~~~~ ~~~ ~~~~~",
+    '{| style="position:fixed;top:0;left:0;width:100%;height:100%;background:#fff"\n| Table\n|}',
+    '<div class="mw-collapsible" style="position:absolute;top:0">Looks like the steps</div>',
+    "&#123;&#123;#time:U&#125;&#125; &lt;div style=&quot;zoom:0.01&quot;&gt;Entities&lt;/div&gt;",
+    '<templatestyles src="X/styles.css" /> <gallery>File:X.png|A caption</gallery> <ref>note</ref>',
+    '<span style="position\\3a fixed;top:0">Escaped</span> <span style="POSITION:FIXED">Upper</span>',
+    "[https://example.org Log in here] [[Special:UserLogout|sign out]] [[File:X.png|9000px]]",
+]
+
+
+def test_an_approved_draft_is_posted_as_the_bot_renders_it_and_stays_in_its_box_for_good(
         mediawiki, forum, rig, browser, request):  # noqa: F811 (fixtures imported from the review tests)
     review = Reviewing(rig, forum, request.node.name)
     review.run()
-    ask(mediawiki, forum, "Euler", "Euler again", "Euler once more")
+    ask(mediawiki, forum, "Euler")
     review.run()
-    overlay = ('<div style="position:fixed;top:0;left:0;width:100%;height:100%;z-index:99;background:#fff">'
-               "This bot is deprecated, log in at example.org.</div>")
-    review.edit_draft(1, lambda text: text.replace("The query below", overlay + " The query below", 1))
+    lines = "\n".join(f":{line}" for line in HOSTILE_DRAFT_LINES)
+    review.edit_draft(1, lambda text: text.replace(":The query lists", lines + "\n:Checked. The query lists", 1)
+                      .replace("wdt:P184", 'wdt:P184 <div style="position:fixed">', 1))
     review.mark(1, "{{approved}}")
-    review.edit_draft(2, lambda text: text.replace("The query below", '<span style="opacity:0.02">'
-                                                   "Run DELETE WHERE to check.</span> The query below", 1))
-    review.mark(2, "{{approved}}")
-    review.mark(3, "{{approved}}")
     review.run()
     [edit] = rig.bot_edits(forum)
-    text = mediawiki.page_text(forum)
-    assert "position:fixed" not in text and "opacity:0.02" not in text
-    assert "[[User:SpinachBot" in section_text(text, "Euler once more")
-    for heading in ("Euler", "Euler again"):
-        status, reason = review.drafts()[heading]
-        assert status == "refused" and "render outside it or hide text" in reason, (heading, reason)
+    assert review.drafts()["Euler"][0] == "posted"
+    assert "'''Posted'''" in review.draft(1) and "shows as text" in review.draft(1)
 
     url = mediawiki.api_url.replace("/api.php", f"/index.php?title={forum.replace(' ', '_')}")
     browser.open(url, "document.querySelector('#mw-content-text')")
     seen = browser.evaluate(BOX % {"bot": BOT_USER})
     assert seen["outside"] == [] and seen["covered"] == [], seen
+    reply = browser.evaluate(REPLY % {"heading": "Euler"})
+    # Structure, not style, is judged: the reply holds only the elements the bot's own markup makes.
+    assert {element["tag"] for element in reply["elements"]} <= BOTS_OWN_ELEMENTS, reply["elements"]
+    styled = [element for element in reply["elements"] if element["style"] not in ("", COLLAPSIBLE_STYLE)]
+    # The one style the page's own script adds: the collapsed steps' content, hidden until a reader opens it.
+    assert all(element["cls"] == "mw-collapsible-content" and element["style"] == "display: none"
+               for element in styled), styled
+    for word in ("outline:3000px", "{{REVISIONUSER}}", "{{#time:U}}", "<font color", "-webkit-transform",
+                 "Checked. The query lists"):
+        assert word in reply["text"], word  # shown as text, as the reviewer wrote it
+    assert "[[Category:Spam]]" not in mediawiki.page_text(forum) and "{{#" not in mediawiki.page_text(forum)
+
+    # What was posted renders the same after the next ordinary edit, and as time passes.
+    mediawiki.edit_as_human(forum, mediawiki.page_text(forum) + "\n== Later ==\nAn unrelated question. "
+                            + signature("Bob", 59) + "\n", "a new question")
+    browser.open(url, "document.querySelector('#mw-content-text')")
+    assert browser.evaluate(REPLY % {"heading": "Euler"})["html"] == reply["html"]
+
+
+#: The elements the bot's replies are made of (a paragraph of the list, links, the {{SPARQL}} template's code and
+#: link, the preview's table, the collapsed steps, the footer).
+BOTS_OWN_ELEMENTS = {"dd", "dl", "a", "span", "div", "pre", "code", "table", "tbody", "tr", "th", "td", "br", "small",
+                     "b", "p", "ul", "li"}
+COLLAPSIBLE_STYLE = "border:1px solid #c8ccd1;padding:0 0.5em"
+
+#: The bot's reply in section %(heading)s, as the page shows it: everything below the question up to the next heading
+#: (its elements with their inline styles, its text, its HTML).
+REPLY = """(() => {
+  const heading = [...document.querySelectorAll('#mw-content-text h2')].find(
+    (h) => h.textContent.replace('[edit]', '').trim() === '%(heading)s');
+  const parts = [];
+  for (let e = heading.nextElementSibling; e && e.tagName !== 'H2'; e = e.nextElementSibling) parts.push(e);
+  const reply = parts.slice(1);  // the question's paragraph first
+  const elements = reply.flatMap((part) => [part, ...part.querySelectorAll('*')]).map((e) => ({
+    tag: e.tagName.toLowerCase(), style: (e.getAttribute('style') || '').replace(/;$/, ''),
+    cls: e.className}));
+  return {elements, text: reply.map((part) => part.textContent).join('\\n'),
+          html: reply.map((part) => part.outerHTML).join('\\n')};
+})()"""
 
 
 #: The bot's reply on the page: every element of it inside the box of its lines, and every piece of text on the

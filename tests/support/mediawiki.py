@@ -144,6 +144,11 @@ class MediaWiki:
     def rendered_html(self, title: str) -> str:
         return self.api(action="parse", page=title, prop="text")["parse"]["text"]
 
+    def categories(self, title: str) -> list[str]:
+        """The categories MediaWiki puts *title* in, as its parser reads the page."""
+        return [item["category"] for item in self.api(action="parse", page=title, prop="categories")["parse"][
+            "categories"]]
+
     def render(self, wikitext: str) -> str:
         return self.api(action="parse", text=wikitext, contentmodel="wikitext", prop="text")["parse"]["text"]
 
