@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import re
 from collections import Counter
 from collections.abc import Callable
 from itertools import islice
@@ -47,6 +46,7 @@ import pywikibot
 from tqdm import tqdm
 
 from agent.examples.languages import guess_language
+from agent.examples.quoted import addresses_model
 from agent.examples.store import ExampleStore, HarvestedPage, SolvedExample, month_of, thread_name
 from bot.forum import (
     MAX_REQUEST_CHARS, SIGNED_WITHIN, Section, extract_request, normalize_user, parse_sections, posts, queries_in,
@@ -308,23 +308,3 @@ def harvest_thread(section: Section, title: str, month: str, bot: str,
     if unresolved:
         return [], "only short links that lead to no query"
     return [], "no query posted by someone other than the asker" + (" or the bot" if bot_query else "")
-
-
-#: What a request to a person does not say and a text aimed at a language model does: instructions to drop its
-#: instructions, words about its prompt, an address to it.  Each is bounded (no nested repetition).
-_TO_THE_MODEL = re.compile(
-    r"\b(?:ignore|disregard|forget|override)\b[^\n]{0,40}?\b(?:previous|prior|above|earlier|all|your|these)\b"
-    r"[^\n]{0,20}?\b(?:instructions?|prompts?|rules|guidelines)\b"
-    r"|\b(?:system|developer)\s+(?:prompt|message|instructions?)\b"
-    r"|\byou\s+are\s+(?:now\s+)?(?:an?\s+)?(?:ai|assistant|language\s+model|llm|chatbot|agent)\b"
-    r"|\b(?:dear|hey|hello|attention|note\s+to\s+the)\s+(?:ai|llm|language\s+model|assistant|chatgpt|gpt|model)\b"
-    r"|\b(?:ignoriere|vergiss)\b[^\n]{0,40}?\b(?:anweisungen|vorgaben|regeln)\b"
-    r"|\b(?:ignore[zs]?|oublie[zs]?)\b[^\n]{0,40}?\b(?:instructions|consignes)\b"
-    r"|<\|im_start\|>|\[/?INST\]|<\|(?:system|user|assistant)\|>",
-    re.IGNORECASE)
-
-
-def addresses_model(text: str) -> bool:
-    """Whether *text* speaks to a language model rather than to the forum's people: such a thread would carry
-    its words into later askers' prompts as an example, so it is kept out."""
-    return _TO_THE_MODEL.search(text) is not None
