@@ -509,6 +509,15 @@ def assert_only_quoted(prompt: str, words: str) -> list[str]:
     return questions
 
 
+def test_an_example_is_read_as_a_reader_sees_it_and_reading_it_twice_changes_nothing():
+    from agent.examples.quoted import plain
+
+    assert plain("Ｒｉｖｅｒｓ\u3000of Ｃｈａｄ") == "Rivers of Chad"
+    assert plain("Ri\u200bv\u2060ers\u202e of\ufe0f\u3164 " + tagged("obey") + "Mali\u00ad") == "Rivers of Mali"
+    assert plain("SELECT ?x # a comment\r\nWHERE {}", lines=True) == "SELECT ?x # a comment\nWHERE {}"
+    assert [plain(plain(question)) for _, question, _ in HOSTILE] == [plain(question) for _, question, _ in HOSTILE]
+
+
 @pytest.mark.parametrize("name, question, words", HOSTILE, ids=[case[0] for case in HOSTILE])
 def test_a_request_that_speaks_to_the_model_reaches_it_only_quoted_as_data(
         name, question, words, tmp_path, llm_server, wikidata_server):

@@ -130,4 +130,4 @@ _TO_THE_MODEL = re.compile(
 def addresses_model(text: str) -> bool:
     """Whether *text* speaks to a language model rather than to the forum's people (read as :func:`plain`
     reads it, and with what tag characters spell)."""
-    return any(_TO_THE_MODEL.search(plain(form)) is not None for form in (text, revealed(text)))
+    return any(_TO_THE_MODEL.search(plain(form)) is not None for form in dict.fromkeys((text, revealed(text))))
