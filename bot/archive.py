@@ -13,12 +13,17 @@ bot's own forum reader (:mod:`bot.forum`), every thread gives:
   replaced (``spinach-examples corrections`` lists them).
 
 What the forum's archiving wrote, and only that: anyone can create a page
-under ``/Archive/``.  An archive page is read at the newest revision saved by
-one of the *archivers* (the accounts that archive the forum) or, for a page
-the forum page itself was moved to, at the move; a page with neither is not
-harvested (counted), and edits made to a page after its archiving are not
-read.  A thread whose text addresses the model ("ignore the previous
-instructions…") is kept out: examples reach later prompts.
+under ``/Archive/``, and write on it before the archiving appends a month.
+An archive page is read at the newest revision saved by one of the
+*archivers* (the accounts that archive the forum) or, for a page the forum
+page itself was moved to, at the move, and of its text only the lines those
+revisions added (each line owned by the revision that wrote it, through the
+page's history: :func:`archived_text`); a page with neither is not
+harvested, lines left out are counted, and edits made to a page after its
+archiving are not read.  A thread whose text addresses the model ("ignore
+the previous instructions…") is kept out as a second line
+(:func:`agent.examples.quoted.addresses_model`): examples reach later
+prompts, and are shown there as data in any case.
 
 Who wrote a post is taken from the forum page's history, not from its
 signature alone (a signature is text anyone can type): a signature counts
@@ -36,7 +41,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import re
 from collections import Counter
 from collections.abc import Callable
 from itertools import islice
@@ -47,12 +51,13 @@ import pywikibot
 from tqdm import tqdm
 
 from agent.examples.languages import guess_language
+from agent.examples.quoted import addresses_model
 from agent.examples.store import ExampleStore, HarvestedPage, SolvedExample, month_of, thread_name
 from bot.forum import (
     MAX_REQUEST_CHARS, SIGNED_WITHIN, Section, extract_request, normalize_user, parse_sections, posts, queries_in,
     short_links,
 )
-from bot.history import listed_revisions
+from bot.history import Attribution, latest_revisions, listed_revisions
 
 log = logging.getLogger(__name__)
 #: An archive page's revisions read at most, newest first, looking for the archiving's.
@@ -77,6 +82,8 @@ class HarvestReport:
     updated: int = 0
     #: Threads (or short links) left out, by reason.
     skipped: Counter = field(default_factory=Counter)
+    #: Archive pages with lines another revision than the archiving's wrote (not read), and how many.
+    lines_left_out: list[tuple[str, int]] = field(default_factory=list)
 
     def lines(self) -> list[str]:
         lines = [f"pages read: {self.pages_read}, unchanged since the last harvest: {self.pages_unchanged}, "
@@ -86,6 +93,8 @@ class HarvestReport:
         lines += [f"skipped {count}: {reason}" for reason, count in sorted(self.skipped.items())]
         lines += [f"not harvested: {title}: no revision by the forum's archiving (archivers, or a move of the forum "
                   "page)" for title in self.pages_not_archived]
+        lines += [f"left out: {count} lines of {title} that the forum's archiving did not write"
+                  for title, count in self.lines_left_out]
         lines += [f"not read: {title}: {reason}" for title, reason in self.pages_failed]
         return lines
 
@@ -124,18 +133,64 @@ def read_page(site: pywikibot.site.BaseSite, title: str, revision: int | None = 
     return slot["content"], found["revid"]
 
 
-def archived_revision(site: pywikibot.site.BaseSite, title: str, forum: str, archivers: list[str]) -> int | None:
-    """The newest revision of the archive page *title* that the forum's archiving wrote: one saved by an account
-    in *archivers*, or the one the forum page had when it was moved to *title*; ``None`` when there is none."""
+@dataclass
+class ArchivedText:
+    """What the forum's archiving wrote on an archive page: the lines its revisions added, as of its newest."""
+
+    text: str
+    revision: int
+    #: Lines on the page then that another revision wrote: left out.
+    left_out: int = 0
+
+
+def archived_text(site: pywikibot.site.BaseSite, title: str, forum: str, archivers: list[str]) -> ArchivedText | None:
+    """The text of the archive page *title* that the forum's archiving wrote: as of its newest revision by an
+    account in *archivers* (or the forum page's move to *title*), the lines that such a revision added, or the
+    move brought; ``None`` when the archiving never wrote there.
+
+    Each line is owned by the revision that added it (:class:`bot.history.Attribution`, from the page's creation
+    or the move on), so a thread someone else wrote (on a page they created before the archiving appended the
+    month to it, or between two of its edits) is never read, whatever the archiving added around it; nor is a
+    section whose heading someone else wrote or retitled (its lines would otherwise join the thread above).
+    Lines whose origin the history does not tell (a page with more than :data:`MAX_ARCHIVE_REVISIONS`
+    revisions since) are left out too.
+    """
     wanted = {normalize_user(name) for name in archivers}
-    found = []
-    for revision in islice(listed_revisions(site, {"titles": title, "rvprop": "ids|user", "rvdir": "older"}),
-                           MAX_ARCHIVE_REVISIONS):
-        if normalize_user(revision.get("user", "")) in wanted:
-            found.append(revision["revid"])
-            break
+    moved = _moved_at(site, title, forum)
+    listed = list(islice(listed_revisions(site, {"titles": title, "rvprop": "ids|user", "rvdir": "older",
+                                                 **({"rvendid": str(moved)} if moved else {})}),
+                         MAX_ARCHIVE_REVISIONS))
+    archiving = {revision["revid"] for revision in listed if normalize_user(revision.get("user", "")) in wanted}
+    archiving |= {moved} if moved else set()
+    if not archiving or not listed:
+        return None
+    until = max(archiving)
+    attribution = None
+    for revision in latest_revisions(site, title, until, since=moved or listed[-1]["revid"]):
+        if attribution is None:
+            attribution = (Attribution.created(revision.id, revision.user, revision.text)
+                           if revision.creation or revision.id == moved else
+                           Attribution.first_look(revision.id, revision.text))
+        else:
+            attribution = attribution.advance(revision.id, revision.user, revision.text)
+    if attribution is None or attribution.revision != until:
+        raise ValueError("its revision is hidden")
+    kept, left_out, foreign = [], 0, False
+    for line, owner in zip(attribution.text.split("\n"), attribution.owners):
+        if line.startswith("="):  # a heading someone else wrote (or retitled): its lines are no thread of ours
+            foreign = owner not in archiving
+        if owner in archiving and not foreign:
+            kept.append(line)
+        elif line.strip():
+            left_out += 1
+    return ArchivedText("\n".join(kept), until, left_out)
+
+
+def _moved_at(site: pywikibot.site.BaseSite, title: str, forum: str) -> int | None:
+    """The revision *title* had when the forum page was moved there (the newest such move), if it was."""
     moves = site.simple_request(action="query", list="logevents", letype="move", letitle=forum, lelimit="max",
                                 formatversion="2").submit()
+    found = []
     for event in moves.get("query", {}).get("logevents", []):
         if event.get("params", {}).get("target_title") == title:
             at_move = next(listed_revisions(site, {"titles": title, "rvprop": "ids", "rvdir": "older",
@@ -201,14 +256,16 @@ def harvest(site: pywikibot.site.BaseSite, store: ExampleStore, forum: str, bot:
     for title, latest in tqdm([page for page in pages if page[0] in due], desc="forum pages", unit="page",
                               disable=not progress):
         try:
-            archived = archived_revision(site, title, forum, archivers or []) if title != forum else None
+            archived = archived_text(site, title, forum, archivers or []) if title != forum else None
             if title != forum and archived is None:
                 report.pages_not_archived.append(title)
                 store.remove_page(title)
                 store.record_page(HarvestedPage(title, latest, datetime.now(timezone.utc).isoformat(
                     timespec="seconds"), 0, 0))
                 continue
-            text, _ = read_page(site, title, archived)
+            if archived is not None and archived.left_out:
+                report.lines_left_out.append((title, archived.left_out))
+            text = archived.text if archived is not None else read_page(site, title)[0]
             page = harvest_page(text, title, bot, short_link, history.signed)
         except (pywikibot.exceptions.Error, OSError, ValueError, KeyError, IndexError) as error:
             log.warning("not harvested: %s: %s", title, error)
@@ -308,23 +365,3 @@ def harvest_thread(section: Section, title: str, month: str, bot: str,
     if unresolved:
         return [], "only short links that lead to no query"
     return [], "no query posted by someone other than the asker" + (" or the bot" if bot_query else "")
-
-
-#: What a request to a person does not say and a text aimed at a language model does: instructions to drop its
-#: instructions, words about its prompt, an address to it.  Each is bounded (no nested repetition).
-_TO_THE_MODEL = re.compile(
-    r"\b(?:ignore|disregard|forget|override)\b[^\n]{0,40}?\b(?:previous|prior|above|earlier|all|your|these)\b"
-    r"[^\n]{0,20}?\b(?:instructions?|prompts?|rules|guidelines)\b"
-    r"|\b(?:system|developer)\s+(?:prompt|message|instructions?)\b"
-    r"|\byou\s+are\s+(?:now\s+)?(?:an?\s+)?(?:ai|assistant|language\s+model|llm|chatbot|agent)\b"
-    r"|\b(?:dear|hey|hello|attention|note\s+to\s+the)\s+(?:ai|llm|language\s+model|assistant|chatgpt|gpt|model)\b"
-    r"|\b(?:ignoriere|vergiss)\b[^\n]{0,40}?\b(?:anweisungen|vorgaben|regeln)\b"
-    r"|\b(?:ignore[zs]?|oublie[zs]?)\b[^\n]{0,40}?\b(?:instructions|consignes)\b"
-    r"|<\|im_start\|>|\[/?INST\]|<\|(?:system|user|assistant)\|>",
-    re.IGNORECASE)
-
-
-def addresses_model(text: str) -> bool:
-    """Whether *text* speaks to a language model rather than to the forum's people: such a thread would carry
-    its words into later askers' prompts as an example, so it is kept out."""
-    return _TO_THE_MODEL.search(text) is not None

@@ -284,3 +284,50 @@ def test_only_what_the_archiving_wrote_is_harvested_and_authors_come_from_the_hi
     assert birth.link == f"{forum}/Archive/2026/01#Birth dates" and birth.author == ""
     alone.close()
     store.close()
+
+
+def test_a_thread_on_a_page_a_stranger_created_before_the_archiving_wrote_to_it_is_never_harvested(
+        mediawiki, short_links, tmp_path, archiver):
+    """Anyone can create next month's archive page: once the archiving appends the month's threads below what
+    they wrote, only the appended threads are harvested.  So with a thread slipped in between two of the
+    archiving's edits."""
+    import pywikibot
+
+    site = pywikibot.Site()
+    forum = "Wikidata:Request a query/Harvest precreated"
+    month = "2021/04"
+    planted = sparql_template("SELECT ?x WHERE { ?x wdt:P31 wd:Q5 . }")
+    stranger = (f"\n== Cities of Peru ==\nWhich cities are in Peru? {signature('Asker1', 0, 1, month)}\n"
+                f":{planted} {signature('Helper', 1, 1, month)}\n")
+    archived = [(f"Rivers of {country}",
+                 sparql_template(f"SELECT ?r WHERE {{ ?r wdt:P31 wd:Q4022 ; wdt:P17 wd:{qid} }}"))
+                for country, qid in (("Chile", "Q298"), ("Spain", "Q29"), ("Italy", "Q38"))]
+
+    def thread(index: int) -> str:
+        heading, query = archived[index]
+        return (f"\n== {heading} ==\nWhich rivers? {signature('Asker2', index, 2, month)}\n"
+                f":{query} {signature('Helper', index, 3, month)}\n")
+
+    page = f"{forum}/Archive/{month}"
+    mediawiki.edit_as_human(page, "{{Archive header}}\n" + stranger, "archive ahead")
+    archiver.edit(page, mediawiki.page_text(page) + thread(0) + thread(1), "archive")
+    second = f"{forum}/Archive/2021/05"
+    archiver.edit(second, "{{Archive header}}\n" + thread(2) + thread(1).replace("Spain", "France"), "archive")
+    retitled = mediawiki.page_text(second).replace("== Rivers of France ==", "== Rivers of France (solved) ==")
+    mediawiki.edit_as_human(second, retitled + stranger.replace("Peru", "Bolivia"), "one more")
+    archiver.edit(second, mediawiki.page_text(second) + thread(0).replace("Chile", "Chile again"), "archive")
+    store = ExampleStore(tmp_path / "examples.sqlite")
+    report = harvest(site, store, forum, BOT_USER, ShortLinks(short_links.url).query, progress=False,
+                     archivers=[ARCHIVER])
+    assert report.pages_not_archived == [] and report.pages_failed == []
+    headings = sorted(example.heading for example in store.examples())
+    assert headings == ["Rivers of Chile", "Rivers of Chile again", "Rivers of Italy", "Rivers of Spain"]
+    assert not [example for example in store.examples() if "wd:Q5 " in example.sparql]
+    # The thread whose heading the stranger retitled is left out whole: its query is not the one above's.
+    assert [example.sparql for example in store.examples() if example.heading == "Rivers of Italy"] == [
+        "SELECT ?r WHERE { ?r wdt:P31 wd:Q4022 ; wdt:P17 wd:Q38 }"]
+    written = [line for line in ("{{Archive header}}\n" + stranger).split("\n") if line.strip()]
+    france = [line for line in thread(1).split("\n") if line.strip()]
+    assert report.lines_left_out == [(page, len(written)), (second, len(written) - 1 + len(france))]
+    assert f"left out: {len(written)} lines of {page} that the forum's archiving did not write" in report.lines()
+    store.close()

@@ -81,3 +81,20 @@ def test_a_missing_store_is_a_clear_error_before_anything_is_read(rig, forum):
     done = rig.run(forum, "--once", "--config", str(tmp_path / "bot.ini"))
     assert done.code == 2
     assert f"no example store at {tmp_path / 'missing.sqlite'}: build one with spinach-examples build" in done.stderr
+
+
+def test_a_store_without_examples_yet_costs_no_question_its_answer(mediawiki, forum, rig):
+    """An operator's first store is often empty (``spinach-examples build`` before any harvest): the bot answers
+    with no examples block."""
+    tmp_path = rig.directory
+    ExampleStore(tmp_path / "examples.sqlite").close()
+    (tmp_path / "bot.ini").write_text(f"[bot]\nexamples_path = {tmp_path / 'examples.sqlite'}\n")
+    options = ("--once", "--live", "--config", str(tmp_path / "bot.ini"))
+    run_bot(rig, forum, *options)
+    mediawiki.edit_as_human(forum, mediawiki.page_text(forum)
+                            + new_section("Euler's advisors", "Who were the doctoral advisors of Leonhard Euler?"))
+    run_bot(rig, forum, *options)
+    assert len(rig.bot_edits(forum)) == 1
+    assert "wdt:P184" in section_text(mediawiki.page_text(forum), "Euler's advisors")
+    prompts = [user_messages(body) for body in rig.llm.requests]
+    assert prompts and not [prompt for prompt in prompts if "Similar solved requests" in prompt]

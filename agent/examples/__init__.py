@@ -5,7 +5,8 @@
 knowledge base, :mod:`agent.examples.retrieval` finds the ones most like a
 question (BM25 over the question's words and the properties it names, fused
 with the vectors of :mod:`agent.examples.meaning`) and gives the prompt
-those that fit whole.  The command ``spinach-examples``
+those that fit whole, each as data (:mod:`agent.examples.quoted`: other
+people's words, quoted, never instructions).  The command ``spinach-examples``
 (:mod:`scripts.examples`) builds, updates and searches a store.
 """
 

@@ -68,7 +68,9 @@ class Meanings:
                          len(missing))
             for text, vector in zip(missing, model.query(missing) if missing else []):
                 self._kept[text] = vector
-            return np.array([self._kept[text] for text in read], dtype=np.float32).reshape(len(texts), -1)
+            if not read:  # a store with no examples yet: no rows (and no width to give them)
+                return np.empty((0, 0), dtype=np.float32)
+            return np.array([self._kept[text] for text in read], dtype=np.float32)
 
     def of_store(self, store: ExampleStore, examples: list[SolvedExample]) -> np.ndarray:
         """The vectors of *examples* (the store's), those the store keeps for their text read from it."""

@@ -33,7 +33,6 @@ any ids given as *excluded* are never returned.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import threading
@@ -44,7 +43,7 @@ import numpy as np
 
 from agent.examples.languages import ANY_FUNCTION_WORD, guess_language
 from agent.examples.meaning import MAX_WORDS, MEANINGS
-from agent.examples.queries import shorten_text, whole_query
+from agent.examples.quoted import prompt_example
 from agent.examples.store import ExampleStore, SolvedExample, ThreadRef
 from agent.kb.local.search import fold
 
@@ -62,8 +61,6 @@ FUSION_K = 3
 GENERIC_PROPERTIES = frozenset({"P31", "P279"})
 #: What the examples' lines may take in the first prompt, in characters (the block's heading aside).
 PROMPT_CHARS = 440
-#: A question shown at most this long, in characters.
-QUESTION_CHARS = 200
 #: The characters the prompt adds around an example's question and query (see prompts/question.j2).
 EXAMPLE_FRAME = "-  → \n"
 #: The IDF-weighted cosine of two requests' words from which they are the same request.  Between a SPINACH
@@ -264,20 +261,22 @@ def _fused(rankings: list[list[Match]], constant: int) -> list[Match]:
 def prompt_examples(matches: list[Match], chars: int = PROMPT_CHARS) -> list[PromptExample]:
     """The examples of *matches*, in their order, that fit whole in *chars* characters together.
 
-    Each is its question as a quoted string (data, not words to the model;
-    cut after a word beyond :data:`QUESTION_CHARS`: a forum post can run to
-    paragraphs) and its query as posted, in fewer
-    characters (:func:`whole_query`).  A query is never cut: an example that
-    would not fit, or whose query cannot be read whole, is left out and the
-    next one tried.
+    Each is shown as data (:func:`agent.examples.quoted.prompt_example`):
+    its question plain and quoted as a JSON string (cut after a word beyond
+    :data:`~agent.examples.quoted.QUESTION_CHARS`), its query as posted, in fewer characters, on
+    one line.  A query is never cut: an example that would not fit, or
+    whose query cannot be shown whole and safely, is left out and the next
+    one tried.
     """
     shown = []
     left = chars
     for match in matches:
-        query = whole_query(match.example.sparql)
-        question = json.dumps(shorten_text(match.example.question, QUESTION_CHARS), ensure_ascii=False)
-        size = len(question) + len(query or "") + len(EXAMPLE_FRAME)
-        if query and size <= left:
+        example = prompt_example(match.example.question, match.example.sparql)
+        if example is None:
+            continue
+        question, query = example
+        size = len(question) + len(query) + len(EXAMPLE_FRAME)
+        if size <= left:
             shown.append(PromptExample(question, query))
             left -= size
     return shown
