@@ -165,7 +165,8 @@ _handler: logging.Handler | None = None
 
 
 def install(level: int = logging.INFO) -> logging.Handler:
-    """Log to stderr through :class:`LogFormatter`, the HTTP clients' request logs kept below INFO; the handler.
+    """Log to stderr through :class:`LogFormatter`, Python's warnings included, the HTTP clients' request logs kept
+    below INFO; the handler.
 
     Called again in the same process (a program run from Python more than once), it replaces its own handler,
     which writes to ``sys.stderr`` as it is now, so no line is written twice.
@@ -180,4 +181,5 @@ def install(level: int = logging.INFO) -> logging.Handler:
     root.setLevel(level)
     for name in HTTP_LOGGERS:
         logging.getLogger(name).setLevel(max(level, logging.WARNING))
+    logging.captureWarnings(True)  # a warning's text (its source line, its message) is a record like any other
     return _handler

@@ -10,6 +10,7 @@ import logging
 import re
 import unicodedata
 import urllib.parse
+import warnings
 
 import pytest
 
@@ -31,6 +32,7 @@ def stderr(monkeypatch):
     handler.setStream(stream := io.StringIO())
     yield lambda: stream.getvalue().split("\n")[:-1]
     logging.getLogger().removeHandler(handler)
+    logging.captureWarnings(False)
     monkeypatch.setattr(logs, "_handler", None)
 
 
@@ -125,3 +127,12 @@ def test_a_stack_and_an_exception_logged_outside_a_handler_keep_their_lines(stde
     assert_own_lines(lines)
     assert lines[1].endswith("WARNING bot: | Stack (most recent call last):")
     assert lines[-1].endswith("ERROR bot: no exception here")
+
+
+def test_a_warning_is_a_record_like_any_other(stderr):
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        warnings.warn_explicit(f"odd input\n{FORGED}{TERMINAL}", UserWarning, "library.py", 7)
+    lines = stderr()
+    assert_own_lines(lines)
+    assert len(lines) == 1 and f"WARNING py.warnings: library.py:7: UserWarning: odd input\\n{FORGED}" in lines[0]
