@@ -638,7 +638,9 @@ class Review:
             return self._posted(draft, approval, outcome.revision, again)
         if outcome.status == "previewed":
             self.drafts.set(draft.number, DraftStatus.DRAFTED)
-            log.info("draft %d approved; a live run would post it:\n%s", draft.number, outcome.diff)
+            log.info("draft %d approved; a live run would post it:", draft.number)
+            for line in (outcome.diff or "").split("\n"):  # a line of the log each: the log writes one a record
+                log.info("  %s", line)
             return "previewed"
         self._close(draft, DraftStatus.DROPPED, f"stale: {outcome.status}", SectionStatus.SKIPPED)
         self._note(draft, DraftStatus.DROPPED, f": {_plain(outcome.status)}; nothing was posted.")

@@ -30,9 +30,10 @@ missing one starts with a first look at the page (see :mod:`bot.watcher`).
 Every secret the bot holds (the model's key, credentials in any configured
 URL, the bot password) is masked in whatever the model and Wikidata answer,
 before the agent sees it, and in every line the bot writes
-(:mod:`bot.redact`).  pywikibot's count of the bot processes sharing its
-throttle is kept per process, so a killed bot's leftover entry never slows
-the next one.
+(:mod:`agent.redact`); a wiki page or the model cannot write a line of
+its own into the bot's log, nor reach the terminal (:mod:`agent.logs`).
+pywikibot's count of the bot processes sharing its throttle is kept per
+process, so a killed bot's leftover entry never slows the next one.
 
 Stop the watcher with Ctrl-C or SIGTERM: it finishes the section it is
 answering, or abandons it safely (the page, not the local state, decides
@@ -53,11 +54,11 @@ from datetime import datetime
 from pathlib import Path
 
 from agent.cli import program_name
+from agent.logs import install as install_logging
+from agent.redact import Scrubbed, redact, remember, remember_environment, remember_url
 from agent.trace import StopReason
 from bot.config import BotConfig
 from bot.lock import LockBusy, ProcessLock
-from bot.redact import Scrubbed, redact, remember, remember_url
-from bot.redact import install as install_logging
 
 log = logging.getLogger("bot")
 #: Where the model is asked when neither OPENAI_BASE_URL nor base_url says otherwise.
@@ -131,8 +132,8 @@ def model_settings(config: BotConfig):
                          "OpenAI, or OPENAI_BASE_URL (or base_url in bot.ini) for another OpenAI-compatible "
                          "endpoint; see --help")
     remember(llm_config.api_key)
-    for url in (llm_config.base_url, *(os.environ.get(name) for name in SECRET_URLS)):
-        remember_url(url)
+    remember_url(llm_config.base_url)
+    remember_environment(os.environ)
     return llm_config
 
 
@@ -195,10 +196,6 @@ def open_examples(config: BotConfig):
     return Retriever(ExampleStore(config.examples_path, read_only=True))
 
 
-#: Configured addresses whose credentials (``user:password@``) are secrets.
-SECRET_URLS = ("OPENAI_BASE_URL", "WIKIDATA_API_URL", "WIKIDATA_SPARQL_URL", "SPINACH_BOT_API_URL")
-
-
 def remember_bot_password(site) -> None:
     """Register the bot's password, as pywikibot reads it from its password file."""
     from pywikibot.login import LoginManager
@@ -242,6 +239,10 @@ def main(argv: list[str] | None = None) -> int:
     import pywikibot
 
     install_logging()
+    # The scheduler says at INFO what every pass does, and warns when a pass outlasts the interval ("maximum
+    # number of running instances reached"), which one pass at a time means to happen: only its errors (a pass
+    # that raised) are news beside the bot's own line per pass.
+    logging.getLogger("apscheduler").setLevel(logging.ERROR)
     try:
         config = load_config(args)
         llm_config = model_settings(config)

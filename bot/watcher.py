@@ -42,6 +42,7 @@ from agent.examples import Retriever, ThreadRef, prompt_examples
 from agent.examples.queries import properties_in_order
 from agent.examples.retrieval import GENERIC_PROPERTIES
 from agent.kb.base import KnowledgeBase
+from agent.redact import redact, scrub
 from agent.trace import SERVICE_FAILURES, AgentResult
 from bot.config import BotConfig
 from bot.edit_check import EditRefused
@@ -60,7 +61,6 @@ from bot.render import Credit, EarlierRequest, edit_summary, header_ids, render_
 from bot.review import Review
 from bot.short_links import ShortLinks
 from bot.state import SectionStatus, State
-from bot.redact import redact, scrub
 from bot.wiki import EmergencyStop, ForumPage, marked_resolved
 
 log = logging.getLogger(__name__)

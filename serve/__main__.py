@@ -7,6 +7,14 @@
 The chat page is at ``/``, the TEXT2SPARQL API at ``/text2sparql``.  The
 model is configured as for ``python -m agent`` (``OPENAI_API_KEY``,
 ``OPENAI_BASE_URL``, ``SPINACH_MODEL``); the key stays in this process.
+
+Every secret configured (the model's key, credentials in any configured URL)
+is masked in whatever the model and the graphs answer, before the agent sees
+it, so no answer of the API and no event of the chat page holds it
+(:mod:`agent.redact`).  The log (stderr, uvicorn's lines included) is one
+line a record, with every value a request or a model put in it masked,
+bounded and escaped (:mod:`agent.logs`): nothing they send can write a line
+that reads as the server's own or reach the operator's terminal raw.
 """
 
 from __future__ import annotations
@@ -18,6 +26,8 @@ import sys
 
 from agent.cli import program_name
 from agent.llm import ChatModel, LLMConfig, LLMConfigurationError
+from agent.logs import install as install_logging
+from agent.redact import Scrubbed, redact, remember_environment
 from serve.graphs import LIVE, GraphSpecError, open_graphs
 from serve.runs import PoolLimits
 
@@ -56,20 +66,23 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: --{name.replace('_', '-')} must be at least {0 if name == 'queue' else 1}",
                   file=sys.stderr)
             return 2
+    remember_environment(os.environ)
+    install_logging(logging.INFO)
     try:
-        llm = ChatModel.from_config(LLMConfig.from_env(os.environ, timeout=args.llm_timeout))
+        # Every answer of the model and the graphs is masked of secrets before the agent sees it.
+        llm = Scrubbed(ChatModel.from_config(LLMConfig.from_env(os.environ, timeout=args.llm_timeout)))
         graphs = open_graphs(args.graph, args.dataset)
     except (LLMConfigurationError, GraphSpecError, ValueError, OSError) as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {redact(str(error))}", file=sys.stderr)
         return 2
     import uvicorn
 
     from serve.app import build_app
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     app = build_app(graphs, llm, PoolLimits(workers=args.workers, queue=args.queue, per_client=args.per_client,
                                             timeout=args.timeout))
-    uvicorn.run(app, host=args.host, port=args.port, log_level="info")
+    # uvicorn's own lines (the server's, one a request) go to the log above, as every other line does.
+    uvicorn.run(app, host=args.host, port=args.port, log_level="info", log_config=None)
     return 0
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from agent.graph import WIKIDATA, GraphProfile
 from agent.kb import open_kb
 from agent.kb.base import KnowledgeBase
+from agent.redact import Scrubbed
 
 #: The source that names live Wikidata (its Action API and query service, or those the environment names).
 LIVE = "live"
@@ -61,16 +62,16 @@ def split_spec(text: str, option: str) -> tuple[str, str]:
 
 def open_graph(name: str, source: str) -> ServedGraph:
     """*source* ``live`` for live Wikidata, else the directory of a local store (opened read-only: a bot or a load
-    may hold it)."""
+    may hold it); every answer of its knowledge base is masked of secrets (a query service may echo its
+    credentials)."""
     if source == LIVE:
-        return ServedGraph(name, open_kb())
+        return ServedGraph(name, Scrubbed(open_kb()))
     from agent.kb.local import LocalKB
 
     if not Path(source).is_dir():
         raise GraphSpecError(f"--graph {name}={source}: no store in {source} (build one with "
                              f"`python -m agent.kb load --store {source} FILE...`, or write {LIVE} for Wikidata)")
-    kb = LocalKB(source, read_only=True)
-    return ServedGraph(name, kb, local=True)
+    return ServedGraph(name, Scrubbed(LocalKB(source, read_only=True)), local=True)
 
 
 def open_graphs(graph_specs: list[str], dataset_specs: list[str]) -> dict[str, ServedGraph]:

@@ -69,7 +69,7 @@ async def text2sparql(request: Request, question: str = Query(min_length=1), dat
     except TimeoutError:
         result = None
     seconds = time.monotonic() - started
-    logged = shorten_text(question, 200)  # one line: a question cannot forge log lines
+    logged = shorten_text(question, 200)  # short, its spaces as spaces; the log escapes what could forge a line
     if result is None:
         log.warning("text2sparql: %s: no query within %.0f s: %s", graph.name, pool.limits.timeout, logged)
         return _error(504, f"no query within {pool.limits.timeout:.0f} s")

@@ -1,13 +1,14 @@
-"""Secrets masked in what the services answer and in what the bot writes, in every form they travel in."""
+"""Secrets masked in what the services answer and in what the bot and the service write, in every form they travel
+in."""
 
 import base64
 from dataclasses import dataclass
 
 import pytest
 
+from agent import redact
 from agent.kb.base import KBUnavailable, QueryResult
-from bot import redact
-from bot.redact import MASK, Scrubbed, remember, remember_url, scrub
+from agent.redact import MASK, Scrubbed, remember, remember_url, scrub
 
 
 @pytest.fixture(autouse=True)
@@ -52,3 +53,9 @@ def test_a_scrubbed_service_answers_and_fails_as_the_service_does_without_the_se
     with pytest.raises(KBUnavailable, match=r"\[redacted\]") as raised:
         kb.search("hunter22-secret")
     assert "hunter22" not in str(raised.value)
+
+
+def test_the_environments_secrets_are_registered_the_key_and_every_addresss_credentials():
+    redact.remember_environment({"OPENAI_API_KEY": "model-key-1234", "SPINACH_MODEL": "gpt-4o",
+                                 "WIKIDATA_SPARQL_URL": "https://reader:pass-5678@query.example/sparql"})
+    assert scrub("model-key-1234 pass-5678 gpt-4o reader") == f"{MASK} {MASK} gpt-4o reader"

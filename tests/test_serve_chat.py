@@ -17,17 +17,15 @@ from typing import Any
 
 import pytest
 
-from agent.graph import load_graph
 from agent.kb.local import LocalKB
 from agent.llm import well_formed
 from bot.wikitext import clean
 from tests.support.llm_server import ErrorReply, SlowReply, ToolCallReply
-from tests.support.serve_rig import KEY, start_serve
+from tests.support.serve_rig import KEY, build_library_store, start_serve
 
 #: One worker runs them all: they share the stores and the browser.
 pytestmark = pytest.mark.xdist_group("serve-chat")
 HOSTILE = Path(__file__).parent / "fixtures" / "hostile"
-GRAPHS = Path(__file__).parent / "fixtures" / "graphs"
 QUERY = "SELECT ?x WHERE { VALUES ?x { \"Zurich\" \"Geneva\" } }"
 REVISED = "SELECT ?x WHERE { VALUES ?x { \"Zurich\" \"Geneva\" \"Basel\" } }"
 #: Seconds the model takes over its last reply in the slow run: the page must show steps before it ends.
@@ -129,10 +127,7 @@ def wikidata_store(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def library_store(tmp_path_factory) -> Path:
     """The tests' third graph, a library catalogue with a profile of its own: no query service to link to."""
-    kb = LocalKB(tmp_path_factory.mktemp("library") / "store", graph=load_graph(GRAPHS / "library.toml"))
-    kb.load([GRAPHS / "library.ttl"], progress=False)
-    kb.close()
-    return kb.directory
+    return build_library_store(tmp_path_factory.mktemp("library"))
 
 
 @pytest.fixture

@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any
@@ -117,6 +117,23 @@ def null_content_errors(body: dict[str, Any]) -> str:
               "    POST /v1/chat/completions")
 
 
+def openai_wrong_key(key: str) -> ErrorReply:
+    """OpenAI's answer to a key it does not take (HTTP 401), the key quoted in its message as the API does (OpenAI
+    stars out the key's middle; a proxy or another server in front of a model may quote it whole)."""
+    return ErrorReply(401, body={"error": {
+        "message": f"Incorrect API key provided: {key}. You can find your API key at "
+                   "https://platform.openai.com/account/api-keys.",
+        "type": "invalid_request_error", "param": None, "code": "invalid_api_key"}})
+
+
+@dataclass
+class FromHeaders:
+    """The reply *make* makes from the request's headers: a model (or a proxy in front of it) that repeats what it
+    was sent, such as the ``Authorization`` header and the key in it."""
+
+    make: Callable[[Mapping[str, str]], Any]
+
+
 @dataclass
 class SlowReply:
     """Wait *seconds* before sending *reply* (to trigger client timeouts)."""
@@ -125,7 +142,7 @@ class SlowReply:
     reply: Any
 
 
-Reply = ToolCallReply | TextReply | ErrorReply | SlowReply
+Reply = ToolCallReply | TextReply | ErrorReply | SlowReply | FromHeaders
 Script = list[Reply] | Callable[[dict[str, Any]], Reply]
 
 
@@ -269,7 +286,10 @@ def _handler_for(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
                 self._send(refusal.status, refusal.body)
                 return
             reply = server.next_reply(body)
-            while isinstance(reply, SlowReply):
+            while isinstance(reply, SlowReply | FromHeaders):
+                if isinstance(reply, FromHeaders):
+                    reply = reply.make(self.headers)
+                    continue
                 time.sleep(reply.seconds)
                 reply = reply.reply
             if isinstance(reply, ErrorReply):

@@ -37,6 +37,7 @@ CK25_DATA = ("prod-inst.ttl", "text2sparql.ttl", "queries.ttl")
 CK25_AGENT_DATA = ("prod-inst.ttl", "text2sparql.ttl")
 #: The stand-in model's key: nothing the page receives may hold it.
 KEY = "sk-serve-stand-in-key"
+GRAPHS = Path(__file__).resolve().parent.parent / "fixtures" / "graphs"
 
 
 def free_port() -> int:
@@ -70,9 +71,9 @@ class Service:
 
 
 def start_serve(llm_base_url: str, graphs: dict[str, Path | str], log_dir: Path,
-                datasets: dict[str, str] | None = None, options: tuple[str, ...] = ()) -> Service:
-    """``python -m serve`` on a free port, answering with the model at *llm_base_url* (another port if a process
-    took the free one before the server could bind it)."""
+                datasets: dict[str, str] | None = None, options: tuple[str, ...] = (), key: str = KEY) -> Service:
+    """``python -m serve`` on a free port, answering with the model at *llm_base_url* whose key is *key* (another
+    port if a process took the free one before the server could bind it)."""
     for _ in range(5):
         port = free_port()
         arguments = [sys.executable, "-m", "serve", "--port", str(port), *options]
@@ -80,7 +81,7 @@ def start_serve(llm_base_url: str, graphs: dict[str, Path | str], log_dir: Path,
             arguments += ["--graph", f"{name}={source}"]
         for iri, name in (datasets or {}).items():
             arguments += ["--dataset", f"{iri}={name}"]
-        environment = {**os.environ, "OPENAI_BASE_URL": llm_base_url, "OPENAI_API_KEY": KEY}
+        environment = {**os.environ, "OPENAI_BASE_URL": llm_base_url, "OPENAI_API_KEY": key}
         log = log_dir / f"serve-{port}.log"
         with log.open("w") as output:
             process = subprocess.Popen(arguments, env=environment, stdout=output, stderr=subprocess.STDOUT,
@@ -94,6 +95,18 @@ def start_serve(llm_base_url: str, graphs: dict[str, Path | str], log_dir: Path,
             if "address already in use" not in output:
                 raise RuntimeError(f"{error}\n{output[-3000:]}") from None
     raise RuntimeError("no free port for the server after 5 tries")
+
+
+def build_library_store(directory: Path) -> Path:
+    """The tests' small graph with a profile of its own, a library catalogue (no query service to link to), in a
+    local store in *directory*."""
+    from agent.graph import load_graph
+    from agent.kb.local import LocalKB
+
+    kb = LocalKB(directory / "store", graph=load_graph(GRAPHS / "library.toml"))
+    kb.load([GRAPHS / "library.ttl"], progress=False)
+    kb.close()
+    return kb.directory
 
 
 def ck25_questions(shared_dir: Path) -> Path:
