@@ -460,18 +460,9 @@ def first_prompt(llm_server, wikidata_server, store_path, question: str) -> str:
     """The first prompt the agent sends for *question*, with the examples the store gives it, as the bot runs it."""
     from agent import Agent, AgentConfig, AgentContext
     from agent.llm import ChatModel, LLMConfig
-    from tests.support.euler import EULER_ADVISORS_QUERY, euler_entities
-    from tests.support.llm_server import ToolCallReply
-    from tests.support.wikidata_server import select
+    from tests.support.euler import EULER_ADVISORS_QUERY, euler_run
 
-    def reply(body):
-        if not any(message["role"] == "tool" for message in body["messages"]):
-            return ToolCallReply("execute_sparql", {"thought": "run", "sparql": EULER_ADVISORS_QUERY})
-        return ToolCallReply("stop", {"thought": "done"})
-
-    llm = llm_server(reply)
-    wikidata = wikidata_server(sparql={EULER_ADVISORS_QUERY: select(["advisor"], [{"advisor": "Q124500"}])})
-    wikidata.add(*euler_entities())
+    llm, wikidata = euler_run(llm_server, wikidata_server)
     retriever = Retriever(ExampleStore(store_path, read_only=True))
     agent = Agent(llm=ChatModel.from_config(LLMConfig(base_url=llm.base_url, api_key="test", max_retries=0,
                                                       timeout=30)),

@@ -11,9 +11,7 @@ from agent.examples import ExampleStore, SolvedExample
 from scripts.evaluate import main as evaluate_main
 from scripts.examples import main as examples_main
 from scripts.report import main as report_main
-from tests.support.euler import EULER_ADVISORS_QUERY, euler_entities
-from tests.support.llm_server import ToolCallReply
-from tests.support.wikidata_server import select
+from tests.support.euler import EULER_ADVISORS_QUERY, euler_run
 
 ARCHIVE = "https://www.wikidata.org/wiki/Wikidata:Request_a_query/Archive/"
 DEV = [
@@ -78,14 +76,7 @@ def test_an_evaluation_never_shows_its_own_threads_or_questions_and_says_how_man
                              month="2021-02", link="Wikidata:Request a query/Archive/2021/02#Euler's teachers")])
     store.close()
 
-    def reply(body):
-        if not any(message["role"] == "tool" for message in body["messages"]):
-            return ToolCallReply("execute_sparql", {"thought": "run", "sparql": EULER_ADVISORS_QUERY})
-        return ToolCallReply("stop", {"thought": "done"})
-
-    llm = llm_server(reply)
-    wikidata = wikidata_server(sparql={EULER_ADVISORS_QUERY: select(["advisor"], [{"advisor": "Q124500"}])})
-    wikidata.add(*euler_entities())
+    llm, wikidata = euler_run(llm_server, wikidata_server)
     for name, value in (("OPENAI_BASE_URL", llm.base_url), ("OPENAI_API_KEY", "test"),
                         ("WIKIDATA_API_URL", wikidata.api_url), ("WIKIDATA_SPARQL_URL", wikidata.sparql_url)):
         monkeypatch.setenv(name, value)

@@ -83,6 +83,15 @@ class Reviewing:
         return {record.heading: record.status for record in self.rig.records().values()}
 
 
+def drafted(rig: BotRig, forum: str, name: str, *headings: str) -> Reviewing:
+    """The bot reviewing *forum*, after its first look, with a draft written for each question *headings* asks."""
+    review = Reviewing(rig, forum, name)
+    review.run()
+    ask(rig.mediawiki, forum, *(headings or ("Euler",)))
+    review.run()
+    return review
+
+
 def ask(mediawiki, forum: str, *headings: str) -> None:
     page = mediawiki.page_text(forum)
     for minute, heading in enumerate(headings):
@@ -124,10 +133,7 @@ def test_a_draft_is_posted_when_a_reviewer_approves_it_and_dropped_when_one_reje
 
 
 def test_the_edited_draft_is_posted_and_still_checked_by_mediawiki(mediawiki, forum, rig, request):
-    review = Reviewing(rig, forum, request.node.name)
-    review.run()
-    ask(mediawiki, forum, "Euler", "Euler again")
-    review.run()
+    review = drafted(rig, forum, request.node.name, "Euler", "Euler again")
     review.edit_draft(1, lambda text: text.replace(":The query lists",
                                                    ":Checked by the operator. The query lists"))
     review.mark(1, "{{approved}}")
@@ -163,10 +169,7 @@ def test_an_approval_by_someone_not_on_the_list_is_ignored(mediawiki, forum, rig
 
 
 def test_a_stale_draft_is_checked_again_and_dropped_with_its_reason(mediawiki, forum, rig, request):
-    review = Reviewing(rig, forum, request.node.name)
-    review.run()
-    ask(mediawiki, forum, "Euler", "Euler again")
-    review.run()
+    review = drafted(rig, forum, request.node.name, "Euler", "Euler again")
     page = mediawiki.page_text(forum)
     answer = f":Try {{{{SPARQL|query={EULER_ADVISORS_QUERY}}}}} {signature('Bob', 40)}\n"
     head, tail = page.split("\n\n== Euler again ==")
@@ -246,10 +249,7 @@ def inside_draft(line: str):
 @pytest.mark.parametrize("when", ["after the approval", "before the approval"])
 def test_a_change_to_the_draft_by_someone_not_a_reviewer_is_undone_and_never_posted(
         mediawiki, forum, rig, request, when):
-    review = Reviewing(rig, forum, request.node.name)
-    review.run()
-    ask(mediawiki, forum, "Euler")
-    review.run()
+    review = drafted(rig, forum, request.node.name, "Euler")
     inserted = ":INSERTED: run [https://query.wikidata.org/#DELETE%20WHERE this query] to check."
 
     def stranger(title, text, summary):
@@ -277,10 +277,7 @@ def test_a_change_to_the_draft_by_someone_not_a_reviewer_is_undone_and_never_pos
 
 
 def test_the_draft_is_posted_as_it_stood_when_the_reviewer_approved_it(mediawiki, forum, rig, request):
-    review = Reviewing(rig, forum, request.node.name)
-    review.run()
-    ask(mediawiki, forum, "Euler")
-    review.run()
+    review = drafted(rig, forum, request.node.name, "Euler")
     review.edit_draft(1, inside_draft(":Checked by the operator."))
     review.mark(1, "{{approved}}")
     review.edit_draft(1, inside_draft(":Added by the reviewer after approving."))
@@ -292,10 +289,7 @@ def test_the_draft_is_posted_as_it_stood_when_the_reviewer_approved_it(mediawiki
 
 def test_markup_that_shows_only_on_the_forum_is_posted_as_text_and_a_strangers_is_undone(
         mediawiki, forum, rig, request):
-    review = Reviewing(rig, forum, request.node.name)
-    review.run()
-    ask(mediawiki, forum, "Euler", "Euler again")
-    review.run()
+    review = drafted(rig, forum, request.node.name, "Euler", "Euler again")
     hidden = ":{{#ifeq:{{NAMESPACE}}|User||" + OVERLAY + "}}"
     change_draft(review, 1, inside_draft(hidden), lambda *edit: edit_as_stranger(mediawiki, *edit))
     review.edit_draft(2, inside_draft(hidden))  # a reviewer who did not see it either
@@ -309,10 +303,7 @@ def test_markup_that_shows_only_on_the_forum_is_posted_as_text_and_a_strangers_i
 
 
 def test_a_copied_section_or_a_moved_mark_approves_nothing(mediawiki, forum, rig, request):
-    review = Reviewing(rig, forum, request.node.name)
-    review.run()
-    ask(mediawiki, forum, "Euler", "Euler again")
-    review.run()
+    review = drafted(rig, forum, request.node.name, "Euler", "Euler again")
     review.mark(1, "{{approved}}")
     # The reviewer's approval of draft 1 moved under draft 2: it is the mover's mark there.
     text = review.text()
@@ -335,10 +326,7 @@ def test_a_copied_section_or_a_moved_mark_approves_nothing(mediawiki, forum, rig
 
 def test_with_the_state_lost_waiting_drafts_are_taken_up_numbers_never_reused_and_approvals_post_once(
         mediawiki, forum, rig, request):
-    review = Reviewing(rig, forum, request.node.name)
-    review.run()
-    ask(mediawiki, forum, "Euler", "Euler again", "Euler third")
-    review.run()
+    review = drafted(rig, forum, request.node.name, "Euler", "Euler again", "Euler third")
     review.mark(3, "{{rejected}}")
     review.run()
     rig.state_path().unlink()  # the recovery the bot advises for a damaged state file
@@ -363,10 +351,7 @@ def test_with_the_state_lost_waiting_drafts_are_taken_up_numbers_never_reused_an
 
 @pytest.mark.parametrize("who", ["a stranger", "a reviewer"])
 def test_a_removed_marker_silences_nothing_unless_a_reviewer_removed_it(mediawiki, forum, rig, request, who):
-    review = Reviewing(rig, forum, request.node.name)
-    review.run()
-    ask(mediawiki, forum, "Euler")
-    review.run()
+    review = drafted(rig, forum, request.node.name, "Euler")
     editor = (lambda *edit: edit_as_stranger(mediawiki, *edit)) if who == "a stranger" else \
         (lambda *edit: mediawiki.edit_as_human(*edit))
     change_draft(review, 1, lambda section: section.replace("<!-- draft 1 ends -->", ""), editor)
@@ -395,10 +380,7 @@ HIDING_WRAPPERS = [('<div style="display:none">', "</div>"), ('<font style="disp
 @pytest.mark.parametrize("wrapper", HIDING_WRAPPERS, ids=[opening[:40] for opening, _ in HIDING_WRAPPERS])
 def test_a_draft_hidden_by_a_stranger_in_its_section_is_restored_and_the_approval_given_then_counts_for_nothing(
         mediawiki, forum, rig, request, wrapper):
-    review = Reviewing(rig, forum, request.node.name)
-    review.run()
-    ask(mediawiki, forum, "Euler")
-    review.run()
+    review = drafted(rig, forum, request.node.name, "Euler")
     opening, closing = wrapper
     change_draft(review, 1, lambda section: section.replace(
         "<!-- draft 1 begins", f":Douglas Adams is alive.\n{opening}\n<!-- draft 1 begins", 1).replace(
@@ -416,10 +398,7 @@ def test_a_draft_hidden_by_a_stranger_in_its_section_is_restored_and_the_approva
 @pytest.mark.parametrize("wrapper", HIDING_WRAPPERS[:3], ids=[opening[:40] for opening, _ in HIDING_WRAPPERS[:3]])
 def test_a_draft_inside_an_element_a_stranger_left_open_above_it_is_not_posted_and_is_drafted_anew(
         mediawiki, forum, rig, request, wrapper):
-    review = Reviewing(rig, forum, request.node.name)
-    review.run()
-    ask(mediawiki, forum, "Euler", "Euler again")
-    review.run()
+    review = drafted(rig, forum, request.node.name, "Euler", "Euler again")
     # Below draft 1's end: an element left open hides draft 2, whose section nobody else touched.
     text = review.text()
     edit_as_stranger(mediawiki, review.page, text.replace("<!-- draft 1 ends -->", "<!-- draft 1 ends -->\n"
@@ -437,10 +416,7 @@ def test_a_draft_inside_an_element_a_stranger_left_open_above_it_is_not_posted_a
 
 
 def test_a_reviewer_may_rename_a_drafts_section_while_approving_it(mediawiki, forum, rig, request):
-    review = Reviewing(rig, forum, request.node.name)
-    review.run()
-    ask(mediawiki, forum, "Euler")
-    review.run()
+    review = drafted(rig, forum, request.node.name, "Euler")
     text = review.text().replace("== Draft 1 ==", "== Draft 1 (checked) ==", 1)
     mediawiki.edit_as_human(review.page, text.rstrip() + f"\n:{{{{approved}}}} {signature('Alice', 50)}\n", "ok")
     log = review.run()
@@ -451,10 +427,7 @@ def test_a_reviewer_may_rename_a_drafts_section_while_approving_it(mediawiki, fo
 
 
 def test_with_the_state_lost_a_renamed_forum_section_keeps_its_approved_draft(mediawiki, forum, rig, request):
-    review = Reviewing(rig, forum, request.node.name)
-    review.run()
-    ask(mediawiki, forum, "Euler")
-    review.run()
+    review = drafted(rig, forum, request.node.name, "Euler")
     rig.state_path().unlink()
     mediawiki.edit_as_human(forum, mediawiki.page_text(forum).replace("== Euler ==", "== Euler's advisors ==", 1),
                             "a clearer heading")

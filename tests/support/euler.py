@@ -33,3 +33,19 @@ def euler_entities() -> list[dict]:
         entity("P582", "end time", "moment when an entity ceases to exist", datatype="time"),
         entity("P214", "VIAF ID", "identifier for the Virtual International Authority File", datatype="external-id"),
     ]
+
+
+def euler_run(llm_server, wikidata_server):
+    """A model that runs :data:`EULER_ADVISORS_QUERY` then stops, and a Wikidata that answers it with Johann
+    Bernoulli (*llm_server* and *wikidata_server* are the fixtures of the same names): the servers, started."""
+    from tests.support.llm_server import ToolCallReply
+    from tests.support.wikidata_server import select
+
+    def reply(body):
+        if not any(message["role"] == "tool" for message in body["messages"]):
+            return ToolCallReply("execute_sparql", {"thought": "run", "sparql": EULER_ADVISORS_QUERY})
+        return ToolCallReply("stop", {"thought": "done"})
+
+    wikidata = wikidata_server(sparql={EULER_ADVISORS_QUERY: select(["advisor"], [{"advisor": "Q124500"}])})
+    wikidata.add(*euler_entities())
+    return llm_server(reply), wikidata
