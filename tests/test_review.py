@@ -451,3 +451,21 @@ def test_a_strip_marker_planted_on_the_review_page_silences_no_draft(mediawiki, 
     review.mark(1, "{{approved}}")
     review.run()
     assert review.drafts()["Euler"][0] == "posted"
+
+
+@pytest.mark.parametrize("change", [
+    lambda section: section.replace("\n:{{SPARQL", "\n== Looks good ==\n:{{SPARQL", 1),  # splits the section
+    lambda section: section.replace("<!-- draft 1 begins", "<!-- draft 1 begins!", 1),  # its marker, changed
+    lambda section: section.split("\n", 1)[0] + "\n",  # everything but the heading, gone
+], ids=["a heading inside", "the marker changed", "the section emptied"])
+def test_a_strangers_change_to_a_drafts_structure_is_undone_and_the_draft_still_posts(
+        mediawiki, forum, rig, request, change):
+    review = drafted(rig, forum, request.node.name, "Euler")
+    change_draft(review, 1, change, lambda *edit: edit_as_stranger(mediawiki, *edit))
+    log = review.run()
+    assert "'''Restored'''" in review.text() and review.drafts()["Euler"][0] == "drafted", log[-3000:]
+    review.mark(1, "{{approved}}")
+    review.run()
+    assert review.drafts()["Euler"][0] == "posted"
+    posted = section_text(mediawiki.page_text(forum), "Euler")
+    assert "Looks good" not in posted and posted.count("{{SPARQL|") == 1
