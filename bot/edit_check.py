@@ -26,13 +26,13 @@ that will store the edit is asked, through pywikibot's API request:
   opacity, cut off, positioned or pushed away: :func:`bot.styles.hiding`),
   its class (a collapsed block) or missing altogether (``<includeonly>``),
   and the last heading before it must be the asker's, itself shown;
-* the reply must stay inside its own box: rendered alone, none of its
-  elements (the bot's own or an approved draft's) may move out of the flow
-  or over other text, or hide what it holds (:func:`bot.styles.moving`,
-  :func:`bot.styles.hiding`), beyond the declarations the bot's own markup
-  renders with on this wiki, nor carry a class that markup does not bring
-  (a wiki's style sheets can move or hide anything by class), nor leave an
-  element open around the text that follows it.
+* the reply must stay inside its own box: rendered alone, each of its
+  elements may carry only a style and classes the bot's own markup renders
+  with on this wiki (measured once on a sample reply): what a style does is
+  never read, so no spelling of one can pass; nor may it leave an element
+  open around the text that follows it.  Every reply, an approved draft
+  included, is markup the bot renders itself (:mod:`bot.approved`): this is
+  the second line.
 
 Any difference raises :class:`EditRefused` naming it; nothing is saved.
 """
@@ -50,7 +50,7 @@ import pywikibot
 
 from bot.forum import in_forum
 from bot.reply_sample import sample_reply
-from bot.styles import declarations, hiding, moving
+from bot.styles import declarations, hiding
 
 QUERY_SERVICE = "https://query.wikidata.org/"
 #: Markup a reply may hold: the query template, entity templates and the signature.
@@ -121,9 +121,9 @@ class Allowance:
     links: frozenset[str]
     #: The forum page: a link to it or to one of its archive pages is the reply's.
     forum: str = ""
-    #: The classes and style declarations the bot's own markup renders with on this wiki.
+    #: The classes and inline styles (:func:`style_key`) the bot's own markup renders with on this wiki.
     classes: frozenset[str] = frozenset()
-    declarations: frozenset[tuple[str, str]] = frozenset()
+    styles: frozenset[str] = frozenset()
 
     def allows_link(self, title: str) -> bool:
         return title in self.links or bool(ENTITY_LINK.match(title)) or bool(self.forum) and in_forum(title, self.forum)
@@ -181,8 +181,13 @@ def measure_allowance(site: pywikibot.site.APISite, title: str, markup: str = ""
     elements = _Elements.of(parsed.get("text", ""))
     return Allowance(templates=sample.templates, links=sample.links, forum=title,
                      classes=frozenset(name for element in elements for name in element.classes),
-                     declarations=frozenset(item for element in elements
-                                            for item in declarations(element.style).items()))
+                     styles=frozenset(style_key(element.style) for element in elements))
+
+
+def style_key(style: str) -> str:
+    """An inline style as a browser applies it (:func:`bot.styles.declarations`), written one way: two spellings of
+    the same style have the same key."""
+    return ";".join(f"{name}:{value}" for name, value in declarations(style).items())
 
 
 def differences(old: Rendering, new: Rendering, allowance: Allowance, reply_collapsibles: int,
@@ -496,13 +501,10 @@ class _Elements(_OpenElements):
 
 
 def _out_of_box(element: Element, allowance: Allowance) -> str | None:
-    """Why *element* of a reply may render outside the reply or over other text, or hide what it holds: a style
-    that moves or hides it (beyond the declarations the bot's own markup has), a class the bot's own markup does
-    not bring (a wiki's style sheets may move or hide anything by class)."""
-    kept = ";".join(f"{name}:{value}" for name, value in declarations(element.style).items()
-                    if (name, value) not in allowance.declarations)
-    if reason := moving(kept) or hiding(kept):
-        return f'<{element.tag} style="{element.style.strip()[:80]}"> ({reason})'
+    """Why *element* of a reply is not one the bot's own markup makes: a style or a class that markup does not bring
+    on this wiki (a style may move or hide anything, and a wiki's style sheets may by class), or ``hidden``."""
+    if style_key(element.style) not in allowance.styles:
+        return f'<{element.tag} style="{element.style.strip()[:80]}"> (a style the bot\'s own markup does not use)'
     for name in element.classes:
         if name not in allowance.classes and name not in PARSER_CLASSES and not (
                 element.in_highlight and not element.style and _HIGHLIGHT_TOKEN.fullmatch(name)):

@@ -1,9 +1,13 @@
-"""What an element's inline style does to a reader: whether it hides what the element holds, or takes it out of
-the box it stands in.
+"""What an element's inline style does to a reader: whether it hides what the element holds.
+
+The bot's own replies are never judged by it (their elements may carry only
+the styles the bot's own markup renders with: :mod:`bot.edit_check`); it
+reads the page around a reply, which anyone may have written: whether an
+element someone left open above the reply's place would hide it.
 
 MediaWiki's sanitizer lets a page give any element a ``style`` attribute (it
 decodes CSS escapes and drops comments and a few dangerous constructs, no
-more), so both questions are asked of the declarations as a browser reads
+more), so the question is asked of the declarations as a browser reads
 them: the last one of a property wins, names are case-insensitive, and a
 value is a number with a unit.  "Hidden" covers near-zero values too
 (``font-size:0.01px``, ``opacity:0.02``, ``height:1px`` with its overflow
@@ -29,10 +33,6 @@ _ESCAPE = re.compile(r"\\([0-9a-fA-F]{1,6})\s?|\\(.)")
 #: A colour no one can see: ``transparent``, or an alpha of zero.
 _TRANSPARENT = re.compile(r"transparent|(?:rgb|hsl)a?\(.*[,/]\s*0*(?:\.0*)?%?\s*\)|#[0-9a-f]{3}0|#[0-9a-f]{6}00")
 _SIZED = ("font-size", "height", "max-height", "width", "max-width", "line-height")
-#: Properties that move an element from where the flow puts it, or lay it over other text.
-_MOVING = ("position", "top", "right", "bottom", "left", "inset", "inset-block", "inset-inline", "inset-block-start",
-           "inset-block-end", "inset-inline-start", "inset-inline-end", "z-index", "transform", "translate",
-           "rotate", "scale", "float", "offset", "offset-path", "offset-distance")
 
 
 def declarations(style: str) -> dict[str, str]:
@@ -107,19 +107,3 @@ def hiding(style: str) -> str | None:
     if spacing is not None and spacing < -MIN_READABLE_PX / 2:
         return f"letter-spacing:{values['letter-spacing']}"
     return _negative_margin(values, MAX_OUTDENT_PX)
-
-
-def moving(style: str) -> str | None:
-    """Why *style* takes the element out of the box it stands in or lays it over other text (positioned, offset,
-    transformed, floated, any negative margin, sized by the window), in CSS; ``None`` when it does not."""
-    values = declarations(style)
-    for name in _MOVING:
-        if name in values and not (name == "position" and values[name] == "static") \
-                and not (name == "float" and values[name] == "none"):
-            return f"{name}:{values[name]}"
-    if margin := _negative_margin(values, 0.0):
-        return margin
-    for name, value in values.items():
-        if re.search(r"\d(?:vw|vh|vmin|vmax|dvh|svh|lvh|dvw|svw|lvw)\b", value):
-            return f"{name}:{value}"
-    return None
