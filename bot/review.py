@@ -201,9 +201,11 @@ def draft_section(number: int, forum_title: str, heading: str, reply: str, origi
     shown = encode(heading, cell=True).replace("]", "&#93;")
     # The marks are spelt, not wrapped in <nowiki>: an extension tag's strip marker can be taken by a look-alike
     # anyone saves on the page, and MediaWiki's check of the edit would then refuse every draft.
-    intro = (f"Reply to [[{forum_title}#{shown}|{shown}]], written by the bot and waiting for review: add "
-             f"<code>{encode('{{approved}}')}</code> to this section to post it (edit the draft first if "
-             f"needed) or <code>{encode('{{rejected}}')}</code> to drop it.~~~~")
+    intro = (f"Reply to [[{forum_title}#{shown}|{shown}]], written by the bot for review: add "
+             f"<code>{encode('{{approved}}')}</code> to this section to post it, or "
+             f"<code>{encode('{{rejected}}')}</code> to drop it. Before approving you may edit its words, its "
+             "query and its table's rows: the bot posts them as text, as it renders every reply (other markup "
+             "shows as text too). ~~~~")
     news = f"{news}\n" if news else ""
     return (f"== Draft {number} ==\n{intro}\n{news}{origin.comment(number)}\n{_begins(number)}\n"
             f"{reply[:-len(SIGNATURE)]}\n{_ends(number)}")
