@@ -929,10 +929,15 @@ def test_sigkill_at_every_write_point_of_the_review_step_loses_no_draft_and_doub
         review.run()
         review.mark(1, "{{approved}}")
 
-    def kill(params) -> None:
-        current["process"].kill()
+    saved_before = {revision["revid"] for revision in rig.bot.bot_edits(target)}
 
-    rig.wiki.add(Fault(f"kill {point}", wiki_action("edit", title=target), kill, when="after"))
+    def kill(params) -> None:
+        # Once the wiki has stored the bot's edit: an answer to a request that stored nothing (one pywikibot sent
+        # again after a timeout or a database error, while the first was still at work) goes on to the bot.
+        if {revision["revid"] for revision in rig.bot.bot_edits(target)} - saved_before:
+            current["process"].kill()
+
+    rig.wiki.add(Fault(f"kill {point}", wiki_action("edit", title=target), kill, when="after", times=100))
     current["process"] = rig.start(page, "--once", "--live", "--config", str(rig.bot.directory / "bot.ini"))
     rig.logs.extend(current["process"].communicate(timeout=300))
     assert current["process"].returncode == -signal.SIGKILL, rig.logs[-1][-3000:]
@@ -951,6 +956,44 @@ def test_sigkill_at_every_write_point_of_the_review_step_loses_no_draft_and_doub
     assert review.sections() == {"Euler": "answered"}
     assert text.count("'''Posted'''") == 1
     FIGURES["review kill trials"] += 1
+
+
+@pytest.mark.xfail(strict=True, reason="the drafts the state does not know are looked for once, at the start of a "
+                   "pass: a draft that reaches the review page after that look is numbered over and never taken up")
+def test_a_draft_whose_save_lands_after_the_restarted_bot_looked_for_lost_drafts_is_not_drafted_twice(rig):
+    from tests.test_review import Reviewing
+
+    page = "Wikidata:Faults/review kill, the draft's save late"
+    rig.mediawiki.human().edit(page, LEAD)
+    review = Reviewing(rig.bot, page, "kill, the draft's save late")
+    review.run()  # the first look
+    rig.mediawiki.human().edit(page, LEAD + question("Euler", "Who advised Euler?", 5))
+    current: dict = {}
+    release, stored = threading.Event(), threading.Event()
+
+    def kill_and_hold(params) -> None:  # the bot dies with its save sent; the wiki stores it later
+        current["process"].kill()
+        assert release.wait(300)
+
+    rig.wiki.add(Fault("kill, the draft's save held", wiki_action("edit", title=review.page), kill_and_hold))
+    rig.wiki.add(Fault("the held save stored", wiki_action("edit", title=review.page), lambda params: stored.set(),
+                       when="after"))
+    current["process"] = rig.start(page, "--once", "--live", "--config", str(rig.bot.directory / "bot.ini"))
+    rig.logs.extend(current["process"].communicate(timeout=300))
+    assert current["process"].returncode == -signal.SIGKILL, rig.logs[-1][-3000:]
+
+    def land_the_held_save() -> None:  # the restarted bot has looked for lost drafts; its agent is at work
+        rig.hooks.pop("model")
+        release.set()
+        wait_for(stored.is_set, 120, "the held save")
+
+    rig.hooks["model"] = land_the_held_save
+    rig.logs.append(review.run())
+    review.mark(1, "{{approved}}")
+    rig.logs.append(review.run())
+    text = review.text()
+    assert text.count("== Draft 1 ==") == 1 and "== Draft 2 ==" not in text, rig.logs[-1][-3000:]
+    assert count_replies(rig.mediawiki.page_text(page), "Euler") == 1, rig.logs[-1][-3000:]
 
 
 # --- identity across lost state -------------------------------------------------------------------------------
