@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import base64
 import signal
+import sqlite3
 import subprocess
 import threading
 import time
@@ -190,26 +191,37 @@ def count_replies(text: str, heading: str) -> int:
 
 # --- SIGKILL at every write point ---------------------------------------------------------------------------
 
-def _kill_after_journal(process: subprocess.Popen, state: Path, hits: Counter) -> None:
-    """Kill *process* as soon as its SQLite state has a write transaction open (its journal exists)."""
-    journals = [state.with_name(state.name + suffix) for suffix in ("-journal", "-wal")]
-    deadline = time.monotonic() + 20
-    while process.poll() is None and time.monotonic() < deadline:
-        if any(journal.exists() for journal in journals):
-            process.kill()
-            hits["killed during a state write"] += 1
-            return
-    if process.poll() is None:
-        process.kill()
+def _kill_in_the_next_state_write(process: subprocess.Popen, state: Path, hits: Counter) -> threading.Thread:
+    """Kill *process* inside its next write to its SQLite state, whatever the machine's speed.
+
+    A reader's lock on the state, taken now, lets the write begin (its rollback journal is written) and keeps it
+    from committing (the commit waits for the lock); the process is killed once the journal exists, then the lock
+    is let go.  The thread that does so is returned, to be joined.
+    """
+    journal = state.with_name(state.name + "-journal")
+    reader = sqlite3.connect(state, isolation_level=None, check_same_thread=False)
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM sqlite_master").fetchone()  # a shared lock, held until the rollback
+
+    def kill_in_the_write() -> None:
+        try:
+            wait_for(lambda: journal.exists() or process.poll() is not None, 120, "a state write")
+            if process.poll() is None:
+                process.kill()
+                hits["killed during a state write"] += 1
+        finally:
+            reader.rollback()
+            reader.close()
+
+    thread = threading.Thread(target=kill_in_the_write, daemon=True)
+    thread.start()
+    return thread
 
 
 @pytest.mark.parametrize("point", ["agent run", "after the save", "state write", "page read"])
 def test_sigkill_at_every_write_point_loses_nothing_and_doubles_nothing(rig, point):
     human = rig.mediawiki.human()
-    trials = 0
-    for trial in range(3 * KILL_TRIALS):  # a state-write kill can miss its window: that attempt is not a trial
-        if trials == KILL_TRIALS:
-            break
+    for trial in range(KILL_TRIALS):
         page = f"Wikidata:Faults/kill {point} {trial}"
         state = f"kill-{point.replace(' ', '-')}-{trial}.sqlite"
         human.edit(page, LEAD + question("Euler", "Who advised Euler?", trial))
@@ -225,9 +237,9 @@ def test_sigkill_at_every_write_point_loses_nothing_and_doubles_nothing(rig, poi
         elif point == "after the save":
             rig.wiki.add(Fault("kill after save", wiki_action("edit", title=page), kill, when="after"))
         elif point == "state write":
-            rig.wiki.add(Fault("kill in state write", wiki_action("edit", title=page), lambda params: threading.Thread(
-                target=_kill_after_journal, args=(current["process"], rig.bot.state_path(state), FIGURES),
-                daemon=True).start(), when="after"))
+            rig.wiki.add(Fault("kill in state write", wiki_action("edit", title=page), lambda params: current.update(
+                killer=_kill_in_the_next_state_write(current["process"], rig.bot.state_path(state), FIGURES)),
+                when="after"))
         else:
             reads = Counter()
 
@@ -241,9 +253,8 @@ def test_sigkill_at_every_write_point_loses_nothing_and_doubles_nothing(rig, poi
             rig.wiki.add(Fault("kill in page read", page_read, kill))
         current["process"] = rig.start(page, "--once", "--live", "--backlog", state=state)
         rig.logs.extend(current["process"].communicate(timeout=300))
-        if point == "state write" and current["process"].returncode == 0:
-            FIGURES["state-write kills that missed the window"] += 1
-            continue
+        if "killer" in current:
+            current["killer"].join(timeout=120)
         assert current["process"].returncode == -signal.SIGKILL, f"trial {trial}: the bot was not killed"
         rig.wiki.clear()
         rig.hooks.pop("model", None)
@@ -253,13 +264,11 @@ def test_sigkill_at_every_write_point_loses_nothing_and_doubles_nothing(rig, poi
         text = rig.mediawiki.page_text(page)
         replies = count_replies(text, "Euler")
         FIGURES["kill trials"] += 1
-        trials += 1
         FIGURES["double replies"] += max(0, replies - 1)
         FIGURES["unanswered sections"] += replies == 0
         assert replies == 1, f"trial {trial}: {replies} replies\n{stderr[-3000:]}"
         assert rig.bot.integrity(state) == "ok"
         assert [status for status, _ in rig.statuses(page, state).values()] == ["answered"], stderr[-3000:]
-    assert trials == KILL_TRIALS
 
 
 # --- human edits racing the bot ------------------------------------------------------------------------------
@@ -269,15 +278,13 @@ def test_sigkill_at_every_write_point_loses_nothing_and_doubles_nothing(rig, poi
 def test_human_edits_racing_the_bot_are_never_lost(rig, race):
     human = rig.mediawiki.human()
     same_second = 0
-    for trial in range(RACE_TRIALS + 4):  # same second: a few more trials until one lands in the same second
-        if trial >= RACE_TRIALS and (race != "same second as the revision read" or same_second):
-            break
+    for trial in range(RACE_TRIALS):
         page = f"Wikidata:Faults/race {race} {trial}"
         other = question("Other", "{{nobots}} An older question, for humans.", 1)
         human.edit(page, LEAD + other + question("Euler", "Who advised Euler?", 2))
         added: list[str] = []
 
-        def human_edit(where: str) -> dict:
+        def human_edit(where: str, at: str | None = None) -> dict:
             text = rig.mediawiki.page_text(page)
             snippet = f"Human text {len(added)} of trial {trial}: <b>kept</b> & ~ [[User:Alice|Alice]]"
             added.append(snippet)
@@ -287,7 +294,7 @@ def test_human_edits_racing_the_bot_are_never_lost(rig, race):
                 text = text.replace("\n== Euler ==", f"\n== Inserted {trial} ==\n{snippet}\n\n== Euler ==", 1)
             else:
                 text = text.rstrip("\n") + "\n::" + snippet + "\n"
-            return human.edit(page, text, "a human edit racing the bot")
+            return human.edit(page, text, "a human edit racing the bot", at=at)
 
         rig.wiki.clear()
         rig.hooks.pop("model", None)
@@ -313,12 +320,14 @@ def test_human_edits_racing_the_bot_are_never_lost(rig, race):
                     return reads["n"] == 2  # the re-read just before the save
                 return False
 
-            # Right before the bot's re-read a human saves revision R; the bot reads R; right after the wiki
-            # answered that read (the same second), and before the bot's save, the human saves again.
+            # Right before the bot's re-read a human saves revision R; the bot reads R; once the wiki has answered
+            # that read, and before the bot's save, the human saves again, stamped by the wiki with R's second
+            # (its clock set for that edit): the same second, however long the machine took in between.
             rig.wiki.add(Fault("human edit before the read", reread,
                                lambda params: stamps.append(human_edit("other")["newtimestamp"])))
             rig.wiki.add(Fault("human edit in the same second", lambda path, params: is_read(params)
-                               and reads["n"] == 2, lambda params: stamps.append(human_edit("end")["newtimestamp"]),
+                               and reads["n"] == 2,
+                               lambda params: stamps.append(human_edit("end", at=stamps[0])["newtimestamp"]),
                                when="after"))
         done = rig.run(page, "--once", "--live", "--backlog", state=f"race-{trial}-{len(race)}.sqlite")
         stderr = done.stderr
@@ -330,7 +339,8 @@ def test_human_edits_racing_the_bot_are_never_lost(rig, race):
         replies = count_replies(text, "Euler")
         FIGURES["double replies"] += max(0, replies - 1)
         FIGURES["unanswered sections"] += replies == 0
-        if race == "same second as the revision read" and len(stamps) == 2 and stamps[0] == stamps[1]:
+        if race == "same second as the revision read":
+            assert len(stamps) == 2 and stamps[0] == stamps[1], f"trial {trial}: human edits at {stamps}"
             same_second += 1
         assert added, f"trial {trial}: no human edit was made"
         assert lost == 0, f"trial {trial}: human text lost\n{stderr[-3000:]}"
@@ -338,7 +348,6 @@ def test_human_edits_racing_the_bot_are_never_lost(rig, race):
         assert count_replies(text, "Other") == 0
     if race == "same second as the revision read":
         FIGURES["same-second human edits"] += same_second
-        assert same_second >= 1, "no human edit landed in the same second as the revision the bot read"
 
 
 # --- faults with the watcher running -------------------------------------------------------------------------
@@ -524,7 +533,8 @@ def test_a_second_stop_signal_during_a_save_stops_cleanly_and_the_save_is_record
 
     def two_signals(params) -> None:  # a supervisor repeating its SIGTERM, while the wiki stores the reply
         current["process"].send_signal(signal.SIGTERM)
-        time.sleep(1)
+        # The second once the first was taken (two signals pending together are delivered once).
+        wait_for(lambda: log.count("then stopping"), 120, "the first SIGTERM to be taken", log.death)
         current["process"].send_signal(signal.SIGTERM)
 
     watcher = current["process"] = rig.start(page, "--live", "--config", str(rig.bot.directory / "bot.ini"))
@@ -919,10 +929,15 @@ def test_sigkill_at_every_write_point_of_the_review_step_loses_no_draft_and_doub
         review.run()
         review.mark(1, "{{approved}}")
 
-    def kill(params) -> None:
-        current["process"].kill()
+    saved_before = {revision["revid"] for revision in rig.bot.bot_edits(target)}
 
-    rig.wiki.add(Fault(f"kill {point}", wiki_action("edit", title=target), kill, when="after"))
+    def kill(params) -> None:
+        # Once the wiki has stored the bot's edit: an answer to a request that stored nothing (one pywikibot sent
+        # again after a timeout or a database error, while the first was still at work) goes on to the bot.
+        if {revision["revid"] for revision in rig.bot.bot_edits(target)} - saved_before:
+            current["process"].kill()
+
+    rig.wiki.add(Fault(f"kill {point}", wiki_action("edit", title=target), kill, when="after", times=100))
     current["process"] = rig.start(page, "--once", "--live", "--config", str(rig.bot.directory / "bot.ini"))
     rig.logs.extend(current["process"].communicate(timeout=300))
     assert current["process"].returncode == -signal.SIGKILL, rig.logs[-1][-3000:]
@@ -941,6 +956,44 @@ def test_sigkill_at_every_write_point_of_the_review_step_loses_no_draft_and_doub
     assert review.sections() == {"Euler": "answered"}
     assert text.count("'''Posted'''") == 1
     FIGURES["review kill trials"] += 1
+
+
+@pytest.mark.xfail(strict=True, reason="the drafts the state does not know are looked for once, at the start of a "
+                   "pass: a draft that reaches the review page after that look is numbered over and never taken up")
+def test_a_draft_whose_save_lands_after_the_restarted_bot_looked_for_lost_drafts_is_not_drafted_twice(rig):
+    from tests.test_review import Reviewing
+
+    page = "Wikidata:Faults/review kill, the draft's save late"
+    rig.mediawiki.human().edit(page, LEAD)
+    review = Reviewing(rig.bot, page, "kill, the draft's save late")
+    review.run()  # the first look
+    rig.mediawiki.human().edit(page, LEAD + question("Euler", "Who advised Euler?", 5))
+    current: dict = {}
+    release, stored = threading.Event(), threading.Event()
+
+    def kill_and_hold(params) -> None:  # the bot dies with its save sent; the wiki stores it later
+        current["process"].kill()
+        assert release.wait(300)
+
+    rig.wiki.add(Fault("kill, the draft's save held", wiki_action("edit", title=review.page), kill_and_hold))
+    rig.wiki.add(Fault("the held save stored", wiki_action("edit", title=review.page), lambda params: stored.set(),
+                       when="after"))
+    current["process"] = rig.start(page, "--once", "--live", "--config", str(rig.bot.directory / "bot.ini"))
+    rig.logs.extend(current["process"].communicate(timeout=300))
+    assert current["process"].returncode == -signal.SIGKILL, rig.logs[-1][-3000:]
+
+    def land_the_held_save() -> None:  # the restarted bot has looked for lost drafts; its agent is at work
+        rig.hooks.pop("model")
+        release.set()
+        wait_for(stored.is_set, 120, "the held save")
+
+    rig.hooks["model"] = land_the_held_save
+    rig.logs.append(review.run())
+    review.mark(1, "{{approved}}")
+    rig.logs.append(review.run())
+    text = review.text()
+    assert text.count("== Draft 1 ==") == 1 and "== Draft 2 ==" not in text, rig.logs[-1][-3000:]
+    assert count_replies(rig.mediawiki.page_text(page), "Euler") == 1, rig.logs[-1][-3000:]
 
 
 # --- identity across lost state -------------------------------------------------------------------------------

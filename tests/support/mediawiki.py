@@ -153,6 +153,18 @@ class MediaWiki:
         return self.api(action="parse", text=wikitext, contentmodel="wikitext", prop="text")["parse"]["text"]
 
 
+#: The request header that sets the wiki's clock for that request alone (:meth:`HumanEditor.edit`'s *at*).
+CLOCK_HEADER = "X-Test-Clock"
+#: The test wiki reads its clock from that header (``HTTP_X_TEST_CLOCK`` to PHP) when a request carries one:
+#: MediaWiki takes the timestamps it stores (a revision's, a recent change's) from ``ConvertibleTimestamp``,
+#: whose clock tests may set.  The bot never sends it, and ``php -S`` runs the settings afresh for each request,
+#: so no other request is touched.
+CLOCK_SETTING = (
+    "if ( isset( $_SERVER['HTTP_X_TEST_CLOCK'] ) ) {\n"
+    "\tWikimedia\\Timestamp\\ConvertibleTimestamp::setFakeTime( $_SERVER['HTTP_X_TEST_CLOCK'] );\n"
+    "}\n"
+)
+
 #: The server as a production one runs: compiled code kept (OPcache), and APCu for MediaWiki's object cache
 #: (``CACHE_ACCEL``), which keeps SyntaxHighlight's Pygments output instead of running ``pygmentize`` again for
 #: every ``{{SPARQL}}`` block of every parse.  The forked workers share both.  Sessions stay in the database:
@@ -231,19 +243,24 @@ class HumanEditor:
         assert done["login"]["result"] == "Success", done
         return editor
 
-    def call(self, post: bool = False, **params: str) -> dict:
+    def call(self, post: bool = False, headers: dict[str, str] | None = None, **params: str) -> dict:
         data = urllib.parse.urlencode({"format": "json", "formatversion": "2", **params})
         if post:
-            request = urllib.request.Request(self.api_url, data=data.encode())
+            request = urllib.request.Request(self.api_url, data=data.encode(), headers=headers or {})
         else:
-            request = urllib.request.Request(f"{self.api_url}?{data}")
+            request = urllib.request.Request(f"{self.api_url}?{data}", headers=headers or {})
         with self.opener.open(request, timeout=60) as response:
             return json.load(response)
 
-    def edit(self, title: str, text: str, summary: str = "human edit") -> dict:
-        """Save *text*; returns MediaWiki's ``edit`` result (``newrevid``, ``newtimestamp``)."""
+    def edit(self, title: str, text: str, summary: str = "human edit", at: str | None = None) -> dict:
+        """Save *text*; returns MediaWiki's ``edit`` result (``newrevid``, ``newtimestamp``).
+
+        *at* (a timestamp MediaWiki reads, e.g. another edit's ``newtimestamp``) is the time the wiki stamps this
+        edit with, whenever it is made: two edits in the same second, however slow the machine.
+        """
         token = self.call(action="query", meta="tokens")["query"]["tokens"]["csrftoken"]
-        done = self.call(post=True, action="edit", title=title, text=text, summary=summary, token=token)
+        done = self.call(post=True, headers={CLOCK_HEADER: at} if at else None, action="edit", title=title,
+                         text=text, summary=summary, token=token)
         assert done.get("edit", {}).get("result") == "Success", done
         return done["edit"]
 
@@ -306,6 +323,7 @@ def mediawiki() -> MediaWiki:
                 "$wgEnableBotPasswords = true;\n$wgMainCacheType = CACHE_ACCEL;\n$wgSessionCacheType = CACHE_DB;\n"
                 "$wgRateLimits = [];\n"
                 f"$wgRawHtml = false;\n$wgPygmentizePath = '{pygmentize}';\n"
+                + CLOCK_SETTING
             )
         wiki.php("createAndPromote.php", "--bot", BOT_USER, "BotAccountPassword123")
         wiki.php("createAndPromote.php", HUMAN_USER, "HumanAccountPassword123")
