@@ -407,17 +407,34 @@ class Review:
     def next_number(self) -> int:
         """A number no draft ever had: above the state's, the review page's and the bot's edit summaries there
         (a lost state file starts counting again, the review page keeps its drafts)."""
-        used = [self.drafts.next_number() - 1]
-        if self.page.latest_revision() is not None:
-            used += numbers_on(self.page.read()[0])
-            used += [int(found[1]) for edit in own_revisions(self.page.site, self.page.title, self.page.username)
-                     if (found := _DRAFT_SUMMARY.match(edit.comment))]
-        return max(used) + 1
+        return max([self.drafts.next_number() - 1, *self._numbers_seen()]) + 1
+
+    def _numbers_seen(self) -> set[int]:
+        """The draft numbers on the review page and in the bot's edit summaries there."""
+        if self.page.latest_revision() is None:
+            return set()
+        return {*numbers_on(self.page.read()[0]),
+                *(int(found[1]) for edit in own_revisions(self.page.site, self.page.title, self.page.username)
+                  if (found := _DRAFT_SUMMARY.match(edit.comment)))}
 
     def submit(self, key: str, section: Section, kind: str, reply: str, summary: str, language: str = "") -> str:
         """Put *reply* (in *language*) on the review page as a draft; the outcome's status (``drafted``,
-        ``previewed``, …)."""
-        number = self.next_number()
+        ``previewed``, …).
+
+        A draft of the bot's that the state does not know (its save reached the wiki after this pass looked for
+        such drafts: a bot killed with its save sent, and restarted at once) is taken up first; when it answers
+        this section, the question is drafted already, and nothing is written."""
+        seen = self._numbers_seen()
+        if any(self.drafts.get(number) is None for number in seen):
+            self.recover(look_again=True)
+            earlier = self.drafts.latest(self.forum.title, key)
+            if earlier is not None and earlier.status in WAITING and earlier.number in seen:
+                self.state.set_status(self.forum.title, key, SectionStatus.DRAFTED,
+                                      f"draft {earlier.number} on {self.page.title}")
+                log.info("%r: drafted already as draft %d on %s (taken up again)", section.heading, earlier.number,
+                         self.page.title)
+                return "drafted"
+        number = max([self.drafts.next_number() - 1, *seen]) + 1
         origin = Origin(self.forum.title, section.heading, section.fingerprint, kind, digest(section), summary,
                         language, section.question)
         text = draft_section(number, self.forum.title, section.heading, reply, origin, self._news(key, section))
@@ -430,19 +447,20 @@ class Review:
             return "drafted"
         return outcome.status
 
-    def recover(self) -> Counter:
+    def recover(self, look_again: bool = False) -> Counter:
         """Take up the drafts the state does not know (a lost state file took their records with it, or the
         bot was stopped between writing a draft and recording it), from the bot's own revisions of the review
         page: one still waiting there is waiting again, for the forum section it was written for (its record
         is found again by its fingerprint, see :meth:`bot.planner.PlannedRecords.adoptable`); one whose outcome
-        the bot wrote there is recorded as closed."""
+        the bot wrote there is recorded as closed.  Once a pass, unless *look_again*, only when the bot's latest
+        edit there is a draft the state does not know."""
         done: Counter = Counter()
         if self.page.latest_revision() is None:
             return done
         latest = own_revisions(self.page.site, self.page.title, self.page.username, latest_only=True)
         found = _DRAFT_SUMMARY.match(latest[-1].comment) if latest else None
-        if found is None or self.drafts.get(int(found[1])) is not None:  # the state knows the bot's last edit
-            return done
+        if not look_again and (found is None or self.drafts.get(int(found[1])) is not None):
+            return done  # the state knows the bot's last edit
         edits: dict[int, list] = {}
         for edit in own_revisions(self.page.site, self.page.title, self.page.username):
             if (found := _DRAFT_SUMMARY.match(edit.comment)) is not None:

@@ -958,8 +958,6 @@ def test_sigkill_at_every_write_point_of_the_review_step_loses_no_draft_and_doub
     FIGURES["review kill trials"] += 1
 
 
-@pytest.mark.xfail(strict=True, reason="the drafts the state does not know are looked for once, at the start of a "
-                   "pass: a draft that reaches the review page after that look is numbered over and never taken up")
 def test_a_draft_whose_save_lands_after_the_restarted_bot_looked_for_lost_drafts_is_not_drafted_twice(rig):
     from tests.test_review import Reviewing
 
