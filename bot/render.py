@@ -242,21 +242,31 @@ def header_ids(result: AgentResult) -> list[str]:
     return sorted(set(column_subjects(result.final_sparql or "").values()))
 
 
-def _names_it(name: str, label: str) -> bool:
-    """The variable's name already is the label's word (``?einwohnerzahl`` for "Einwohnerzahl"), or part of it."""
-    said, meant = (fold(re.sub(r"[\W_]+", "", text)) for text in (header_words(name), label))
-    return bool(said) and (said in meant or meant in said)
+def _spelt(text: str) -> str:
+    """*text* as a variable's name could spell it: letters and digits alone, case and accents folded."""
+    return fold(re.sub(r"[\W_]+", "", text))
+
+
+def _labelled(words: str, label: str) -> str:
+    """A column's header when *label* says what it holds: the label as the knowledge base writes it (its accents and
+    capitals), with the units the name gives (*words*, the name as words); where the name says more than the label
+    (``?einwohnerzahl_2020`` for "Einwohnerzahl"), the name's words with those that spell the label written as it."""
+    units = [word for word in words.split() if word in _UNITS.values() and word not in label]
+    said = [word for word in words.split() if word not in units]
+    for start in range(len(said)):
+        for end in range(start + 1, len(said) + 1):
+            if (start, end) != (0, len(said)) and _spelt(" ".join(said[start:end])) == _spelt(label):
+                return " ".join([*said[:start], label, *said[end:], *units])
+    return " ".join([label, *units])
 
 
 def _header(name: str, pid: str | None, labels: dict[str, str], translated: dict[str, str]) -> str:
     """A column's header: the label, in the reply's language (*translated*), of what the variable holds in the
-    final query (:func:`column_subjects`), with the unit its name gives, unless the name says it already; for a name
-    that says nothing (``?u``) and no such label, the label the agent saw (*labels*); else the name as words."""
+    final query (:func:`column_subjects`), as :func:`_labelled` writes it; for a name that says nothing (``?u``)
+    and no such label, the label the agent saw (*labels*); else the name as words."""
     words = header_words(name)
-    label = translated.get(pid or "")
-    if label and (_says_nothing(name) or not _names_it(name, label)):
-        units = [word for word in words.split() if word in _UNITS.values() and word not in label]
-        return " ".join([label, *units])
+    if label := translated.get(pid or ""):
+        return _labelled(words, label)
     if _says_nothing(name) and (label := labels.get(pid or "")):
         return label
     return words

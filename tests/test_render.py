@@ -660,16 +660,43 @@ def test_a_variable_whose_name_says_nothing_is_headed_by_the_property_the_agent_
     assert preview_table(found, 3, MESSAGES["en"]).splitlines()[1] == "! r !! watershed area !! length !! y"
 
 
-def test_a_column_holding_a_propertys_value_is_headed_by_its_label_in_the_replys_language_unless_named_so():
+def test_a_column_holding_a_propertys_value_is_headed_by_its_label_in_the_replys_language():
     row = {"city": term("http://www.wikidata.org/entity/Q64", kind="uri"), "population": term("3600000"),
            "einwohner": term("1"), "basin_km2": term("185000"), "u": term("1233"), "founded": term("1237")}
     found = AgentResult("q", "SELECT * WHERE { ?city wdt:P1082 ?population ; wdt:P1082 ?einwohner ; "
                              "wdt:P2053 ?basin_km2 ; wdt:P2043 ?u ; wdt:P571 ?founded }", [row], list(row), [], "stop")
     german = {"P1082": "Einwohnerzahl", "P2053": "Einzugsgebiet", "P2043": "Länge"}
     assert preview_table(found, 3, MESSAGES["de"], german).splitlines()[1] == (
-        "! city !! Einwohnerzahl !! einwohner !! Einzugsgebiet km² !! Länge !! founded")
+        "! city !! Einwohnerzahl !! Einwohnerzahl !! Einzugsgebiet km² !! Länge !! founded")
     assert preview_table(found, 3, MESSAGES["en"]).splitlines()[1] == (
         "! city !! population !! einwohner !! basin km² !! u !! founded")
+
+
+#: Queries whose variables are named in the asker's language, the labels of what they hold in that language, and
+#: the headers a reader of that language expects: the label as written (accents, capitals), the units the name
+#: gives, and what the name says beyond the label.
+NAMED_IN_THE_ASKERS_LANGUAGE = {
+    "de": ("SELECT * WHERE { ?stadt wdt:P31 wd:Q515 ; wdt:P1082 ?einwohnerzahl ; wdt:P2046 ?flaeche_km2 ; "
+           "wdt:P6 ?buergermeister ; wdt:P1082 ?einwohnerzahl_2020 }",
+           {"Q515": "Stadt", "P1082": "Einwohnerzahl", "P2046": "Fläche", "P6": "Leiter der Regierung"},
+           "! Stadt !! Einwohnerzahl !! Fläche km² !! Leiter der Regierung !! Einwohnerzahl 2020"),
+    "fr": ("SELECT * WHERE { ?film wdt:P31 wd:Q11424 ; wdt:P2047 ?duree ; wdt:P577 ?date ; wdt:P57 ?realisateur }",
+           {"Q11424": "film", "P2047": "durée", "P577": "date de publication", "P57": "réalisateur"},
+           "! film !! durée !! date de publication !! réalisateur"),
+    "es": ("SELECT * WHERE { ?rio wdt:P31 wd:Q4022 ; wdt:P2043 ?longitud ; wdt:P2053 ?cuenca_km2 ; "
+           "wdt:P885 ?origen }",
+           {"Q4022": "río", "P2043": "longitud", "P2053": "cuenca hidrográfica", "P885": "origen del curso de agua"},
+           "! río !! longitud !! cuenca hidrográfica km² !! origen del curso de agua"),
+}
+
+
+@pytest.mark.parametrize("language", sorted(NAMED_IN_THE_ASKERS_LANGUAGE))
+def test_a_variable_named_with_the_labels_word_is_headed_by_the_label_as_written(language):
+    query, labels, header = NAMED_IN_THE_ASKERS_LANGUAGE[language]
+    variables = re.findall(r"\?(\w+)", query)
+    row = {name: term("1") for name in variables}
+    found = AgentResult("q", query, [row], variables, [], "stop", language=language)
+    assert preview_table(found, 3, MESSAGES[language], labels).splitlines()[1] == header
 
 
 def test_an_item_column_is_headed_by_its_class_in_the_replys_language():
