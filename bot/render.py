@@ -34,7 +34,7 @@ from agent.kb.base import Binding
 from agent.kb.local.search import fold
 from agent.observations import XSD, shorten_iri
 from agent.trace import AgentResult, Step, StopReason
-from bot.messages import messages_for
+from bot.messages import Words, counted, messages_for, written_number
 from bot.wikitext import encode, fits_sparql_template, inline, query_service_link, sparql_template, text_block
 
 #: Rows of the preview under the query: enough to see what the query returns, few enough to keep the reply short.
@@ -59,7 +59,6 @@ _DATE_TIME = re.compile(r"([+-]?\d{4,})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.\
 _TITLE_UNSAFE = re.compile(r"[\[\]{}|#<>~\n]")
 NUMBERS = frozenset(XSD + name for name in ("decimal", "integer", "double", "float", "int", "long", "short",
                                              "nonNegativeInteger", "positiveInteger"))
-_DECIMAL = re.compile(r"([+-]?)(\d+)(?:\.(\d+))?")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _UNITS = {"km2": "km²", "m2": "m²", "m3": "m³", "km3": "km³"}
 #: A variable that is the value of a property in a query: ``wdt:P1082 ?population`` (the ID, the name).
@@ -140,22 +139,7 @@ def _number(value: float) -> str:
     return f"{abs(value):.4f}".rstrip("0").rstrip(".")
 
 
-def written_number(value: str, words: dict[str, str]) -> str:
-    """A decimal number as the reply's language writes it: its decimal mark, and its thousands grouped from five
-    digits on (so that a year or a four-digit count reads as written); *value* unchanged when it is no plain
-    decimal (an exponent, a word)."""
-    match = _DECIMAL.fullmatch(value.strip())
-    if not match:
-        return value
-    sign, whole, fraction = match.groups()
-    whole = whole.lstrip("0") or "0"
-    if len(whole) > 4:
-        head = len(whole) % 3 or 3
-        whole = words["group_mark"].join([whole[:head]] + [whole[i:i + 3] for i in range(head, len(whole), 3)])
-    return ("-" if sign == "-" else "") + whole + (words["decimal_mark"] + fraction if fraction else "")
-
-
-def cell_text(term: Binding, words: dict[str, str]) -> str:
+def cell_text(term: Binding, words: Words) -> str:
     """A value as a reader wants it in a table: dates without a midnight time, coordinates as degrees, numbers
     as the reply's language (*words*) writes them."""
     value = term.get("value", "")
@@ -186,7 +170,7 @@ def _entity(term: Binding | None) -> str | None:
     return short if short[:1] in "QP" and short[1:].isdigit() else None
 
 
-def _cell(term: Binding | None, words: dict[str, str]) -> str:
+def _cell(term: Binding | None, words: Words) -> str:
     if term is None:
         return " "
     entity = _entity(term)
@@ -289,7 +273,7 @@ def _columns(result: AgentResult, variables: list[str], rows: list[dict[str, Bin
     return shown
 
 
-def preview_table(result: AgentResult, rows: int, words: dict[str, str],
+def preview_table(result: AgentResult, rows: int, words: Words,
                   headers: dict[str, str] | None = None) -> str:
     """The first *rows* rows as a wikitable (an item once, as {{Q|...}}, which shows its label); how many rows
     there are in all the words above it say.  *headers* are the labels of :func:`header_ids` in the
@@ -304,11 +288,6 @@ def preview_table(result: AgentResult, rows: int, words: dict[str, str],
         lines.append("| " + " || ".join(_cell(row.get(name), words) for name, _ in columns))
     lines.append("|}")
     return "\n".join(lines)
-
-
-def counted(words: dict[str, str], key: str, count: int) -> str:
-    """``{key}_one`` or ``{key}_other`` of *words*, filled with *count*."""
-    return words[key + ("_one" if count == 1 else "_other")].format(count=count)
 
 
 def _wrapped(text: str, indent: str, first: str = "") -> list[str]:
@@ -382,7 +361,7 @@ def _observation_lines(step: Step, rows: int, words: dict[str, str]) -> list[str
     return shown
 
 
-def step_lines(number: int, step: Step, rows: int, final: str, words: dict[str, str]) -> list[str]:
+def step_lines(number: int, step: Step, rows: int, final: str, words: Words) -> list[str]:
     """One step in the trace's compact form (thought, action, the first *rows* rows or lines of what it saw), as
     plain lines: the reply's steps block and the chat page show the same form."""
     thought = _thought(step.thought)
@@ -412,7 +391,7 @@ def shown_steps(result: AgentResult) -> list[Step]:
     return [step for step in result.steps if step.action != "stop" or step.thought.strip()]
 
 
-def _traces(result: AgentResult, final: str, words: dict[str, str]) -> Iterator[str]:
+def _traces(result: AgentResult, final: str, words: Words) -> Iterator[str]:
     """The steps as one text block, shorter and shorter."""
     steps_shown = shown_steps(result)
     if not steps_shown:
@@ -424,7 +403,7 @@ def _traces(result: AgentResult, final: str, words: dict[str, str]) -> Iterator[
         for skip in skips:
             shown = [line for step in steps[skip:] for line in step]
             if skip:
-                shown.insert(0, words["left_out"].format(count=skip))
+                shown.insert(0, counted(words, "left_out", skip))
             yield text_block("\n".join(shown))
 
 
@@ -440,7 +419,7 @@ def split_explanation(text: str) -> tuple[str, list[str]]:
     return lead, ([rest] if rest else []) + paragraphs[1:]
 
 
-def _found(result: AgentResult, rows: int, words: dict[str, str]) -> str:
+def _found(result: AgentResult, rows: int, words: Words) -> str:
     """The sentence that says what the query below finds: how many results, how many the table shows."""
     prefix = "best_effort" if result.best_effort else "answer"
     if isinstance(result.answer, bool):
@@ -449,11 +428,11 @@ def _found(result: AgentResult, rows: int, words: dict[str, str]) -> str:
     shown = min(rows, count)
     found = counted(words, "rows", count)
     if 0 < shown < count:
-        found += ", " + words["first_rows"].format(count=shown)
+        found += ", " + counted(words, "first_rows", shown)
     return words[prefix].format(rows=found)
 
 
-def _tried(result: AgentResult, words: dict[str, str], sentence: str = "tried") -> str:
+def _tried(result: AgentResult, words: Words, sentence: str = "tried") -> str:
     """What was searched and run, from the trace: *sentence* ``tried`` (none returned results) or ``searched``;
     "" when nothing was searched or run."""
     searches = list(dict.fromkeys(step.argument.strip() for step in result.steps
@@ -471,7 +450,7 @@ def _tried(result: AgentResult, words: dict[str, str], sentence: str = "tried") 
     return words[sentence].format(searches=shown, queries=queries)
 
 
-def _footer(credit: Credit, answered: bool, words: dict[str, str]) -> str:
+def _footer(credit: Credit, answered: bool, words: Words) -> str:
     """Who wrote the reply (an automated agent), who runs it, and where to read about it."""
     text = encode(words["agent"])
     if credit.operator:
@@ -540,7 +519,7 @@ class EarlierRequest:
 EARLIER_PROPERTIES = 4
 
 
-def earlier_request_line(earlier: EarlierRequest, words: dict[str, str]) -> str:
+def earlier_request_line(earlier: EarlierRequest, words: Words) -> str:
     """"An earlier request looks similar: [[Archive page#Heading|Heading]] (date). Helper answered it with a
     query using doctoral advisor (P184)." for an archived thread: where it is, who answered it and what the
     answer used, so the asker can tell whether it answers them.  "" when its page title is not one a link can
@@ -592,7 +571,8 @@ def render_reply(result: AgentResult, *, depth: int = 1, max_chars: int = 20000,
         explanation = explanation[: EXPLANATION_CHARS - 1] + "…"
     template = _environment.get_template("reply.wiki.j2")
     earlier_line = earlier_request_line(earlier, words) if earlier else ""
-    title = encode(words["steps"].format(steps=len(shown_steps(result)), calls=result.usage.llm_calls))
+    title = encode(words["steps_title"].format(steps=counted(words, "steps", len(shown_steps(result))),
+                                         calls=counted(words, "calls", result.usage.llm_calls)))
     footer = _footer(credit, answered, words)
     address = addressing(asker)
 
@@ -619,7 +599,7 @@ def render_reply(result: AgentResult, *, depth: int = 1, max_chars: int = 20000,
         if len(text) <= max_chars:
             return text
     if query:
-        query = encode(words["query_too_long"].format(count=len(query_text)))
+        query = encode(counted(words, "query_too_long", len(query_text)))
     cut = len(explanation)
     while True:  # the explanation is cut last: MIN_CHARS leaves room for everything else
         shown = explanation if cut == len(explanation) else explanation[:cut] + "…" if cut else ""

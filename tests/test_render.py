@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agent.trace import AgentResult, Step, Usage
-from bot.messages import MESSAGES
+from bot.messages import MESSAGES, PLURAL_FORMS, PLURAL_RULES, counted
 from bot.render import (
     MIN_CHARS, Credit, EarlierRequest, edit_summary, final_query_wikitext, preview_table, render_reply,
 )
@@ -292,12 +292,69 @@ def test_the_fixed_wording_follows_the_askers_language(language, lead):
     assert reply.splitlines()[0] == ":" + lead
 
 
-def test_every_language_has_every_message_with_the_same_fields():
+NNBSP = "\u202f"
+#: How each language counts results, steps and left-out steps: 0, 1, 2, a large number and a whole number of millions.
+PLURALS = {
+    "en": (["0 results", "1 result", "2 results", "24,152 results", "1,000,000 results"],
+           ["0 steps", "1 step", "2 steps", "24,152 steps", "1,000,000 steps"],
+           "(1 earlier step left out to keep the reply short)"),
+    "de": (["0 Ergebnisse", "1 Ergebnis", "2 Ergebnisse", "24.152 Ergebnisse", "1.000.000 Ergebnisse"],
+           ["0 Schritte", "1 Schritt", "2 Schritte", "24.152 Schritte", "1.000.000 Schritte"],
+           "(1 früherer Schritt ausgelassen, damit die Antwort kurz bleibt)"),
+    "fr": (["0 résultat", "1 résultat", "2 résultats", f"24{NNBSP}152 résultats", f"1{NNBSP}000{NNBSP}000 de résultats"],
+           ["0 étape", "1 étape", "2 étapes", f"24{NNBSP}152 étapes", f"1{NNBSP}000{NNBSP}000 d'étapes"],
+           "(1 étape antérieure omise pour garder la réponse courte)"),
+    "es": (["0 resultados", "1 resultado", "2 resultados", "24.152 resultados", "1.000.000 de resultados"],
+           ["0 pasos", "1 paso", "2 pasos", "24.152 pasos", "1.000.000 de pasos"],
+           "(1 paso anterior omitido para que la respuesta sea breve)"),
+}
+
+
+@pytest.mark.parametrize("language", sorted(PLURALS))
+def test_every_counted_phrase_takes_the_plural_form_its_language_gives_the_number(language):
+    results, steps, left_out = PLURALS[language]
+    words = MESSAGES[language]
+    assert [counted(words, "rows", count) for count in (0, 1, 2, 24_152, 1_000_000)] == results
+    assert [counted(words, "steps", count) for count in (0, 1, 2, 24_152, 1_000_000)] == steps
+    assert counted(words, "left_out", 1) == left_out
+
+
+@pytest.mark.parametrize(("language", "one", "many"), [
+    ("en", ("The query below finds 1 result.", "What I did (1 step, 1 model call)"),
+     ("The query below finds 1,000,000 results, the first 3 in the table.", "What I did (2 steps, 2 model calls)")),
+    ("de", ("Die Abfrage unten liefert 1 Ergebnis.", "Vorgehen (1 Schritt, 1 Modellaufruf)"),
+     ("Die Abfrage unten liefert 1.000.000 Ergebnisse, die ersten 3 in der Tabelle.",
+      "Vorgehen (2 Schritte, 2 Modellaufrufe)")),
+    ("fr", ("La requête ci-dessous donne 1 résultat.", "Ma démarche (1 étape, 1 appel au modèle)"),
+     (f"La requête ci-dessous donne 1{NNBSP}000{NNBSP}000 de résultats, les 3 premiers dans le tableau.",
+      "Ma démarche (2 étapes, 2 appels au modèle)")),
+    ("es", ("La consulta de abajo da 1 resultado.", "Cómo busqué (1 paso, 1 llamada al modelo)"),
+     ("La consulta de abajo da 1.000.000 de resultados, los 3 primeros en la tabla.",
+      "Cómo busqué (2 pasos, 2 llamadas al modelo)")),
+])
+def test_the_reply_counts_its_results_steps_and_model_calls_in_the_askers_plural_forms(language, one, many):
+    final = "SELECT ?x WHERE { ?x wdt:P31 wd:Q5 }"
+    ran = Step("Run it.", "execute_sparql", final, "x\nQ42\n(1 row)", query_status="ok", row_count=1)
+    for count, (lead, title) in ((1, one), (1_000_000, many)):
+        steps = [ran] * min(count, 2)
+        found = AgentResult("q", final, rows("l", count), ["x", "xLabel"], steps, "stop", "",
+                            Usage(llm_calls=len(steps)), language=language)
+        reply = html.unescape(render_reply(found))
+        assert reply.startswith(":" + lead + "\n") and f"\'\'\'{title}\'\'\'" in reply, reply[:300]
+
+
+def test_every_language_has_every_message_with_the_same_fields_and_every_plural_form_of_its_counted_phrases():
     fields = re.compile(r"\{(\w+)\}")
+    counted_phrases = {key.removesuffix("_other") for key in MESSAGES["en"] if key.endswith("_other")}
+    plain = MESSAGES["en"].keys() - {f"{key}_{form}" for key in counted_phrases for form in PLURAL_FORMS["en"]}
     for language, table in MESSAGES.items():
-        assert table.keys() == MESSAGES["en"].keys(), language
+        forms = PLURAL_FORMS[language]
+        assert {PLURAL_RULES[language](count) for count in (0, 1, 2, 5, 1_000_000, 3_000_000)} == set(forms)
+        assert table.keys() == plain | {f"{key}_{form}" for key in counted_phrases for form in forms}, language
         for key, text in table.items():
-            assert set(fields.findall(text)) == set(fields.findall(MESSAGES["en"][key])), (language, key)
+            english = MESSAGES["en"][key if key in plain else key.rsplit("_", 1)[0] + "_other"]
+            assert set(fields.findall(text)) <= set(fields.findall(english)), (language, key)
+            assert key.endswith("_one") or set(fields.findall(text)) == set(fields.findall(english)), (language, key)
 
 
 def test_the_reply_is_capped_trace_first_then_rows():
@@ -307,7 +364,7 @@ def test_the_reply_is_capped_trace_first_then_rows():
     assert len(reply) <= 12000
     assert "{{SPARQL|query=" in reply and "earlier steps left out" in reply and "the first 3 in the table" in reply
     short = render_reply(long, max_chars=MIN_CHARS)
-    assert len(short) <= MIN_CHARS and "38 earlier steps left out" in short and "{{SPARQL|query=" in short
+    assert len(short) <= MIN_CHARS and "39 earlier steps left out" in short and "{{SPARQL|query=" in short
     with pytest.raises(ValueError, match="at least"):
         render_reply(long, max_chars=MIN_CHARS - 1)
 
@@ -315,7 +372,7 @@ def test_the_reply_is_capped_trace_first_then_rows():
 def test_an_over_long_final_query_or_a_lone_surrogate_still_renders():
     huge = "SELECT ?x WHERE { " + "?x wdt:P31 wd:Q5 . " * 2000 + "}"
     reply = render_reply(result(thought="broken \ud800 thought", label="l", final=huge), max_chars=20000)
-    assert len(reply) <= 20000 and f"The query is {len(huge)} characters long" in reply
+    assert len(reply) <= 20000 and f"The query is {len(huge):,} characters long" in reply
     assert reply.endswith(" ~~~~") and "\ud800" not in reply
 
 
@@ -596,7 +653,7 @@ def test_the_trace_has_no_empty_stop_step_no_lone_bracket_and_no_thought_cut_mid
     steps = steps_text(reply)
     lines = steps.splitlines()
     assert lines[-1].startswith("     ") or lines[-1].startswith("   →")  # the last step is the empty result's
-    assert "stop()" not in steps and "6." not in steps and "Steps taken (5," in reply
+    assert "stop()" not in steps and "6." not in steps and "What I did (5 steps, 6 model calls)" in reply
     assert not any(line.strip() in "{}[]" for line in lines)
     assert "   → river (Q4022): natural flowing watercourse" in lines and "     (2 properties)" in lines
     thought = " ".join(line.strip() for line in lines[lines.index(next(x for x in lines if x.startswith("3. "))):
