@@ -13,7 +13,8 @@ its numbers written as the reply's language writes them.
 
 The reply is written in the asker's language where :mod:`bot.messages` has
 it, the steps included: what the knowledge base answered is told in those
-words (how many rows a query returned, in all), the data itself as it came.
+words (how many rows a query returned, in all), its values as a reader reads them: from the rows the
+step kept, a text without its language tag, numbers and dates as the preview writes them.
 It says that an automated agent wrote it, names the operator and links
 the bot's documentation page (:class:`Credit`).  It stays under
 ``max_chars``: the trace is shortened first (observations cut, then the
@@ -321,7 +322,29 @@ def _aligned(rows: list[list[str]]) -> list[str]:
     return ["  ".join(cell.ljust(widths[column]) for column, cell in enumerate(row)).rstrip() for row in rows]
 
 
-def _result_lines(step: Step, rows: int, words: dict[str, str]) -> list[str]:
+def _languages(step: Step, name: str) -> set[str | None]:
+    """The languages of the texts in column *name* of the rows *step* kept (``None`` for a text without one)."""
+    return {term.get("xml:lang") for row in step.rows if (term := row.get(name)) and term.get("type") != "uri"}
+
+
+def _step_cell(term: Binding | None, step: Step, name: str, words: Words) -> str:
+    """A value in a step's table as a reader reads it: an item as its ID (or as the graph shows it), a date,
+    a number or a point as the preview writes them (:func:`cell_text`), a text without its language, unless the
+    column holds texts in more than one, which the language then tells apart ("Schanghai (de)")."""
+    if term is None:
+        return ""
+    if term.get("type") == "uri" and term.get("value") in step.shown:
+        text = step.shown[term["value"]]
+    else:
+        text = cell_text(term, words)
+    text = " ".join(text.split())
+    text = text if len(text) <= CELL_CHARS else text[:CELL_CHARS - 1] + "…"
+    if term.get("xml:lang") and len(_languages(step, name)) > 1:
+        text += f" ({term['xml:lang']})"
+    return text
+
+
+def _result_lines(step: Step, rows: int, words: Words) -> list[str]:
     """What a query returned, in the reply's words: the header and the first *rows* rows, lined up, and how many
     rows there were; a failure's reason."""
     observation = step.observation or ""
@@ -333,17 +356,23 @@ def _result_lines(step: Step, rows: int, words: dict[str, str]) -> list[str]:
         first = observation.strip().splitlines()[0] if observation.strip() else ""
         message = first.split(":", 1)[1].strip() if first.startswith(("Syntax error:", "Error:")) else ""
         return [words["query_" + step.query_status].format(message=_cut_line(message))]
-    table = [line.split("\t") for line in observation.splitlines() if "\t" in line or not line.startswith(("(", "."))]
-    if step.row_count is None or len(table) < 2:  # an ASK's answer, or a result the trace kept no table of
+    if step.rows:
+        header = step.variables
+        body = [[_step_cell(row.get(name), step, name, words) for name in header] for row in step.rows[:rows]]
+    else:  # a step recorded before steps kept their rows: the table the model read
+        table = [line.split("\t") for line in observation.splitlines()
+                 if "\t" in line or not line.startswith(("(", "."))]
+        header, body = (table[0], table[1:1 + rows]) if len(table) > 1 else ([], [])
+    if step.row_count is None or not header:  # an ASK's answer, or a result the trace kept no table of
         return [_cut_line(line) for line in observation.strip().splitlines()[:1]]
-    lines = [_cut_line(line) for line in _aligned(table[:1 + rows])] if rows else []
-    if step.row_count > rows:
-        more = counted(words, "more_rows", step.row_count - rows) if rows else ""
+    lines = [_cut_line(line) for line in _aligned([header, *body])] if body else []
+    if step.row_count > len(body):
+        more = counted(words, "more_rows", step.row_count - len(body)) if body else ""
         lines.append(" ".join(filter(None, (more, counted(words, "rows_in_all", step.row_count)))))
     return lines
 
 
-def _observation_lines(step: Step, rows: int, words: dict[str, str]) -> list[str]:
+def _observation_lines(step: Step, rows: int, words: Words) -> list[str]:
     """What an action other than a query returned, its first *rows* lines: a search's hits, an entry's heading and
     how many properties it has; the fixed English sentences of the knowledge base in the reply's words."""
     observation = (step.observation or "").strip()

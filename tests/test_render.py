@@ -77,9 +77,22 @@ def outside_blocks(wikitext: str) -> str:
     return CODE_BLOCK.sub('<div class="mw-code"></div>', wikitext)
 
 
+def with_hostile_rows(run: AgentResult) -> AgentResult:
+    """*run* with its queries' steps keeping hostile rows, as the agent keeps them: texts in two languages (one of
+    them hostile too), so that the steps name them."""
+    for step in run.steps:
+        if step.action == "execute_sparql":
+            step.variables, step.query_status, step.row_count = ["x", "xLabel", HOSTILE], "ok", 2
+            step.rows = [{**row, "xLabel": {**row["xLabel"], "xml:lang": language}, HOSTILE: row["xLabel"]}
+                         for row, language in zip(rows(HOSTILE, 2), ("en", HOSTILE))]
+    return run
+
+
+@pytest.mark.parametrize("kept", [False, True], ids=["observations", "kept-rows"])
 @pytest.mark.parametrize("answer", [True, False])
-def test_hostile_text_everywhere_renders_inert(answer):
-    reply = render_reply(result(answer=answer, explanation=HOSTILE))
+def test_hostile_text_everywhere_renders_inert(answer, kept):
+    run = result(answer=answer, explanation=HOSTILE)
+    reply = render_reply(with_hostile_rows(run) if kept else run)
     markup = active_markup(reply)
     assert markup["templates"] <= {"SPARQL", "!", "Q"}
     assert markup["links"] == []  # the documentation is the bot's user page, which the signature links
@@ -301,7 +314,8 @@ PLURALS = {
     "de": (["0 Ergebnisse", "1 Ergebnis", "2 Ergebnisse", "24.152 Ergebnisse", "1.000.000 Ergebnisse"],
            ["0 Schritte", "1 Schritt", "2 Schritte", "24.152 Schritte", "1.000.000 Schritte"],
            "(1 früherer Schritt ausgelassen, damit die Antwort kurz bleibt)"),
-    "fr": (["0 résultat", "1 résultat", "2 résultats", f"24{NNBSP}152 résultats", f"1{NNBSP}000{NNBSP}000 de résultats"],
+    "fr": (["0 résultat", "1 résultat", "2 résultats", f"24{NNBSP}152 résultats",
+            f"1{NNBSP}000{NNBSP}000 de résultats"],
            ["0 étape", "1 étape", "2 étapes", f"24{NNBSP}152 étapes", f"1{NNBSP}000{NNBSP}000 d'étapes"],
            "(1 étape antérieure omise pour garder la réponse courte)"),
     "es": (["0 resultados", "1 resultado", "2 resultados", "24.152 resultados", "1.000.000 de resultados"],
@@ -516,7 +530,7 @@ def squash(text: str) -> str:
 def test_a_hostile_reply_saved_on_the_real_wiki_stays_inert_and_collapsed(mediawiki):
     hostile = result(explanation=HOSTILE, final="SELECT ?x WHERE { ?x ?p ?o }")
     hostile.steps = [Step(f"step {n}: {HOSTILE}", "execute_sparql", HOSTILE, f"row\n{HOSTILE}") for n in range(6)]
-    reply = render_reply(hostile)
+    reply = render_reply(with_hostile_rows(hostile))
     page = "== Question ==\nWhat? [[User:Alice|Alice]] 10:00, 1 January 2026 (UTC)\n" + reply
     stored, parsed = save_and_read(mediawiki, "Render hostile", page)
     assert stored.startswith(page[:-len("~~~~")]) and "\x7f" not in stored
@@ -763,3 +777,56 @@ def test_an_item_column_is_headed_by_its_class_in_the_replys_language():
     assert preview_table(found, 3, MESSAGES["de"], {"Q4022": "Fluss", "P2043": "Länge"}).splitlines()[1] == (
         "! Fluss !! Länge")
     assert preview_table(found, 3, MESSAGES["de"], {}).splitlines()[1] == "! river !! length"
+
+
+CITIES = ("SELECT ?stadt ?stadtLabel ?einwohnerzahl ?gruendung WHERE { ?stadt wdt:P31 wd:Q1637706 ; "
+          "wdt:P1082 ?einwohnerzahl ; wdt:P571 ?gruendung }")
+RIVERS = "SELECT ?rio ?nombre ?longitud WHERE { ?rio wdt:P31 wd:Q4022 ; rdfs:label ?nombre ; wdt:P2043 ?longitud }"
+
+
+def labelled(value: str, language: str) -> dict:
+    return {"type": "literal", "value": value, "xml:lang": language}
+
+
+def answered(llm_server, wikidata_server, query: str, rows: list[dict], language: str) -> AgentResult:
+    """The agent's run that runs *query*, which the stand-in Wikidata answers with *rows*, and stops in
+    *language*."""
+    from agent import Agent, AgentConfig
+    from agent.kb.live import LiveWikidata, WikidataConfig
+    from agent.llm import ChatModel, LLMConfig
+    from tests.support.llm_server import ToolCallReply
+    from tests.support.wikidata_server import select
+
+    script = [ToolCallReply("execute_sparql", {"thought": "Run it.", "sparql": query}),
+              ToolCallReply("stop", {"thought": "Done.", "language": language, "explanation": "Voilà."})]
+    llm = llm_server(script)
+    wikidata = wikidata_server(sparql={query: select(list(rows[0]), rows)})
+    return Agent(llm=ChatModel.from_config(LLMConfig(base_url=llm.base_url, api_key="t", max_retries=0, timeout=30)),
+                 kb=LiveWikidata(WikidataConfig(api_url=wikidata.api_url, sparql_url=wikidata.sparql_url)),
+                 config=AgentConfig()).run("q")
+
+
+def test_the_steps_show_values_as_a_reader_reads_them_the_model_with_their_language(llm_server, wikidata_server):
+    xsd = "http://www.w3.org/2001/XMLSchema#"
+    cities = [{"stadt": "Q8686", "stadtLabel": labelled("Schanghai", "de"),
+               "einwohnerzahl": term("24870895", xsd + "decimal"),
+               "gruendung": term("1291-01-01T00:00:00Z", xsd + "dateTime")},
+              {"stadt": "Q1490", "stadtLabel": labelled("Tokio", "de"),
+               "einwohnerzahl": term("14047594", xsd + "decimal"),
+               "gruendung": term("1457-01-01T00:00:00Z", xsd + "dateTime")}]
+    run = answered(llm_server, wikidata_server, CITIES, cities, "de")
+    assert "Schanghai@de" in run.steps[0].observation  # the model reads the language it may filter on
+    steps = steps_text(render_reply(run)).splitlines()
+    shown = steps.index("   (die endgültige Abfrage, oben gezeigt)")
+    assert steps[shown + 1:shown + 4] == ["   → stadt  stadtLabel  einwohnerzahl  gruendung",
+                                          "     Q8686  Schanghai   24.870.895     1291-01-01",
+                                          "     … 1 weitere Zeile (2 Zeilen insgesamt)"]
+
+
+def test_the_steps_name_a_texts_language_only_where_a_column_mixes_languages(llm_server, wikidata_server):
+    rivers = [{"rio": "Q3392", "nombre": labelled("Nilo", "es"), "longitud": term("6650")},
+              {"rio": "Q3392", "nombre": labelled("Nile", "en"), "longitud": term("6650")}]
+    steps = steps_text(render_reply(answered(llm_server, wikidata_server, RIVERS, rivers, "es")))
+    assert "→ rio    nombre     longitud\n     Q3392  Nilo (es)  6650\n     … 1 fila más (2 filas en total)" in steps
+    alone = steps_text(render_reply(answered(llm_server, wikidata_server, RIVERS, rivers[:1], "es")))
+    assert "     Q3392  Nilo    6650" in alone and "(es)" not in alone and "@" not in alone
