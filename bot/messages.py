@@ -6,7 +6,9 @@ messages are plain text: the renderer encodes them like any other text and
 fills the ``{name}`` fields with text it has encoded already.  Every reply
 says that an automated agent wrote it, names its operator and links the
 bot's documentation page (``agent``, ``run_by``, ``about``); only a reply
-with a query asks to check it (``check``).
+with a query asks to check it (``check``).  ``semicolon`` and ``colon`` are the
+punctuation the reply puts between such pieces, as the language spaces it
+(French " ; "): they hold no markup and are put in as they are.
 
 A phrase with a number in it has one message per plural form of its
 language (``rows_one``, ``rows_other``; French and Spanish ``rows_many`` for
@@ -71,7 +73,7 @@ _TABLES: dict[str, dict[str, str]] = {
         "no_rows": "no rows", "nothing_found": "nothing found",
         "query_syntax_error": "syntax error: {message}", "query_error": "error: {message}",
         "query_timeout": "timed out",
-        "decimal_mark": ".", "group_mark": ",",
+        "decimal_mark": ".", "group_mark": ",", "semicolon": "; ", "colon": ": ",
         "yes": "yes", "no": "no",
         "try_it": "Try it!",
         "query_too_long_one": "The query is 1 character long, too long to show in a reply.",
@@ -119,7 +121,7 @@ _TABLES: dict[str, dict[str, str]] = {
         "no_rows": "keine Zeilen", "nothing_found": "nichts gefunden",
         "query_syntax_error": "Syntaxfehler: {message}", "query_error": "Fehler: {message}",
         "query_timeout": "Zeitüberschreitung",
-        "decimal_mark": ",", "group_mark": ".",
+        "decimal_mark": ",", "group_mark": ".", "semicolon": "; ", "colon": ": ",
         "yes": "ja", "no": "nein",
         "try_it": "Ausprobieren!",
         "query_too_long_one": "Die Abfrage ist 1 Zeichen lang, zu lang für eine Antwort.",
@@ -171,7 +173,7 @@ _TABLES: dict[str, dict[str, str]] = {
         "no_rows": "aucune ligne", "nothing_found": "rien trouvé",
         "query_syntax_error": "erreur de syntaxe : {message}", "query_error": "erreur : {message}",
         "query_timeout": "délai dépassé",
-        "decimal_mark": ",", "group_mark": "\u202f",
+        "decimal_mark": ",", "group_mark": "\u202f", "semicolon": " ; ", "colon": " : ",
         "yes": "oui", "no": "non",
         "try_it": "Essayer !",
         "query_too_long_one": "La requête fait {count} caractère, trop pour une réponse.",
@@ -225,7 +227,7 @@ _TABLES: dict[str, dict[str, str]] = {
         "no_rows": "ninguna fila", "nothing_found": "nada encontrado",
         "query_syntax_error": "error de sintaxis: {message}", "query_error": "error: {message}",
         "query_timeout": "tiempo agotado",
-        "decimal_mark": ",", "group_mark": ".",
+        "decimal_mark": ",", "group_mark": ".", "semicolon": "; ", "colon": ": ",
         "yes": "sí", "no": "no",
         "try_it": "¡Pruébala!",
         "query_too_long_one": "La consulta tiene 1 carácter, demasiado larga para una respuesta.",

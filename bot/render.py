@@ -111,10 +111,11 @@ class Credit:
         """Whether the documentation is the bot's user page, which every signature links."""
         return bool(self.bot) and " ".join(self.documentation.replace("_", " ").split()) == f"User:{self.bot}"
 
-    def documentation_link(self, label: str, user_page: str) -> str:
-        """*label* linked to the documentation; its user page named (not linked twice) when that is it."""
+    def documentation_link(self, label: str, user_page: str, colon: str = ": ") -> str:
+        """*label* linked to the documentation; its user page named after *colon* (punctuation, no markup) when
+        that is it (not linked twice)."""
         if self.in_signature:
-            return f"{encode(label)}: {encode(user_page)}"
+            return f"{encode(label)}{colon}{encode(user_page)}"
         return f"[[{self.documentation}|{encode(label)}]]"
 
     def markup(self) -> str:
@@ -486,8 +487,8 @@ def _footer(credit: Credit, answered: bool, words: Words) -> str:
         before, after = words["run_by"].split("{operator}")
         text += ", " + encode(before) + credit.operator_link() + encode(after)
     if answered:
-        text += "; " + encode(words["check"])
-    return text + " (" + credit.documentation_link(words["about"], words["user_page"]) + ")."
+        text += words["semicolon"] + encode(words["check"])  # punctuation between encoded text
+    return text + " (" + credit.documentation_link(words["about"], words["user_page"], words["colon"]) + ")."
 
 
 def _paragraphs(text: str) -> list[str]:

@@ -305,6 +305,16 @@ def test_the_fixed_wording_follows_the_askers_language(language, lead):
     assert reply.splitlines()[0] == ":" + lead
 
 
+@pytest.mark.parametrize(("language", "footer"), [
+    ("en", ":<small>Written by an automated agent with a language model; please check the query (about this bot: its "
+           "user page).</small> ~~~~"),
+    ("fr", ":<small>Écrit par un agent automatique avec un modèle de langue ; merci de vérifier la requête (à propos "
+           "de ce bot : sa page utilisateur).</small> ~~~~"),
+])
+def test_the_footer_is_punctuated_as_the_askers_language_spaces_it(language, footer):
+    assert render_reply(result(label="l", final="SELECT ?x {}", language=language)).splitlines()[-1] == footer
+
+
 NNBSP = "\u202f"
 #: How each language counts results, steps and left-out steps: 0, 1, 2, a large number and a whole number of millions.
 PLURALS = {

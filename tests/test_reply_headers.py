@@ -66,7 +66,8 @@ def test_a_label_that_cannot_be_read_leaves_the_variables_words_and_the_reply_is
 XSD = "http://www.w3.org/2001/XMLSchema#"
 #: A question in each language, the model's final query with its variables named in that language, the query
 #: service's rows (labels tagged with the language), the labels of what the variables hold, and what a reader of
-#: that language sees: the preview's headers, the lead, the steps' title and the first row of the steps' table.
+#: that language sees: the preview's headers, the lead, the steps' title, the first row of the steps' table and
+#: the footer's punctuation.
 ASKED = {
     "de": {"question": "Welche Städte haben mehr als zehn Millionen Einwohner?",
            "query": "SELECT ?stadt ?stadtLabel ?einwohnerzahl WHERE { ?stadt wdt:P31 wd:Q515 ; "
@@ -77,7 +78,8 @@ ASKED = {
            "headers": ["Stadt", "Einwohnerzahl"],
            "lead": "Die Abfrage unten liefert 2 Ergebnisse.",
            "title": "Vorgehen (1 Schritt, 2 Modellaufrufe)",
-           "row": "Q8686  Schanghai   24.870.895"},
+           "row": "Q8686  Schanghai   24.870.895",
+           "footer": "Sprachmodell; bitte prüfe die Abfrage (über diesen Bot: seine Benutzerseite)."},
     "fr": {"question": "Quelle est la durée et la date de sortie des films de Marcel Carné ?",
            "query": "SELECT ?film ?filmLabel ?duree ?date WHERE { ?film wdt:P31 wd:Q11424 ; wdt:P57 wd:Q312258 ; "
                     "wdt:P2047 ?duree ; wdt:P577 ?date . }",
@@ -90,7 +92,8 @@ ASKED = {
            "headers": ["film", "durée", "date de publication"],
            "lead": "La requête ci-dessous donne 2 résultats.",
            "title": "Ma démarche (1 étape, 2 appels au modèle)",
-           "row": "Q751040  Les Enfants du paradis  190    1945-03-09"},
+           "row": "Q751040  Les Enfants du paradis  190    1945-03-09",
+           "footer": "modèle de langue ; merci de vérifier la requête (à propos de ce bot : sa page utilisateur)."},
     "es": {"question": "¿Qué ríos miden más de 6000 km?",
            "query": "SELECT ?rio ?rioLabel ?longitud WHERE { ?rio wdt:P31 wd:Q4022 ; wdt:P2043 ?longitud . "
                     "FILTER(?longitud > 6000) }",
@@ -100,7 +103,8 @@ ASKED = {
            "headers": ["río", "longitud"],
            "lead": "La consulta de abajo da 2 resultados.",
            "title": "Cómo busqué (1 paso, 2 llamadas al modelo)",
-           "row": "Q3392  Nilo      6650"},
+           "row": "Q3392  Nilo      6650",
+           "footer": "modelo de lenguaje; comprueba la consulta (sobre este bot: su página de usuario)."},
 }
 
 
@@ -154,4 +158,4 @@ def test_a_reply_reads_as_a_regular_of_the_askers_language_writes_it(mediawiki, 
     lines = [line.strip() for line in shown.splitlines()]
     assert asked["lead"] in shown and asked["title"] in shown, shown
     assert asked["row"] in lines, shown  # the steps' first row: no language tag, numbers and dates as written
-    assert f"@{language}" not in shown
+    assert f"@{language}" not in shown and asked["footer"] in shown  # French spaces its ";" and ":"
