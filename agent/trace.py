@@ -13,7 +13,10 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from agent.kb.base import Binding
+from agent.kb.base import Binding, QueryResult
+
+#: The rows of a query's result a step keeps as data (the model reads more in its observation).
+KEPT_ROWS = 10
 
 
 @dataclass
@@ -26,7 +29,12 @@ class Step:
     ``execute_sparql`` steps, ``query_status`` and ``row_count`` keep the
     outcome in a form code can read without parsing the observation, and
     ``unseen_ids`` the IDs of the query that no earlier observation had
-    shown, which its observation names (:mod:`agent.grounding`).
+    shown, which its observation names (:mod:`agent.grounding`).  A query
+    that returned rows keeps its ``variables`` and its first rows as the
+    knowledge base gave them (SPARQL JSON terms, at most :data:`KEPT_ROWS`),
+    with ``shown``, the text a graph shows for IRIs that say little
+    (:attr:`QueryResult.shown`): what readers other than the model (the
+    bot's steps, the chat page) show, each in its own way.
     """
 
     thought: str
@@ -37,6 +45,16 @@ class Step:
     query_status: str | None = None
     row_count: int | None = None
     unseen_ids: list[str] = field(default_factory=list)
+    variables: list[str] = field(default_factory=list)
+    rows: list[Binding] = field(default_factory=list)
+    shown: dict[str, str] = field(default_factory=dict)
+
+    def keep_rows(self, result: QueryResult) -> None:
+        """Keep the variables and the first rows of *result*, and the shown text of the IRIs they hold."""
+        self.variables = list(result.variables)
+        self.rows = [dict(row) for row in result.bindings[:KEPT_ROWS]]
+        iris = {term.get("value") for row in self.rows for term in row.values() if term.get("type") == "uri"}
+        self.shown = {iri: text for iri, text in result.shown.items() if iri in iris}
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -6,12 +6,49 @@ messages are plain text: the renderer encodes them like any other text and
 fills the ``{name}`` fields with text it has encoded already.  Every reply
 says that an automated agent wrote it, names its operator and links the
 bot's documentation page (``agent``, ``run_by``, ``about``); only a reply
-with a query asks to check it (``check``).
+with a query asks to check it (``check``).  ``semicolon`` and ``colon`` are the
+punctuation the reply puts between such pieces, as the language spaces it
+(French " ; "): they hold no markup and are put in as they are.
+
+A phrase with a number in it has one message per plural form of its
+language (``rows_one``, ``rows_other``; French and Spanish ``rows_many`` for
+a whole number of millions, "1 000 000 de lignes"), chosen by
+:func:`counted` with the language's rule (:data:`PLURAL_RULES`, as the Unicode
+CLDR states it for whole numbers), the number written as the language writes
+it (:func:`written_number`).
 """
 
 from __future__ import annotations
 
-MESSAGES: dict[str, dict[str, str]] = {
+import re
+from collections.abc import Callable
+
+
+class Words(dict[str, str]):
+    """One language's messages, by key; :attr:`language` says which, and so which plural rule they follow."""
+
+    def __init__(self, language: str, messages: dict[str, str]) -> None:
+        super().__init__(messages)
+        self.language = language
+
+
+def _millions(count: int) -> bool:
+    return count != 0 and count % 1_000_000 == 0
+
+
+#: The plural form of a whole number, by language: CLDR's rules for integers (English and German: 1 is ``one``;
+#: French: 0 and 1 are; French and Spanish put "de" after a whole number of millions, the ``many`` form).
+PLURAL_RULES: dict[str, Callable[[int], str]] = {
+    "en": lambda count: "one" if count == 1 else "other",
+    "de": lambda count: "one" if count == 1 else "other",
+    "fr": lambda count: "one" if count in (0, 1) else "many" if _millions(count) else "other",
+    "es": lambda count: "one" if count == 1 else "many" if _millions(count) else "other",
+}
+#: The plural forms each language's counted messages have.
+PLURAL_FORMS = {"en": ("one", "other"), "de": ("one", "other"), "fr": ("one", "many", "other"),
+                "es": ("one", "many", "other")}
+
+_TABLES: dict[str, dict[str, str]] = {
     "en": {
         "answer": "The query below finds {rows}.",
         "answer_ask": "The query below answers this: {yes_no}.",
@@ -28,7 +65,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "tried_no_search": "I ran {queries}, but none returned results.",
         "queries_one": "1 query", "queries_other": "{count} queries",
         "rows_one": "1 result", "rows_other": "{count} results",
-        "first_rows": "the first {count} in the table",
+        "first_rows_one": "the first in the table", "first_rows_other": "the first {count} in the table",
         "more_rows_one": "… 1 more row", "more_rows_other": "… {count} more rows",
         "rows_in_all_one": "(1 row in all)", "rows_in_all_other": "({count} rows in all)",
         "more_lines_one": "… 1 more line", "more_lines_other": "… {count} more lines",
@@ -36,13 +73,17 @@ MESSAGES: dict[str, dict[str, str]] = {
         "no_rows": "no rows", "nothing_found": "nothing found",
         "query_syntax_error": "syntax error: {message}", "query_error": "error: {message}",
         "query_timeout": "timed out",
-        "decimal_mark": ".", "group_mark": ",",
+        "decimal_mark": ".", "group_mark": ",", "semicolon": "; ", "colon": ": ",
         "yes": "yes", "no": "no",
         "try_it": "Try it!",
-        "query_too_long": "The query is {count} characters long, too long to show in a reply.",
-        "steps": "Steps taken ({steps}, {calls} model calls)",
+        "query_too_long_one": "The query is 1 character long, too long to show in a reply.",
+        "query_too_long_other": "The query is {count} characters long, too long to show in a reply.",
+        "steps_title": "What I did ({steps}, {calls})",
+        "steps_one": "1 step", "steps_other": "{count} steps",
+        "calls_one": "1 model call", "calls_other": "{count} model calls",
         "same_query": "(the final query, shown above)",
-        "left_out": "({count} earlier steps left out to keep the reply short)",
+        "left_out_one": "(1 earlier step left out to keep the reply short)",
+        "left_out_other": "({count} earlier steps left out to keep the reply short)",
         "rolled_back": "(rolled back)",
         "agent": "Written by an automated agent with a language model",
         "run_by": "run by {operator}",
@@ -72,7 +113,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "tried_no_search": "Ich habe {queries} ausgeführt, aber keine lieferte Ergebnisse.",
         "queries_one": "1 Abfrage", "queries_other": "{count} Abfragen",
         "rows_one": "1 Ergebnis", "rows_other": "{count} Ergebnisse",
-        "first_rows": "die ersten {count} in der Tabelle",
+        "first_rows_one": "das erste in der Tabelle", "first_rows_other": "die ersten {count} in der Tabelle",
         "more_rows_one": "… 1 weitere Zeile", "more_rows_other": "… {count} weitere Zeilen",
         "rows_in_all_one": "(1 Zeile insgesamt)", "rows_in_all_other": "({count} Zeilen insgesamt)",
         "more_lines_one": "… 1 weitere Zeile", "more_lines_other": "… {count} weitere Zeilen",
@@ -80,13 +121,17 @@ MESSAGES: dict[str, dict[str, str]] = {
         "no_rows": "keine Zeilen", "nothing_found": "nichts gefunden",
         "query_syntax_error": "Syntaxfehler: {message}", "query_error": "Fehler: {message}",
         "query_timeout": "Zeitüberschreitung",
-        "decimal_mark": ",", "group_mark": ".",
+        "decimal_mark": ",", "group_mark": ".", "semicolon": "; ", "colon": ": ",
         "yes": "ja", "no": "nein",
         "try_it": "Ausprobieren!",
-        "query_too_long": "Die Abfrage ist {count} Zeichen lang, zu lang für eine Antwort.",
-        "steps": "Vorgehen ({steps} Schritte, {calls} Modellaufrufe)",
+        "query_too_long_one": "Die Abfrage ist 1 Zeichen lang, zu lang für eine Antwort.",
+        "query_too_long_other": "Die Abfrage ist {count} Zeichen lang, zu lang für eine Antwort.",
+        "steps_title": "Vorgehen ({steps}, {calls})",
+        "steps_one": "1 Schritt", "steps_other": "{count} Schritte",
+        "calls_one": "1 Modellaufruf", "calls_other": "{count} Modellaufrufe",
         "same_query": "(die endgültige Abfrage, oben gezeigt)",
-        "left_out": "({count} frühere Schritte ausgelassen, damit die Antwort kurz bleibt)",
+        "left_out_one": "(1 früherer Schritt ausgelassen, damit die Antwort kurz bleibt)",
+        "left_out_other": "({count} frühere Schritte ausgelassen, damit die Antwort kurz bleibt)",
         "rolled_back": "(verworfen)",
         "agent": "Geschrieben von einem automatischen Agenten mit einem Sprachmodell",
         "run_by": "betrieben von {operator}",
@@ -113,23 +158,35 @@ MESSAGES: dict[str, dict[str, str]] = {
         "searched_only": "J'ai cherché {searches} dans Wikidata.",
         "tried": "J'ai cherché {searches} dans Wikidata et exécuté {queries}, sans aucun résultat.",
         "tried_no_search": "J'ai exécuté {queries}, sans aucun résultat.",
-        "queries_one": "1 requête", "queries_other": "{count} requêtes",
-        "rows_one": "1 résultat", "rows_other": "{count} résultats",
-        "first_rows": "les {count} premiers dans le tableau",
-        "more_rows_one": "… 1 ligne de plus", "more_rows_other": "… {count} lignes de plus",
-        "rows_in_all_one": "(1 ligne en tout)", "rows_in_all_other": "({count} lignes en tout)",
-        "more_lines_one": "… 1 ligne de plus", "more_lines_other": "… {count} lignes de plus",
-        "properties_one": "(1 propriété)", "properties_other": "({count} propriétés)",
+        "queries_one": "{count} requête", "queries_many": "{count} de requêtes", "queries_other": "{count} requêtes",
+        "rows_one": "{count} résultat", "rows_many": "{count} de résultats", "rows_other": "{count} résultats",
+        "first_rows_one": "le premier dans le tableau", "first_rows_many": "les {count} premiers dans le tableau",
+        "first_rows_other": "les {count} premiers dans le tableau",
+        "more_rows_one": "… {count} ligne de plus", "more_rows_many": "… {count} de lignes de plus",
+        "more_rows_other": "… {count} lignes de plus",
+        "rows_in_all_one": "({count} ligne en tout)", "rows_in_all_many": "({count} de lignes en tout)",
+        "rows_in_all_other": "({count} lignes en tout)",
+        "more_lines_one": "… {count} ligne de plus", "more_lines_many": "… {count} de lignes de plus",
+        "more_lines_other": "… {count} lignes de plus",
+        "properties_one": "({count} propriété)", "properties_many": "({count} de propriétés)",
+        "properties_other": "({count} propriétés)",
         "no_rows": "aucune ligne", "nothing_found": "rien trouvé",
         "query_syntax_error": "erreur de syntaxe : {message}", "query_error": "erreur : {message}",
         "query_timeout": "délai dépassé",
-        "decimal_mark": ",", "group_mark": "\u202f",
+        "decimal_mark": ",", "group_mark": "\u202f", "semicolon": " ; ", "colon": " : ",
         "yes": "oui", "no": "non",
         "try_it": "Essayer !",
-        "query_too_long": "La requête fait {count} caractères, trop pour une réponse.",
-        "steps": "Étapes ({steps}, {calls} appels au modèle)",
+        "query_too_long_one": "La requête fait {count} caractère, trop pour une réponse.",
+        "query_too_long_many": "La requête fait {count} de caractères, trop pour une réponse.",
+        "query_too_long_other": "La requête fait {count} caractères, trop pour une réponse.",
+        "steps_title": "Ma démarche ({steps}, {calls})",
+        "steps_one": "{count} étape", "steps_many": "{count} d'étapes", "steps_other": "{count} étapes",
+        "calls_one": "{count} appel au modèle", "calls_many": "{count} d'appels au modèle",
+        "calls_other": "{count} appels au modèle",
         "same_query": "(la requête finale, montrée ci-dessus)",
-        "left_out": "({count} étapes antérieures omises pour garder la réponse courte)",
+        "left_out_one": "({count} étape antérieure omise pour garder la réponse courte)",
+        "left_out_many": "({count} d'étapes antérieures omises pour garder la réponse courte)",
+        "left_out_other": "({count} étapes antérieures omises pour garder la réponse courte)",
         "rolled_back": "(annulée)",
         "agent": "Écrit par un agent automatique avec un modèle de langue",
         "run_by": "géré par {operator}",
@@ -155,23 +212,35 @@ MESSAGES: dict[str, dict[str, str]] = {
         "searched_only": "Busqué {searches} en Wikidata.",
         "tried": "Busqué {searches} en Wikidata y ejecuté {queries}, pero ninguna devolvió resultados.",
         "tried_no_search": "Ejecuté {queries}, pero ninguna devolvió resultados.",
-        "queries_one": "1 consulta", "queries_other": "{count} consultas",
-        "rows_one": "1 resultado", "rows_other": "{count} resultados",
-        "first_rows": "los {count} primeros en la tabla",
-        "more_rows_one": "… 1 fila más", "more_rows_other": "… {count} filas más",
-        "rows_in_all_one": "(1 fila en total)", "rows_in_all_other": "({count} filas en total)",
-        "more_lines_one": "… 1 línea más", "more_lines_other": "… {count} líneas más",
-        "properties_one": "(1 propiedad)", "properties_other": "({count} propiedades)",
+        "queries_one": "1 consulta", "queries_many": "{count} de consultas", "queries_other": "{count} consultas",
+        "rows_one": "1 resultado", "rows_many": "{count} de resultados", "rows_other": "{count} resultados",
+        "first_rows_one": "el primero en la tabla", "first_rows_many": "los {count} primeros en la tabla",
+        "first_rows_other": "los {count} primeros en la tabla",
+        "more_rows_one": "… 1 fila más", "more_rows_many": "… {count} de filas más",
+        "more_rows_other": "… {count} filas más",
+        "rows_in_all_one": "(1 fila en total)", "rows_in_all_many": "({count} de filas en total)",
+        "rows_in_all_other": "({count} filas en total)",
+        "more_lines_one": "… 1 línea más", "more_lines_many": "… {count} de líneas más",
+        "more_lines_other": "… {count} líneas más",
+        "properties_one": "(1 propiedad)", "properties_many": "({count} de propiedades)",
+        "properties_other": "({count} propiedades)",
         "no_rows": "ninguna fila", "nothing_found": "nada encontrado",
         "query_syntax_error": "error de sintaxis: {message}", "query_error": "error: {message}",
         "query_timeout": "tiempo agotado",
-        "decimal_mark": ",", "group_mark": ".",
+        "decimal_mark": ",", "group_mark": ".", "semicolon": "; ", "colon": ": ",
         "yes": "sí", "no": "no",
         "try_it": "¡Pruébala!",
-        "query_too_long": "La consulta tiene {count} caracteres, demasiados para una respuesta.",
-        "steps": "Pasos ({steps}, {calls} llamadas al modelo)",
+        "query_too_long_one": "La consulta tiene 1 carácter, demasiado larga para una respuesta.",
+        "query_too_long_many": "La consulta tiene {count} de caracteres, demasiados para una respuesta.",
+        "query_too_long_other": "La consulta tiene {count} caracteres, demasiados para una respuesta.",
+        "steps_title": "Cómo busqué ({steps}, {calls})",
+        "steps_one": "1 paso", "steps_many": "{count} de pasos", "steps_other": "{count} pasos",
+        "calls_one": "1 llamada al modelo", "calls_many": "{count} de llamadas al modelo",
+        "calls_other": "{count} llamadas al modelo",
         "same_query": "(la consulta final, mostrada arriba)",
-        "left_out": "({count} pasos anteriores omitidos para que la respuesta sea breve)",
+        "left_out_one": "(1 paso anterior omitido para que la respuesta sea breve)",
+        "left_out_many": "({count} de pasos anteriores omitidos para que la respuesta sea breve)",
+        "left_out_other": "({count} pasos anteriores omitidos para que la respuesta sea breve)",
         "rolled_back": "(descartado)",
         "agent": "Escrito por un agente automático con un modelo de lenguaje",
         "run_by": "gestionado por {operator}",
@@ -186,6 +255,11 @@ MESSAGES: dict[str, dict[str, str]] = {
 }
 
 
+#: The messages of each language a reply can be written in.
+MESSAGES: dict[str, Words] = {language: Words(language, table) for language, table in _TABLES.items()}
+_DECIMAL = re.compile(r"([+-]?)(\d+)(?:\.(\d+))?")
+
+
 def reply_language(language: str) -> str:
     """The language a reply is written in for a BCP 47 code: ``de``, ``de-CH`` and ``DE`` all give ``de``; a
     language this table lacks gives ``en``."""
@@ -193,6 +267,27 @@ def reply_language(language: str) -> str:
     return primary if primary in MESSAGES else "en"
 
 
-def messages_for(language: str) -> dict[str, str]:
+def messages_for(language: str) -> Words:
     """The table for a BCP 47 code (by :func:`reply_language`)."""
     return MESSAGES[reply_language(language)]
+
+
+def written_number(value: str, words: dict[str, str]) -> str:
+    """A decimal number as the language of *words* writes it: its decimal mark, and its thousands grouped from
+    five digits on (so that a year or a four-digit count reads as written); *value* unchanged when it is no plain
+    decimal (an exponent, a word)."""
+    match = _DECIMAL.fullmatch(value.strip())
+    if not match:
+        return value
+    sign, whole, fraction = match.groups()
+    whole = whole.lstrip("0") or "0"
+    if len(whole) > 4:
+        head = len(whole) % 3 or 3
+        whole = words["group_mark"].join([whole[:head]] + [whole[i:i + 3] for i in range(head, len(whole), 3)])
+    return ("-" if sign == "-" else "") + whole + (words["decimal_mark"] + fraction if fraction else "")
+
+
+def counted(words: Words, key: str, count: int) -> str:
+    """The message *key* for *count* things in the language of *words*: its plural form by that language's rule
+    (``rows_one``, ``rows_many``, ``rows_other``), *count* written as the language writes numbers."""
+    return words[f"{key}_{PLURAL_RULES[words.language](count)}"].format(count=written_number(str(count), words))

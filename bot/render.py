@@ -13,7 +13,8 @@ its numbers written as the reply's language writes them.
 
 The reply is written in the asker's language where :mod:`bot.messages` has
 it, the steps included: what the knowledge base answered is told in those
-words (how many rows a query returned, in all), the data itself as it came.
+words (how many rows a query returned, in all), its values as a reader reads them: from the rows the
+step kept, a text without its language tag, numbers and dates as the preview writes them.
 It says that an automated agent wrote it, names the operator and links
 the bot's documentation page (:class:`Credit`).  It stays under
 ``max_chars``: the trace is shortened first (observations cut, then the
@@ -34,7 +35,7 @@ from agent.kb.base import Binding
 from agent.kb.local.search import fold
 from agent.observations import XSD, shorten_iri
 from agent.trace import AgentResult, Step, StopReason
-from bot.messages import messages_for
+from bot.messages import Words, counted, messages_for, written_number
 from bot.wikitext import encode, fits_sparql_template, inline, query_service_link, sparql_template, text_block
 
 #: Rows of the preview under the query: enough to see what the query returns, few enough to keep the reply short.
@@ -59,7 +60,6 @@ _DATE_TIME = re.compile(r"([+-]?\d{4,})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.\
 _TITLE_UNSAFE = re.compile(r"[\[\]{}|#<>~\n]")
 NUMBERS = frozenset(XSD + name for name in ("decimal", "integer", "double", "float", "int", "long", "short",
                                              "nonNegativeInteger", "positiveInteger"))
-_DECIMAL = re.compile(r"([+-]?)(\d+)(?:\.(\d+))?")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _UNITS = {"km2": "km²", "m2": "m²", "m3": "m³", "km3": "km³"}
 #: A variable that is the value of a property in a query: ``wdt:P1082 ?population`` (the ID, the name).
@@ -111,10 +111,11 @@ class Credit:
         """Whether the documentation is the bot's user page, which every signature links."""
         return bool(self.bot) and " ".join(self.documentation.replace("_", " ").split()) == f"User:{self.bot}"
 
-    def documentation_link(self, label: str, user_page: str) -> str:
-        """*label* linked to the documentation; its user page named (not linked twice) when that is it."""
+    def documentation_link(self, label: str, user_page: str, colon: str = ": ") -> str:
+        """*label* linked to the documentation; its user page named after *colon* (punctuation, no markup) when
+        that is it (not linked twice)."""
         if self.in_signature:
-            return f"{encode(label)}: {encode(user_page)}"
+            return f"{encode(label)}{colon}{encode(user_page)}"
         return f"[[{self.documentation}|{encode(label)}]]"
 
     def markup(self) -> str:
@@ -140,22 +141,7 @@ def _number(value: float) -> str:
     return f"{abs(value):.4f}".rstrip("0").rstrip(".")
 
 
-def written_number(value: str, words: dict[str, str]) -> str:
-    """A decimal number as the reply's language writes it: its decimal mark, and its thousands grouped from five
-    digits on (so that a year or a four-digit count reads as written); *value* unchanged when it is no plain
-    decimal (an exponent, a word)."""
-    match = _DECIMAL.fullmatch(value.strip())
-    if not match:
-        return value
-    sign, whole, fraction = match.groups()
-    whole = whole.lstrip("0") or "0"
-    if len(whole) > 4:
-        head = len(whole) % 3 or 3
-        whole = words["group_mark"].join([whole[:head]] + [whole[i:i + 3] for i in range(head, len(whole), 3)])
-    return ("-" if sign == "-" else "") + whole + (words["decimal_mark"] + fraction if fraction else "")
-
-
-def cell_text(term: Binding, words: dict[str, str]) -> str:
+def cell_text(term: Binding, words: Words) -> str:
     """A value as a reader wants it in a table: dates without a midnight time, coordinates as degrees, numbers
     as the reply's language (*words*) writes them."""
     value = term.get("value", "")
@@ -186,7 +172,7 @@ def _entity(term: Binding | None) -> str | None:
     return short if short[:1] in "QP" and short[1:].isdigit() else None
 
 
-def _cell(term: Binding | None, words: dict[str, str]) -> str:
+def _cell(term: Binding | None, words: Words) -> str:
     if term is None:
         return " "
     entity = _entity(term)
@@ -242,21 +228,31 @@ def header_ids(result: AgentResult) -> list[str]:
     return sorted(set(column_subjects(result.final_sparql or "").values()))
 
 
-def _names_it(name: str, label: str) -> bool:
-    """The variable's name already is the label's word (``?einwohnerzahl`` for "Einwohnerzahl"), or part of it."""
-    said, meant = (fold(re.sub(r"[\W_]+", "", text)) for text in (header_words(name), label))
-    return bool(said) and (said in meant or meant in said)
+def _spelt(text: str) -> str:
+    """*text* as a variable's name could spell it: letters and digits alone, case and accents folded."""
+    return fold(re.sub(r"[\W_]+", "", text))
+
+
+def _labelled(words: str, label: str) -> str:
+    """A column's header when *label* says what it holds: the label as the knowledge base writes it (its accents and
+    capitals), with the units the name gives (*words*, the name as words); where the name says more than the label
+    (``?einwohnerzahl_2020`` for "Einwohnerzahl"), the name's words with those that spell the label written as it."""
+    units = [word for word in words.split() if word in _UNITS.values() and word not in label]
+    said = [word for word in words.split() if word not in units]
+    for start in range(len(said)):
+        for end in range(start + 1, len(said) + 1):
+            if (start, end) != (0, len(said)) and _spelt(" ".join(said[start:end])) == _spelt(label):
+                return " ".join([*said[:start], label, *said[end:], *units])
+    return " ".join([label, *units])
 
 
 def _header(name: str, pid: str | None, labels: dict[str, str], translated: dict[str, str]) -> str:
     """A column's header: the label, in the reply's language (*translated*), of what the variable holds in the
-    final query (:func:`column_subjects`), with the unit its name gives, unless the name says it already; for a name
-    that says nothing (``?u``) and no such label, the label the agent saw (*labels*); else the name as words."""
+    final query (:func:`column_subjects`), as :func:`_labelled` writes it; for a name that says nothing (``?u``)
+    and no such label, the label the agent saw (*labels*); else the name as words."""
     words = header_words(name)
-    label = translated.get(pid or "")
-    if label and (_says_nothing(name) or not _names_it(name, label)):
-        units = [word for word in words.split() if word in _UNITS.values() and word not in label]
-        return " ".join([label, *units])
+    if label := translated.get(pid or ""):
+        return _labelled(words, label)
     if _says_nothing(name) and (label := labels.get(pid or "")):
         return label
     return words
@@ -279,7 +275,7 @@ def _columns(result: AgentResult, variables: list[str], rows: list[dict[str, Bin
     return shown
 
 
-def preview_table(result: AgentResult, rows: int, words: dict[str, str],
+def preview_table(result: AgentResult, rows: int, words: Words,
                   headers: dict[str, str] | None = None) -> str:
     """The first *rows* rows as a wikitable (an item once, as {{Q|...}}, which shows its label); how many rows
     there are in all the words above it say.  *headers* are the labels of :func:`header_ids` in the
@@ -294,11 +290,6 @@ def preview_table(result: AgentResult, rows: int, words: dict[str, str],
         lines.append("| " + " || ".join(_cell(row.get(name), words) for name, _ in columns))
     lines.append("|}")
     return "\n".join(lines)
-
-
-def counted(words: dict[str, str], key: str, count: int) -> str:
-    """``{key}_one`` or ``{key}_other`` of *words*, filled with *count*."""
-    return words[key + ("_one" if count == 1 else "_other")].format(count=count)
 
 
 def _wrapped(text: str, indent: str, first: str = "") -> list[str]:
@@ -332,7 +323,29 @@ def _aligned(rows: list[list[str]]) -> list[str]:
     return ["  ".join(cell.ljust(widths[column]) for column, cell in enumerate(row)).rstrip() for row in rows]
 
 
-def _result_lines(step: Step, rows: int, words: dict[str, str]) -> list[str]:
+def _languages(step: Step, name: str) -> set[str | None]:
+    """The languages of the texts in column *name* of the rows *step* kept (``None`` for a text without one)."""
+    return {term.get("xml:lang") for row in step.rows if (term := row.get(name)) and term.get("type") != "uri"}
+
+
+def _step_cell(term: Binding | None, step: Step, name: str, words: Words) -> str:
+    """A value in a step's table as a reader reads it: an item as its ID (or as the graph shows it), a date,
+    a number or a point as the preview writes them (:func:`cell_text`), a text without its language, unless the
+    column holds texts in more than one, which the language then tells apart ("Schanghai (de)")."""
+    if term is None:
+        return ""
+    if term.get("type") == "uri" and term.get("value") in step.shown:
+        text = step.shown[term["value"]]
+    else:
+        text = cell_text(term, words)
+    text = " ".join(text.split())
+    text = text if len(text) <= CELL_CHARS else text[:CELL_CHARS - 1] + "…"
+    if term.get("xml:lang") and len(_languages(step, name)) > 1:
+        text += f" ({term['xml:lang']})"
+    return text
+
+
+def _result_lines(step: Step, rows: int, words: Words) -> list[str]:
     """What a query returned, in the reply's words: the header and the first *rows* rows, lined up, and how many
     rows there were; a failure's reason."""
     observation = step.observation or ""
@@ -344,17 +357,23 @@ def _result_lines(step: Step, rows: int, words: dict[str, str]) -> list[str]:
         first = observation.strip().splitlines()[0] if observation.strip() else ""
         message = first.split(":", 1)[1].strip() if first.startswith(("Syntax error:", "Error:")) else ""
         return [words["query_" + step.query_status].format(message=_cut_line(message))]
-    table = [line.split("\t") for line in observation.splitlines() if "\t" in line or not line.startswith(("(", "."))]
-    if step.row_count is None or len(table) < 2:  # an ASK's answer, or a result the trace kept no table of
+    if step.rows:
+        header = step.variables
+        body = [[_step_cell(row.get(name), step, name, words) for name in header] for row in step.rows[:rows]]
+    else:  # a step recorded before steps kept their rows: the table the model read
+        table = [line.split("\t") for line in observation.splitlines()
+                 if "\t" in line or not line.startswith(("(", "."))]
+        header, body = (table[0], table[1:1 + rows]) if len(table) > 1 else ([], [])
+    if step.row_count is None or not header:  # an ASK's answer, or a result the trace kept no table of
         return [_cut_line(line) for line in observation.strip().splitlines()[:1]]
-    lines = [_cut_line(line) for line in _aligned(table[:1 + rows])] if rows else []
-    if step.row_count > rows:
-        more = counted(words, "more_rows", step.row_count - rows) if rows else ""
+    lines = [_cut_line(line) for line in _aligned([header, *body])] if body else []
+    if step.row_count > len(body):
+        more = counted(words, "more_rows", step.row_count - len(body)) if body else ""
         lines.append(" ".join(filter(None, (more, counted(words, "rows_in_all", step.row_count)))))
     return lines
 
 
-def _observation_lines(step: Step, rows: int, words: dict[str, str]) -> list[str]:
+def _observation_lines(step: Step, rows: int, words: Words) -> list[str]:
     """What an action other than a query returned, its first *rows* lines: a search's hits, an entry's heading and
     how many properties it has; the fixed English sentences of the knowledge base in the reply's words."""
     observation = (step.observation or "").strip()
@@ -372,7 +391,7 @@ def _observation_lines(step: Step, rows: int, words: dict[str, str]) -> list[str
     return shown
 
 
-def step_lines(number: int, step: Step, rows: int, final: str, words: dict[str, str]) -> list[str]:
+def step_lines(number: int, step: Step, rows: int, final: str, words: Words) -> list[str]:
     """One step in the trace's compact form (thought, action, the first *rows* rows or lines of what it saw), as
     plain lines: the reply's steps block and the chat page show the same form."""
     thought = _thought(step.thought)
@@ -402,7 +421,7 @@ def shown_steps(result: AgentResult) -> list[Step]:
     return [step for step in result.steps if step.action != "stop" or step.thought.strip()]
 
 
-def _traces(result: AgentResult, final: str, words: dict[str, str]) -> Iterator[str]:
+def _traces(result: AgentResult, final: str, words: Words) -> Iterator[str]:
     """The steps as one text block, shorter and shorter."""
     steps_shown = shown_steps(result)
     if not steps_shown:
@@ -414,7 +433,7 @@ def _traces(result: AgentResult, final: str, words: dict[str, str]) -> Iterator[
         for skip in skips:
             shown = [line for step in steps[skip:] for line in step]
             if skip:
-                shown.insert(0, words["left_out"].format(count=skip))
+                shown.insert(0, counted(words, "left_out", skip))
             yield text_block("\n".join(shown))
 
 
@@ -430,7 +449,7 @@ def split_explanation(text: str) -> tuple[str, list[str]]:
     return lead, ([rest] if rest else []) + paragraphs[1:]
 
 
-def _found(result: AgentResult, rows: int, words: dict[str, str]) -> str:
+def _found(result: AgentResult, rows: int, words: Words) -> str:
     """The sentence that says what the query below finds: how many results, how many the table shows."""
     prefix = "best_effort" if result.best_effort else "answer"
     if isinstance(result.answer, bool):
@@ -439,11 +458,11 @@ def _found(result: AgentResult, rows: int, words: dict[str, str]) -> str:
     shown = min(rows, count)
     found = counted(words, "rows", count)
     if 0 < shown < count:
-        found += ", " + words["first_rows"].format(count=shown)
+        found += ", " + counted(words, "first_rows", shown)
     return words[prefix].format(rows=found)
 
 
-def _tried(result: AgentResult, words: dict[str, str], sentence: str = "tried") -> str:
+def _tried(result: AgentResult, words: Words, sentence: str = "tried") -> str:
     """What was searched and run, from the trace: *sentence* ``tried`` (none returned results) or ``searched``;
     "" when nothing was searched or run."""
     searches = list(dict.fromkeys(step.argument.strip() for step in result.steps
@@ -461,15 +480,15 @@ def _tried(result: AgentResult, words: dict[str, str], sentence: str = "tried") 
     return words[sentence].format(searches=shown, queries=queries)
 
 
-def _footer(credit: Credit, answered: bool, words: dict[str, str]) -> str:
+def _footer(credit: Credit, answered: bool, words: Words) -> str:
     """Who wrote the reply (an automated agent), who runs it, and where to read about it."""
     text = encode(words["agent"])
     if credit.operator:
         before, after = words["run_by"].split("{operator}")
         text += ", " + encode(before) + credit.operator_link() + encode(after)
     if answered:
-        text += "; " + encode(words["check"])
-    return text + " (" + credit.documentation_link(words["about"], words["user_page"]) + ")."
+        text += words["semicolon"] + encode(words["check"])  # punctuation between encoded text
+    return text + " (" + credit.documentation_link(words["about"], words["user_page"], words["colon"]) + ")."
 
 
 def _paragraphs(text: str) -> list[str]:
@@ -530,7 +549,7 @@ class EarlierRequest:
 EARLIER_PROPERTIES = 4
 
 
-def earlier_request_line(earlier: EarlierRequest, words: dict[str, str]) -> str:
+def earlier_request_line(earlier: EarlierRequest, words: Words) -> str:
     """"An earlier request looks similar: [[Archive page#Heading|Heading]] (date). Helper answered it with a
     query using doctoral advisor (P184)." for an archived thread: where it is, who answered it and what the
     answer used, so the asker can tell whether it answers them.  "" when its page title is not one a link can
@@ -582,7 +601,8 @@ def render_reply(result: AgentResult, *, depth: int = 1, max_chars: int = 20000,
         explanation = explanation[: EXPLANATION_CHARS - 1] + "…"
     template = _environment.get_template("reply.wiki.j2")
     earlier_line = earlier_request_line(earlier, words) if earlier else ""
-    title = encode(words["steps"].format(steps=len(shown_steps(result)), calls=result.usage.llm_calls))
+    title = encode(words["steps_title"].format(steps=counted(words, "steps", len(shown_steps(result))),
+                                         calls=counted(words, "calls", result.usage.llm_calls)))
     footer = _footer(credit, answered, words)
     address = addressing(asker)
 
@@ -609,7 +629,7 @@ def render_reply(result: AgentResult, *, depth: int = 1, max_chars: int = 20000,
         if len(text) <= max_chars:
             return text
     if query:
-        query = encode(words["query_too_long"].format(count=len(query_text)))
+        query = encode(counted(words, "query_too_long", len(query_text)))
     cut = len(explanation)
     while True:  # the explanation is cut last: MIN_CHARS leaves room for everything else
         shown = explanation if cut == len(explanation) else explanation[:cut] + "…" if cut else ""

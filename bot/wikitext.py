@@ -53,10 +53,12 @@ _LINE_BREAKS = re.compile(r"\r\n|[\n\r\u0085\u2028\u2029]")
 _TAG_START = re.compile(r"<(?=[/!?A-Za-z])")
 #: ``&`` where MediaWiki would read an entity.
 _ENTITY_START = re.compile(r"&(?=#?[A-Za-z0-9]+;)")
-#: The URL schemes of MediaWiki's ``$wgUrlProtocols`` that make a free external link in running text.
+#: The URL schemes of MediaWiki's ``$wgUrlProtocols`` that make a free external link in running text, after
+#: what MediaWiki's ``\b`` (ASCII's) reads as a boundary: any character but an ASCII letter or digit, since an
+#: ``_`` before the scheme may be spelt ``&#95;``, which ends in ``;``.
 _FREE_LINK = re.compile(
-    r"(?i)\b(?:bitcoin|ftps?|geo|git|gopher|https?|ircs?|magnet|mailto|matrix|mms|news|nntp|redis|sftp|sips?|sms|"
-    r"ssh|svn|tel|telnet|urn|worldwind|xmpp)(?=:)")
+    r"(?i)(?<![A-Za-z0-9])(?:bitcoin|ftps?|geo|git|gopher|https?|ircs?|magnet|mailto|matrix|mms|news|nntp|redis|"
+    r"sftp|sips?|sms|ssh|svn|tel|telnet|urn|worldwind|xmpp)(?=:)")
 #: Words that start a magic link (``ISBN 123…``) on wikis that still enable them: MediaWiki's ``\b`` is ASCII's,
 #: and a character spelt as an entity before the word (``_`` is ``&#95;``) ends in ``;``, a boundary.
 _MAGIC_LINK = re.compile(r"(?<![A-Za-z0-9])(?=(?:ISBN|RFC|PMID)[\s\xa0]+\d)")

@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agent.trace import AgentResult, Step, Usage
-from bot.messages import MESSAGES
+from bot.messages import MESSAGES, PLURAL_FORMS, PLURAL_RULES, counted
 from bot.render import (
     MIN_CHARS, Credit, EarlierRequest, edit_summary, final_query_wikitext, preview_table, render_reply,
 )
@@ -77,9 +77,22 @@ def outside_blocks(wikitext: str) -> str:
     return CODE_BLOCK.sub('<div class="mw-code"></div>', wikitext)
 
 
+def with_hostile_rows(run: AgentResult) -> AgentResult:
+    """*run* with its queries' steps keeping hostile rows, as the agent keeps them: texts in two languages (one of
+    them hostile too), so that the steps name them."""
+    for step in run.steps:
+        if step.action == "execute_sparql":
+            step.variables, step.query_status, step.row_count = ["x", "xLabel", HOSTILE], "ok", 2
+            step.rows = [{**row, "xLabel": {**row["xLabel"], "xml:lang": language}, HOSTILE: row["xLabel"]}
+                         for row, language in zip(rows(HOSTILE, 2), ("en", HOSTILE))]
+    return run
+
+
+@pytest.mark.parametrize("kept", [False, True], ids=["observations", "kept-rows"])
 @pytest.mark.parametrize("answer", [True, False])
-def test_hostile_text_everywhere_renders_inert(answer):
-    reply = render_reply(result(answer=answer, explanation=HOSTILE))
+def test_hostile_text_everywhere_renders_inert(answer, kept):
+    run = result(answer=answer, explanation=HOSTILE)
+    reply = render_reply(with_hostile_rows(run) if kept else run)
     markup = active_markup(reply)
     assert markup["templates"] <= {"SPARQL", "!", "Q"}
     assert markup["links"] == []  # the documentation is the bot's user page, which the signature links
@@ -292,12 +305,80 @@ def test_the_fixed_wording_follows_the_askers_language(language, lead):
     assert reply.splitlines()[0] == ":" + lead
 
 
-def test_every_language_has_every_message_with_the_same_fields():
+@pytest.mark.parametrize(("language", "footer"), [
+    ("en", ":<small>Written by an automated agent with a language model; please check the query (about this bot: its "
+           "user page).</small> ~~~~"),
+    ("fr", ":<small>Écrit par un agent automatique avec un modèle de langue ; merci de vérifier la requête (à propos "
+           "de ce bot : sa page utilisateur).</small> ~~~~"),
+])
+def test_the_footer_is_punctuated_as_the_askers_language_spaces_it(language, footer):
+    assert render_reply(result(label="l", final="SELECT ?x {}", language=language)).splitlines()[-1] == footer
+
+
+NNBSP = "\u202f"
+#: How each language counts results, steps and left-out steps: 0, 1, 2, a large number and a whole number of millions.
+PLURALS = {
+    "en": (["0 results", "1 result", "2 results", "24,152 results", "1,000,000 results"],
+           ["0 steps", "1 step", "2 steps", "24,152 steps", "1,000,000 steps"],
+           "(1 earlier step left out to keep the reply short)"),
+    "de": (["0 Ergebnisse", "1 Ergebnis", "2 Ergebnisse", "24.152 Ergebnisse", "1.000.000 Ergebnisse"],
+           ["0 Schritte", "1 Schritt", "2 Schritte", "24.152 Schritte", "1.000.000 Schritte"],
+           "(1 früherer Schritt ausgelassen, damit die Antwort kurz bleibt)"),
+    "fr": (["0 résultat", "1 résultat", "2 résultats", f"24{NNBSP}152 résultats",
+            f"1{NNBSP}000{NNBSP}000 de résultats"],
+           ["0 étape", "1 étape", "2 étapes", f"24{NNBSP}152 étapes", f"1{NNBSP}000{NNBSP}000 d'étapes"],
+           "(1 étape antérieure omise pour garder la réponse courte)"),
+    "es": (["0 resultados", "1 resultado", "2 resultados", "24.152 resultados", "1.000.000 de resultados"],
+           ["0 pasos", "1 paso", "2 pasos", "24.152 pasos", "1.000.000 de pasos"],
+           "(1 paso anterior omitido para que la respuesta sea breve)"),
+}
+
+
+@pytest.mark.parametrize("language", sorted(PLURALS))
+def test_every_counted_phrase_takes_the_plural_form_its_language_gives_the_number(language):
+    results, steps, left_out = PLURALS[language]
+    words = MESSAGES[language]
+    assert [counted(words, "rows", count) for count in (0, 1, 2, 24_152, 1_000_000)] == results
+    assert [counted(words, "steps", count) for count in (0, 1, 2, 24_152, 1_000_000)] == steps
+    assert counted(words, "left_out", 1) == left_out
+
+
+@pytest.mark.parametrize(("language", "one", "many"), [
+    ("en", ("The query below finds 1 result.", "What I did (1 step, 1 model call)"),
+     ("The query below finds 1,000,000 results, the first 3 in the table.", "What I did (2 steps, 2 model calls)")),
+    ("de", ("Die Abfrage unten liefert 1 Ergebnis.", "Vorgehen (1 Schritt, 1 Modellaufruf)"),
+     ("Die Abfrage unten liefert 1.000.000 Ergebnisse, die ersten 3 in der Tabelle.",
+      "Vorgehen (2 Schritte, 2 Modellaufrufe)")),
+    ("fr", ("La requête ci-dessous donne 1 résultat.", "Ma démarche (1 étape, 1 appel au modèle)"),
+     (f"La requête ci-dessous donne 1{NNBSP}000{NNBSP}000 de résultats, les 3 premiers dans le tableau.",
+      "Ma démarche (2 étapes, 2 appels au modèle)")),
+    ("es", ("La consulta de abajo da 1 resultado.", "Cómo busqué (1 paso, 1 llamada al modelo)"),
+     ("La consulta de abajo da 1.000.000 de resultados, los 3 primeros en la tabla.",
+      "Cómo busqué (2 pasos, 2 llamadas al modelo)")),
+])
+def test_the_reply_counts_its_results_steps_and_model_calls_in_the_askers_plural_forms(language, one, many):
+    final = "SELECT ?x WHERE { ?x wdt:P31 wd:Q5 }"
+    ran = Step("Run it.", "execute_sparql", final, "x\nQ42\n(1 row)", query_status="ok", row_count=1)
+    for count, (lead, title) in ((1, one), (1_000_000, many)):
+        steps = [ran] * min(count, 2)
+        found = AgentResult("q", final, rows("l", count), ["x", "xLabel"], steps, "stop", "",
+                            Usage(llm_calls=len(steps)), language=language)
+        reply = html.unescape(render_reply(found))
+        assert reply.startswith(":" + lead + "\n") and f"\'\'\'{title}\'\'\'" in reply, reply[:300]
+
+
+def test_every_language_has_every_message_with_the_same_fields_and_every_plural_form_of_its_counted_phrases():
     fields = re.compile(r"\{(\w+)\}")
+    counted_phrases = {key.removesuffix("_other") for key in MESSAGES["en"] if key.endswith("_other")}
+    plain = MESSAGES["en"].keys() - {f"{key}_{form}" for key in counted_phrases for form in PLURAL_FORMS["en"]}
     for language, table in MESSAGES.items():
-        assert table.keys() == MESSAGES["en"].keys(), language
+        forms = PLURAL_FORMS[language]
+        assert {PLURAL_RULES[language](count) for count in (0, 1, 2, 5, 1_000_000, 3_000_000)} == set(forms)
+        assert table.keys() == plain | {f"{key}_{form}" for key in counted_phrases for form in forms}, language
         for key, text in table.items():
-            assert set(fields.findall(text)) == set(fields.findall(MESSAGES["en"][key])), (language, key)
+            english = MESSAGES["en"][key if key in plain else key.rsplit("_", 1)[0] + "_other"]
+            assert set(fields.findall(text)) <= set(fields.findall(english)), (language, key)
+            assert key.endswith("_one") or set(fields.findall(text)) == set(fields.findall(english)), (language, key)
 
 
 def test_the_reply_is_capped_trace_first_then_rows():
@@ -307,7 +388,7 @@ def test_the_reply_is_capped_trace_first_then_rows():
     assert len(reply) <= 12000
     assert "{{SPARQL|query=" in reply and "earlier steps left out" in reply and "the first 3 in the table" in reply
     short = render_reply(long, max_chars=MIN_CHARS)
-    assert len(short) <= MIN_CHARS and "38 earlier steps left out" in short and "{{SPARQL|query=" in short
+    assert len(short) <= MIN_CHARS and "39 earlier steps left out" in short and "{{SPARQL|query=" in short
     with pytest.raises(ValueError, match="at least"):
         render_reply(long, max_chars=MIN_CHARS - 1)
 
@@ -315,7 +396,7 @@ def test_the_reply_is_capped_trace_first_then_rows():
 def test_an_over_long_final_query_or_a_lone_surrogate_still_renders():
     huge = "SELECT ?x WHERE { " + "?x wdt:P31 wd:Q5 . " * 2000 + "}"
     reply = render_reply(result(thought="broken \ud800 thought", label="l", final=huge), max_chars=20000)
-    assert len(reply) <= 20000 and f"The query is {len(huge)} characters long" in reply
+    assert len(reply) <= 20000 and f"The query is {len(huge):,} characters long" in reply
     assert reply.endswith(" ~~~~") and "\ud800" not in reply
 
 
@@ -459,7 +540,7 @@ def squash(text: str) -> str:
 def test_a_hostile_reply_saved_on_the_real_wiki_stays_inert_and_collapsed(mediawiki):
     hostile = result(explanation=HOSTILE, final="SELECT ?x WHERE { ?x ?p ?o }")
     hostile.steps = [Step(f"step {n}: {HOSTILE}", "execute_sparql", HOSTILE, f"row\n{HOSTILE}") for n in range(6)]
-    reply = render_reply(hostile)
+    reply = render_reply(with_hostile_rows(hostile))
     page = "== Question ==\nWhat? [[User:Alice|Alice]] 10:00, 1 January 2026 (UTC)\n" + reply
     stored, parsed = save_and_read(mediawiki, "Render hostile", page)
     assert stored.startswith(page[:-len("~~~~")]) and "\x7f" not in stored
@@ -596,7 +677,7 @@ def test_the_trace_has_no_empty_stop_step_no_lone_bracket_and_no_thought_cut_mid
     steps = steps_text(reply)
     lines = steps.splitlines()
     assert lines[-1].startswith("     ") or lines[-1].startswith("   →")  # the last step is the empty result's
-    assert "stop()" not in steps and "6." not in steps and "Steps taken (5," in reply
+    assert "stop()" not in steps and "6." not in steps and "What I did (5 steps, 6 model calls)" in reply
     assert not any(line.strip() in "{}[]" for line in lines)
     assert "   → river (Q4022): natural flowing watercourse" in lines and "     (2 properties)" in lines
     thought = " ".join(line.strip() for line in lines[lines.index(next(x for x in lines if x.startswith("3. "))):
@@ -660,16 +741,43 @@ def test_a_variable_whose_name_says_nothing_is_headed_by_the_property_the_agent_
     assert preview_table(found, 3, MESSAGES["en"]).splitlines()[1] == "! r !! watershed area !! length !! y"
 
 
-def test_a_column_holding_a_propertys_value_is_headed_by_its_label_in_the_replys_language_unless_named_so():
+def test_a_column_holding_a_propertys_value_is_headed_by_its_label_in_the_replys_language():
     row = {"city": term("http://www.wikidata.org/entity/Q64", kind="uri"), "population": term("3600000"),
            "einwohner": term("1"), "basin_km2": term("185000"), "u": term("1233"), "founded": term("1237")}
     found = AgentResult("q", "SELECT * WHERE { ?city wdt:P1082 ?population ; wdt:P1082 ?einwohner ; "
                              "wdt:P2053 ?basin_km2 ; wdt:P2043 ?u ; wdt:P571 ?founded }", [row], list(row), [], "stop")
     german = {"P1082": "Einwohnerzahl", "P2053": "Einzugsgebiet", "P2043": "Länge"}
     assert preview_table(found, 3, MESSAGES["de"], german).splitlines()[1] == (
-        "! city !! Einwohnerzahl !! einwohner !! Einzugsgebiet km² !! Länge !! founded")
+        "! city !! Einwohnerzahl !! Einwohnerzahl !! Einzugsgebiet km² !! Länge !! founded")
     assert preview_table(found, 3, MESSAGES["en"]).splitlines()[1] == (
         "! city !! population !! einwohner !! basin km² !! u !! founded")
+
+
+#: Queries whose variables are named in the asker's language, the labels of what they hold in that language, and
+#: the headers a reader of that language expects: the label as written (accents, capitals), the units the name
+#: gives, and what the name says beyond the label.
+NAMED_IN_THE_ASKERS_LANGUAGE = {
+    "de": ("SELECT * WHERE { ?stadt wdt:P31 wd:Q515 ; wdt:P1082 ?einwohnerzahl ; wdt:P2046 ?flaeche_km2 ; "
+           "wdt:P6 ?buergermeister ; wdt:P1082 ?einwohnerzahl_2020 }",
+           {"Q515": "Stadt", "P1082": "Einwohnerzahl", "P2046": "Fläche", "P6": "Leiter der Regierung"},
+           "! Stadt !! Einwohnerzahl !! Fläche km² !! Leiter der Regierung !! Einwohnerzahl 2020"),
+    "fr": ("SELECT * WHERE { ?film wdt:P31 wd:Q11424 ; wdt:P2047 ?duree ; wdt:P577 ?date ; wdt:P57 ?realisateur }",
+           {"Q11424": "film", "P2047": "durée", "P577": "date de publication", "P57": "réalisateur"},
+           "! film !! durée !! date de publication !! réalisateur"),
+    "es": ("SELECT * WHERE { ?rio wdt:P31 wd:Q4022 ; wdt:P2043 ?longitud ; wdt:P2053 ?cuenca_km2 ; "
+           "wdt:P885 ?origen }",
+           {"Q4022": "río", "P2043": "longitud", "P2053": "cuenca hidrográfica", "P885": "origen del curso de agua"},
+           "! río !! longitud !! cuenca hidrográfica km² !! origen del curso de agua"),
+}
+
+
+@pytest.mark.parametrize("language", sorted(NAMED_IN_THE_ASKERS_LANGUAGE))
+def test_a_variable_named_with_the_labels_word_is_headed_by_the_label_as_written(language):
+    query, labels, header = NAMED_IN_THE_ASKERS_LANGUAGE[language]
+    variables = re.findall(r"\?(\w+)", query)
+    row = {name: term("1") for name in variables}
+    found = AgentResult("q", query, [row], variables, [], "stop", language=language)
+    assert preview_table(found, 3, MESSAGES[language], labels).splitlines()[1] == header
 
 
 def test_an_item_column_is_headed_by_its_class_in_the_replys_language():
@@ -679,3 +787,56 @@ def test_an_item_column_is_headed_by_its_class_in_the_replys_language():
     assert preview_table(found, 3, MESSAGES["de"], {"Q4022": "Fluss", "P2043": "Länge"}).splitlines()[1] == (
         "! Fluss !! Länge")
     assert preview_table(found, 3, MESSAGES["de"], {}).splitlines()[1] == "! river !! length"
+
+
+CITIES = ("SELECT ?stadt ?stadtLabel ?einwohnerzahl ?gruendung WHERE { ?stadt wdt:P31 wd:Q1637706 ; "
+          "wdt:P1082 ?einwohnerzahl ; wdt:P571 ?gruendung }")
+RIVERS = "SELECT ?rio ?nombre ?longitud WHERE { ?rio wdt:P31 wd:Q4022 ; rdfs:label ?nombre ; wdt:P2043 ?longitud }"
+
+
+def labelled(value: str, language: str) -> dict:
+    return {"type": "literal", "value": value, "xml:lang": language}
+
+
+def answered(llm_server, wikidata_server, query: str, rows: list[dict], language: str) -> AgentResult:
+    """The agent's run that runs *query*, which the stand-in Wikidata answers with *rows*, and stops in
+    *language*."""
+    from agent import Agent, AgentConfig
+    from agent.kb.live import LiveWikidata, WikidataConfig
+    from agent.llm import ChatModel, LLMConfig
+    from tests.support.llm_server import ToolCallReply
+    from tests.support.wikidata_server import select
+
+    script = [ToolCallReply("execute_sparql", {"thought": "Run it.", "sparql": query}),
+              ToolCallReply("stop", {"thought": "Done.", "language": language, "explanation": "Voilà."})]
+    llm = llm_server(script)
+    wikidata = wikidata_server(sparql={query: select(list(rows[0]), rows)})
+    return Agent(llm=ChatModel.from_config(LLMConfig(base_url=llm.base_url, api_key="t", max_retries=0, timeout=30)),
+                 kb=LiveWikidata(WikidataConfig(api_url=wikidata.api_url, sparql_url=wikidata.sparql_url)),
+                 config=AgentConfig()).run("q")
+
+
+def test_the_steps_show_values_as_a_reader_reads_them_the_model_with_their_language(llm_server, wikidata_server):
+    xsd = "http://www.w3.org/2001/XMLSchema#"
+    cities = [{"stadt": "Q8686", "stadtLabel": labelled("Schanghai", "de"),
+               "einwohnerzahl": term("24870895", xsd + "decimal"),
+               "gruendung": term("1291-01-01T00:00:00Z", xsd + "dateTime")},
+              {"stadt": "Q1490", "stadtLabel": labelled("Tokio", "de"),
+               "einwohnerzahl": term("14047594", xsd + "decimal"),
+               "gruendung": term("1457-01-01T00:00:00Z", xsd + "dateTime")}]
+    run = answered(llm_server, wikidata_server, CITIES, cities, "de")
+    assert "Schanghai@de" in run.steps[0].observation  # the model reads the language it may filter on
+    steps = steps_text(render_reply(run)).splitlines()
+    shown = steps.index("   (die endgültige Abfrage, oben gezeigt)")
+    assert steps[shown + 1:shown + 4] == ["   → stadt  stadtLabel  einwohnerzahl  gruendung",
+                                          "     Q8686  Schanghai   24.870.895     1291-01-01",
+                                          "     … 1 weitere Zeile (2 Zeilen insgesamt)"]
+
+
+def test_the_steps_name_a_texts_language_only_where_a_column_mixes_languages(llm_server, wikidata_server):
+    rivers = [{"rio": "Q3392", "nombre": labelled("Nilo", "es"), "longitud": term("6650")},
+              {"rio": "Q3392", "nombre": labelled("Nile", "en"), "longitud": term("6650")}]
+    steps = steps_text(render_reply(answered(llm_server, wikidata_server, RIVERS, rivers, "es")))
+    assert "→ rio    nombre     longitud\n     Q3392  Nilo (es)  6650\n     … 1 fila más (2 filas en total)" in steps
+    alone = steps_text(render_reply(answered(llm_server, wikidata_server, RIVERS, rivers[:1], "es")))
+    assert "     Q3392  Nilo    6650" in alone and "(es)" not in alone and "@" not in alone
