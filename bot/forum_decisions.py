@@ -91,8 +91,11 @@ def pending_followup(section: Section, bot: str) -> FollowUp | None:
 
     Only comments the history attributes to a user other than the bot count,
     so the bot never answers its own text, and a comment is identified by
-    the revision that added it.  The bot's replies are those :func:`mark_answered`
-    found (with the bot's own revisions, so also after a lost state).
+    the revision that added it.  A comment saved before the bot's last reply
+    is none, even below it: the reply went above what stood under the question
+    (:func:`reply_points`), and its answer covered the thread as it was.  The
+    bot's replies are those :func:`mark_answered` found (with the bot's own
+    revisions, so also after a lost state).
     """
     wanted = normalize_user(bot)
     replies = section.replies or section.bot_replies(wanted)
@@ -100,7 +103,8 @@ def pending_followup(section: Section, bot: str) -> FollowUp | None:
         return None
     found = None
     for comment in section.comments:
-        if comment.start < replies[-1].end or not comment.user or comment.user == wanted:
+        if comment.start < replies[-1].end or not comment.user or comment.user == wanted \
+                or comment.owner < replies[-1].owner:
             continue
         text = section.masked[comment.start - section.start:comment.end - section.start]
         # A question moved here under a subheading of its own (a thread merged into this one) is signed by

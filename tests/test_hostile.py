@@ -69,7 +69,7 @@ from bot.state import State
 from tests.support.bot_rig import BotRig, BotRun
 from tests.support.euler import euler_entities
 from tests.support.llm_server import FakeLLMServer, TextReply, ToolCallReply
-from tests.support.mediawiki import BOT_USER
+from tests.support.mediawiki import BOT_USER, HumanEditor
 from tests.support.wikidata_server import (FakeWikidata, SparqlReply, entity, item_snak, select, statement,
                                            string_snak)
 
@@ -988,3 +988,54 @@ def test_many_revisions_between_passes_are_all_read_and_a_forged_signature_silen
     assert rig.run(title, "--once", "--live", state=state).code == 0
     assert mediawiki.page_text(title) == page  # nothing answered twice
     assert len(rig.bot_edits(title)) == (1 if forged else 2)
+
+
+#: A third user of the forum, who writes under other people's questions.
+STRANGER = "Bob"
+
+
+@pytest.fixture(scope="module")
+def stranger(mediawiki) -> HumanEditor:
+    """Bob's account, logged in: not the asker, not the bot."""
+    password = "stranger0123456789abcdefghijklmn"
+    mediawiki.php("createAndPromote.php", "--force", STRANGER, "StrangerAccountPassword123")
+    try:
+        mediawiki.php("createBotPassword.php", "--appid", "browser", "--grants", "basic,editpage,createeditmovepage",
+                      STRANGER, password)
+    except RuntimeError as error:  # made by an earlier module of this test process
+        assert "exists" in str(error), error
+    return HumanEditor.login(mediawiki.api_url, STRANGER, "browser", password)
+
+
+@pytest.mark.xdist_group("stranger")
+def test_a_strangers_block_under_a_question_neither_silences_it_nor_earns_a_second_reply(corpus, stranger):
+    """Alice asks, and writes again below her question; then Bob saves a gallery whose caption renders a heading
+    MediaWiki lists no section for, and a signed line.  The reply goes right after Alice's question, where a reader
+    of her section sees it, once: her later line, older than the reply though below it, is no follow-up."""
+    rig, mediawiki = corpus.rig, corpus.rig.mediawiki
+    title = f"Wikidata:Request a query/Hostile stranger {int(time.time())}"
+    state = state_file(title)
+    lead = "This is the place to request a SPARQL query.\n"
+    mediawiki.edit_as_human(title, lead, "the page")
+    assert rig.run(title, "--once", "--live", state=state).code == 0  # the first look
+    question = "\n== Euler's advisors ==\nWho were the doctoral advisors of Leonhard Euler? " + signature("Alice", 1)
+    mediawiki.edit_as_human(title, lead + question, "a question")
+    again = "\n:Still waiting for an answer. " + signature("Alice", 2)
+    mediawiki.edit_as_human(title, lead + question + again, "the asker again")
+    block = ("\n<gallery>\nFile:X.png|== Gallery heading ==\n</gallery>\n:Same question here. "
+             + signature(STRANGER, 3))
+    stranger.edit(title, lead + question + again + block, "a stranger's block")
+    old = mediawiki.page_text(title)
+    done = rig.run(title, "--once", "--live", state=state)
+    assert done.code == 0, done.stderr[-3000:]
+    new = mediawiki.page_text(title)
+    found, point = insertion(old, new), old.index(again)  # the end of Alice's question
+    assert found is not None and found[0] <= point <= found[1], (done.stderr[-3000:], new)
+    length = found[2]
+    sections = mediawiki_sections(mediawiki, rig.bot_edits(title)[0]["revid"])
+    anchor = next(anchor for _, level, anchor in sections if level == 2)
+    assert placement_problems(mediawiki, title, new, point, new[point:point + length], anchor) == []
+    assert new[point + length:] == old[point:]  # her line and Bob's block as they were, below the reply
+    assert rig.run(title, "--once", "--live", state=state).code == 0
+    assert mediawiki.page_text(title) == new  # her older line is not answered again
+    assert len(rig.bot_edits(title)) == 1
