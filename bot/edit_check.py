@@ -25,7 +25,10 @@ that will store the edit is asked, through pywikibot's API request:
   by its style (``display:none``, ``visibility:hidden``, near-zero size or
   opacity, cut off, positioned or pushed away: :func:`bot.styles.hiding`),
   its class (a collapsed block) or missing altogether (``<includeonly>``),
-  and the last heading before it must be the asker's, itself shown;
+  and the last heading before it must be the asker's, itself shown, or the
+  one the text it answers shows under (a follow-up below a heading that a
+  block someone saved renders, a gallery's caption: its reader finds the
+  reply beside it);
 * the reply must stay inside its own box: rendered alone, each of its
   elements may carry only a style and classes the bot's own markup renders
   with on this wiki (measured once on a sample reply): what a style does is
@@ -388,6 +391,16 @@ def section_anchor(parsed: dict, text: str, start: int) -> str | None:
     return None
 
 
+def heading_above(rendered: str, word: str) -> str | None:
+    """The anchor of the last heading (h1 or h2) before *word*, shown once in the *rendered* page; else ``None``."""
+    where = _Where(word)
+    where.feed(rendered)
+    where.close()
+    if len(where.found) != 1 or where.found[0][0] is None:
+        return None
+    return where.found[0][0][0]
+
+
 class _Outside(_OpenElements):
     """The text of parsed HTML that lies outside every collapsible element."""
 
@@ -540,7 +553,8 @@ def transformed_reply(reply: str, signature: str, timestamp: str) -> str:
 
 def checked_text(site: pywikibot.site.APISite, title: str, old: str, base: int | None, point: int, reply: str,
                  allowance: Allowance, *, added_sections: tuple[tuple[str, str], ...] = (),
-                 section_start: int | None = None, addressed: frozenset[str] = frozenset()) -> CheckedEdit:
+                 section_start: int | None = None, addressed: frozenset[str] = frozenset(),
+                 answers: int | None = None) -> CheckedEdit:
     """The exact text to save: old text plus reply, transformed and verified by the wiki; or :class:`EditRefused`.
 
     *point* is where the reply goes in *old*; the new text is
@@ -550,8 +564,10 @@ def checked_text(site: pywikibot.site.APISite, title: str, old: str, base: int |
     exist yet); *added_sections* the sections the reply may add at the
     page's end (a draft on the review page).
     *section_start* is where the asker's section's heading starts: the
-    reply must show under that heading.  *addressed*: the user pages the
-    reply may link once (see :func:`differences`).
+    reply must show under that heading, or under the one the text it
+    answers shows under, which ends at *answers* in *old* (a signature's
+    end, before *point*).  *addressed*: the user pages the reply may link
+    once (see :func:`differences`).
     """
     reply = reply.rstrip("\n")
     if "~~~~" not in reply:
@@ -575,7 +591,16 @@ def checked_text(site: pywikibot.site.APISite, title: str, old: str, base: int |
     anchor = section_anchor(parsed, marked, section_start) if section_start is not None else None
     if section_start is not None and anchor is None:
         found.append("MediaWiki does not read the reply's section as a section of the page")
-    found += visibility_problems(parsed.get("text", ""), word, anchor)
+    rendered = parsed.get("text", "")
+    if anchor is not None and answers is not None and answers <= point and heading_above(rendered, word) != anchor:
+        # The text answered may show under a heading something between it and its section's heading renders (a
+        # follow-up below a gallery's caption): beside that text is where its reader finds the reply.
+        answered = "SpinachAnswered" + secrets.token_hex(6)
+        both = parse(site, title, text=(marked[:answers] + answered + marked[answers:]).rstrip(), props="text")["text"]
+        shown = heading_above(both, answered)
+        if shown is not None and shown == heading_above(both, word):
+            anchor = shown
+    found += visibility_problems(rendered, word, anchor)
     if found:
         raise EditRefused("MediaWiki's parser shows the edit would do more than add the reply: " + "; ".join(found))
     return CheckedEdit(text=transformed, reply=signed)

@@ -396,13 +396,17 @@ class ForumPage:
         answers (:func:`bot.forum_decisions.reply_points`), so nothing someone saved below a question keeps the
         reply away.  Raises the check's :class:`EditRefused` when it refuses every place, with every reason."""
         refusals = []
+        # The end of the text the reply answers, when a signature ends it: the reply may show under its heading.
+        answers = section.reply_after if any(signature.end == section.reply_after
+                                             for signature in section.signatures) else None
         for point in reply_points(old, section):
             new = insert_reply(old, section, reply, point)
             verify_only_added(old, new, section, reply)
             try:
                 checked = checked_text(self.site, self.title, old, base, point, reply, self.allowance(),
                                        section_start=section.start,
-                                       addressed=frozenset(f"User:{user}" for user in thread_users(section)))
+                                       addressed=frozenset(f"User:{user}" for user in thread_users(section)),
+                                       answers=answers)
             except EditRefused as refused:
                 refusals.append(str(refused))
                 continue

@@ -1039,3 +1039,44 @@ def test_a_strangers_block_under_a_question_neither_silences_it_nor_earns_a_seco
     assert rig.run(title, "--once", "--live", state=state).code == 0
     assert mediawiki.page_text(title) == new  # her older line is not answered again
     assert len(rig.bot_edits(title)) == 1
+
+
+@pytest.mark.xdist_group("stranger")
+def test_a_follow_up_below_a_strangers_heading_is_answered_beside_it(corpus, stranger):
+    """After the bot's reply, Bob saves a gallery whose caption renders a heading, and Alice asks again below it:
+    her follow-up shows under that heading, and so does the answer, right after it and visible, once."""
+    rig, mediawiki = corpus.rig, corpus.rig.mediawiki
+    title = f"Wikidata:Request a query/Hostile stranger follow-up {int(time.time())}"
+    state = state_file(title)
+    lead = "This is the place to request a SPARQL query.\n"
+    mediawiki.edit_as_human(title, lead, "the page")
+    assert rig.run(title, "--once", "--live", state=state).code == 0  # the first look
+    mediawiki.edit_as_human(title, lead + "\n== Euler's advisors ==\nWho were the doctoral advisors of Leonhard "
+                            "Euler? " + signature("Alice", 1), "a question")
+    assert rig.run(title, "--once", "--live", state=state).code == 0
+    answered = mediawiki.page_text(title)
+    assert len(rig.bot_edits(title)) == 1
+    block = "\n<gallery>\nFile:X.png|== Gallery heading ==\n</gallery>\n:Nice. " + signature(STRANGER, 2)
+    stranger.edit(title, answered + block, "a stranger's block")
+    followup = "\n::And who advised Johann Bernoulli? " + signature("Alice", 3)
+    mediawiki.edit_as_human(title, answered + block + followup, "a follow-up")
+    old = mediawiki.page_text(title)
+    done = rig.run(title, "--once", "--live", state=state)
+    assert done.code == 0, done.stderr[-3000:]
+    new = mediawiki.page_text(title)
+    assert len(rig.bot_edits(title)) == 2, done.stderr[-3000:]
+    found, asked = insertion(old, new), old.index(followup) + len(followup)
+    assert found is not None and found[0] <= asked <= found[1], (done.stderr[-3000:], new)
+    reply = new[asked:asked + found[2]]
+    stamp = asked + list(re.finditer(r"\(UTC\)", reply))[-1].end()
+    html = api_post(mediawiki.api_url, action="parse", title=title, contentmodel="wikitext", prop="text",
+                    text=new[:asked] + "FollowUpEnd" + new[asked:stamp] + "ReplyEnd" + new[stamp:])["parse"]["text"]
+    seen = {}
+    for word in ("FollowUpEnd", "ReplyEnd"):
+        reader = _Placement(word)
+        reader.feed(html)
+        reader.close()
+        seen[word] = reader.seen
+    assert seen["ReplyEnd"] == seen["FollowUpEnd"] == [(False, "Gallery_heading")], seen
+    assert rig.run(title, "--once", "--live", state=state).code == 0
+    assert mediawiki.page_text(title) == new
