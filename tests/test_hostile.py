@@ -990,6 +990,22 @@ def test_many_revisions_between_passes_are_all_read_and_a_forged_signature_silen
     assert len(rig.bot_edits(title)) == (1 if forged else 2)
 
 
+#: In the rendered page: whether the bot's last signature shows, where it, the question and the gallery's heading
+#: are on screen, and the anchor of the last heading above the signature.
+ON_SCREEN = """(() => {
+  const root = document.querySelector('#mw-content-text');
+  const signature = [...root.querySelectorAll('a')].filter((a) => a.textContent === '%(bot)s').pop();
+  const question = [...root.querySelectorAll('p, dd')].find((e) => e.textContent.includes('%(question)s'));
+  const headings = [...root.querySelectorAll('h1, h2')].filter((h) =>
+    h.compareDocumentPosition(signature) & Node.DOCUMENT_POSITION_FOLLOWING);
+  const above = headings.pop();
+  const anchor = above && (above.id || (above.querySelector('.mw-headline') || {}).id);
+  return {visible: signature.checkVisibility({checkOpacity: true, checkVisibilityCSS: true})
+                   && signature.getBoundingClientRect().height > 0,
+          reply: signature.getBoundingClientRect().top, question: question.getBoundingClientRect().top,
+          gallery: document.querySelector('#Gallery_heading').getBoundingClientRect().top, headingAbove: anchor};
+})()"""
+
 #: A third user of the forum, who writes under other people's questions.
 STRANGER = "Bob"
 
@@ -1008,10 +1024,12 @@ def stranger(mediawiki) -> HumanEditor:
 
 
 @pytest.mark.xdist_group("stranger")
-def test_a_strangers_block_under_a_question_neither_silences_it_nor_earns_a_second_reply(corpus, stranger):
+def test_a_strangers_block_under_a_question_neither_silences_it_nor_earns_a_second_reply(corpus, stranger,
+                                                                                        browser):
     """Alice asks, and writes again below her question; then Bob saves a gallery whose caption renders a heading
     MediaWiki lists no section for, and a signed line.  The reply goes right after Alice's question, where a reader
-    of her section sees it, once: her later line, older than the reply though below it, is no follow-up."""
+    of her section sees it (in MediaWiki's parse and in headless Chromium), once: her later line, older than the
+    reply though below it, is no follow-up."""
     rig, mediawiki = corpus.rig, corpus.rig.mediawiki
     title = f"Wikidata:Request a query/Hostile stranger {int(time.time())}"
     state = state_file(title)
@@ -1036,6 +1054,11 @@ def test_a_strangers_block_under_a_question_neither_silences_it_nor_earns_a_seco
     anchor = next(anchor for _, level, anchor in sections if level == 2)
     assert placement_problems(mediawiki, title, new, point, new[point:point + length], anchor) == []
     assert new[point + length:] == old[point:]  # her line and Bob's block as they were, below the reply
+    browser.open(mediawiki.api_url.replace("/api.php", f"/index.php?title={urllib.parse.quote(title)}"),
+                 "document.querySelector('#Gallery_heading')")
+    seen = browser.evaluate(ON_SCREEN % {"bot": BOT_USER, "question": "doctoral advisors of Leonhard Euler"})
+    assert seen["visible"] and seen["question"] < seen["reply"] < seen["gallery"], seen
+    assert seen["headingAbove"] == anchor, seen
     assert rig.run(title, "--once", "--live", state=state).code == 0
     assert mediawiki.page_text(title) == new  # her older line is not answered again
     assert len(rig.bot_edits(title)) == 1
