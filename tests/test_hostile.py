@@ -1090,16 +1090,50 @@ def test_a_follow_up_below_a_strangers_heading_is_answered_beside_it(corpus, str
     assert len(rig.bot_edits(title)) == 2, done.stderr[-3000:]
     found, asked = insertion(old, new), old.index(followup) + len(followup)
     assert found is not None and found[0] <= asked <= found[1], (done.stderr[-3000:], new)
-    reply = new[asked:asked + found[2]]
-    stamp = asked + list(re.finditer(r"\(UTC\)", reply))[-1].end()
+    seen = shown_under(mediawiki, title, new, asked, asked + found[2])
+    assert seen["answered"] == seen["reply"] == [(False, "Gallery_heading")], seen
+    assert rig.run(title, "--once", "--live", state=state).code == 0
+    assert mediawiki.page_text(title) == new
+
+
+def shown_under(mediawiki, title: str, page: str, answered: int, reply_end: int) -> dict[str, list]:
+    """Where the text ending at *answered* and the reply ending at *reply_end* (its signature's time the last of
+    it) render in *page*: whether each is hidden, and the anchor of the heading above it."""
+    stamp = answered + list(re.finditer(r"\(UTC\)", page[answered:reply_end]))[-1].end()
     html = api_post(mediawiki.api_url, action="parse", title=title, contentmodel="wikitext", prop="text",
-                    text=new[:asked] + "FollowUpEnd" + new[asked:stamp] + "ReplyEnd" + new[stamp:])["parse"]["text"]
+                    text=page[:answered] + "AnsweredEnd" + page[answered:stamp] + "ReplyEnd" + page[stamp:])
     seen = {}
-    for word in ("FollowUpEnd", "ReplyEnd"):
+    for name, word in (("answered", "AnsweredEnd"), ("reply", "ReplyEnd")):
         reader = _Placement(word)
-        reader.feed(html)
+        reader.feed(html["parse"]["text"])
         reader.close()
-        seen[word] = reader.seen
-    assert seen["ReplyEnd"] == seen["FollowUpEnd"] == [(False, "Gallery_heading")], seen
+        seen[name] = reader.seen
+    return seen
+
+
+@pytest.mark.xdist_group("stranger")
+def test_a_heading_a_stranger_renders_inside_the_question_does_not_silence_it(corpus, stranger):
+    """Bob saves a gallery whose caption renders a heading between Alice's question and her signature: the
+    question's end shows under that heading, and so does the answer, right below it and visible, once."""
+    rig, mediawiki = corpus.rig, corpus.rig.mediawiki
+    title = f"Wikidata:Request a query/Hostile stranger in the question {int(time.time())}"
+    state = state_file(title)
+    lead = "This is the place to request a SPARQL query.\n"
+    mediawiki.edit_as_human(title, lead, "the page")
+    assert rig.run(title, "--once", "--live", state=state).code == 0  # the first look
+    asked = "\n== Euler's advisors ==\nWho were the doctoral advisors of Leonhard Euler?\n"
+    signed = "I mean his teachers at Basel. " + signature("Alice", 1)
+    mediawiki.edit_as_human(title, lead + asked + signed, "a question")
+    block = "<gallery>\nFile:X.png|== Gallery heading ==\n</gallery>\n"
+    stranger.edit(title, lead + asked + block + signed, "a stranger's block")
+    old = mediawiki.page_text(title)
+    done = rig.run(title, "--once", "--live", state=state)
+    assert done.code == 0, done.stderr[-3000:]
+    new = mediawiki.page_text(title)
+    assert len(rig.bot_edits(title)) == 1, done.stderr[-3000:]
+    found = insertion(old, new)
+    assert found is not None and found[0] <= len(old) <= found[1], (done.stderr[-3000:], new)
+    seen = shown_under(mediawiki, title, new, len(old), len(old) + found[2])
+    assert seen["answered"] == seen["reply"] == [(False, "Gallery_heading")], seen
     assert rig.run(title, "--once", "--live", state=state).code == 0
     assert mediawiki.page_text(title) == new
