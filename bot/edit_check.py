@@ -25,10 +25,10 @@ that will store the edit is asked, through pywikibot's API request:
   by its style (``display:none``, ``visibility:hidden``, near-zero size or
   opacity, cut off, positioned or pushed away: :func:`bot.styles.hiding`),
   its class (a collapsed block) or missing altogether (``<includeonly>``),
-  and the last heading before it must be the asker's, itself shown, or the
-  one the text it answers shows under (a follow-up below a heading that a
-  block someone saved renders, a gallery's caption: its reader finds the
-  reply beside it);
+  and the last heading before it that a reader sees (a hidden one heads
+  nothing) must be the asker's, or the one the text it answers shows
+  under (a follow-up below a heading that a block someone saved renders,
+  a gallery's caption: its reader finds the reply beside it);
 * the reply must stay inside its own box: rendered alone, each of its
   elements may carry only a style and classes the bot's own markup renders
   with on this wiki (measured once on a sample reply): what a style does is
@@ -299,15 +299,16 @@ class _OpenElements(HTMLParser):
 
 
 class _Where(_OpenElements):
-    """Where a word lands in parsed HTML: the elements around it that hide it, and the heading above it."""
+    """Where a word lands in parsed HTML: the elements around it that hide it, and the last heading above it that
+    a reader sees (a hidden one heads nothing they see: what follows it reads as under the heading before)."""
 
     def __init__(self, word: str) -> None:
         super().__init__()
         self.word = word
-        #: The latest heading (h1 or h2) begun: its anchor and what hides it.
-        self.heading: tuple[str, str | None] | None = None
+        #: The anchor of the latest heading (h1 or h2) begun that nothing hides.
+        self.heading: str | None = None
         self.in_heading: str | None = None
-        self.found: list[tuple[tuple[str, str | None] | None, str | None]] = []
+        self.found: list[tuple[str | None, str | None]] = []
 
     def _hiding(self) -> str | None:
         return next((reason for _, reason in self.stack if reason), None)
@@ -317,12 +318,12 @@ class _Where(_OpenElements):
             return
         self.stack.append((tag, _hidden_by(tag, attrs)))
         values = dict(attrs)
-        if tag in ("h1", "h2"):  # MediaWiki 1.39 puts the anchor on a span inside, later versions on the heading
+        # MediaWiki 1.39 puts the anchor on a span inside, later versions on the heading
+        if tag in ("h1", "h2") and self.in_heading is None and self._hiding() is None:
             self.in_heading = tag
-            self.heading = (values.get("id") or "", self._hiding())
-        if self.in_heading and self.heading is not None and values.get("id") and "mw-headline" in (
-                values.get("class") or "").split():
-            self.heading = (values["id"] or "", self.heading[1])
+            self.heading = values.get("id") or ""
+        if self.in_heading and values.get("id") and "mw-headline" in (values.get("class") or "").split():
+            self.heading = values["id"] or ""
 
     def handle_endtag(self, tag: str) -> None:
         super().handle_endtag(tag)
@@ -346,11 +347,8 @@ def visibility_problems(rendered: str, word: str, anchor: str | None) -> list[st
     problems = []
     if hiding:
         problems.append(f"the reply would be hidden from readers (inside {hiding})")
-    if anchor is not None and (heading is None or heading[0] != anchor):
-        problems.append(f"the reply would show under another heading ({heading[0] if heading else 'none'!r}, "
-                        f"not {anchor!r})")
-    elif heading is not None and heading[1]:
-        problems.append(f"the heading of the reply's section is hidden from readers (inside {heading[1]})")
+    if anchor is not None and heading != anchor:
+        problems.append(f"the reply would show under another heading ({heading or 'none'!r}, not {anchor!r})")
     return problems
 
 
@@ -392,13 +390,12 @@ def section_anchor(parsed: dict, text: str, start: int) -> str | None:
 
 
 def heading_above(rendered: str, word: str) -> str | None:
-    """The anchor of the last heading (h1 or h2) before *word*, shown once in the *rendered* page; else ``None``."""
+    """The anchor of the last heading (h1 or h2) a reader sees before *word*, shown once in the *rendered* page;
+    else ``None``."""
     where = _Where(word)
     where.feed(rendered)
     where.close()
-    if len(where.found) != 1 or where.found[0][0] is None:
-        return None
-    return where.found[0][0][0]
+    return where.found[0][0] if len(where.found) == 1 else None
 
 
 class _Outside(_OpenElements):

@@ -1065,11 +1065,13 @@ def test_a_strangers_block_under_a_question_neither_silences_it_nor_earns_a_seco
 
 
 @pytest.mark.xdist_group("stranger")
-def test_a_follow_up_below_a_strangers_heading_is_answered_beside_it(corpus, stranger):
-    """After the bot's reply, Bob saves a gallery whose caption renders a heading, and Alice asks again below it:
-    her follow-up shows under that heading, and so does the answer, right after it and visible, once."""
+@pytest.mark.parametrize("caption", ["== Gallery heading ==", '<h2 style="display:none">Gallery heading</h2>'],
+                         ids=["a heading", "a hidden heading"])
+def test_a_follow_up_below_a_strangers_heading_is_answered_beside_it(corpus, stranger, caption):
+    """After the bot's reply, Bob saves a gallery whose caption renders a heading (shown or hidden), and Alice asks
+    again below it: the answer shows right after her follow-up, under the same heading, visible, once."""
     rig, mediawiki = corpus.rig, corpus.rig.mediawiki
-    title = f"Wikidata:Request a query/Hostile stranger follow-up {int(time.time())}"
+    title = f"Wikidata:Request a query/Hostile stranger follow-up {len(caption)} {int(time.time())}"
     state = state_file(title)
     lead = "This is the place to request a SPARQL query.\n"
     mediawiki.edit_as_human(title, lead, "the page")
@@ -1079,7 +1081,7 @@ def test_a_follow_up_below_a_strangers_heading_is_answered_beside_it(corpus, str
     assert rig.run(title, "--once", "--live", state=state).code == 0
     answered = mediawiki.page_text(title)
     assert len(rig.bot_edits(title)) == 1
-    block = "\n<gallery>\nFile:X.png|== Gallery heading ==\n</gallery>\n:Nice. " + signature(STRANGER, 2)
+    block = f"\n<gallery>\nFile:X.png|{caption}\n</gallery>\n:Nice. " + signature(STRANGER, 2)
     stranger.edit(title, answered + block, "a stranger's block")
     followup = "\n::And who advised Johann Bernoulli? " + signature("Alice", 3)
     mediawiki.edit_as_human(title, answered + block + followup, "a follow-up")
@@ -1091,7 +1093,7 @@ def test_a_follow_up_below_a_strangers_heading_is_answered_beside_it(corpus, str
     found, asked = insertion(old, new), old.index(followup) + len(followup)
     assert found is not None and found[0] <= asked <= found[1], (done.stderr[-3000:], new)
     seen = shown_under(mediawiki, title, new, asked, asked + found[2])
-    assert seen["answered"] == seen["reply"] == [(False, "Gallery_heading")], seen
+    assert seen["answered"] == seen["reply"] == [(False, "Gallery_heading")], seen  # the heading, even hidden
     assert rig.run(title, "--once", "--live", state=state).code == 0
     assert mediawiki.page_text(title) == new
 
