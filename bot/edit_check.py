@@ -25,7 +25,10 @@ that will store the edit is asked, through pywikibot's API request:
   by its style (``display:none``, ``visibility:hidden``, near-zero size or
   opacity, cut off, positioned or pushed away: :func:`bot.styles.hiding`),
   its class (a collapsed block) or missing altogether (``<includeonly>``),
-  and the last heading before it must be the asker's, itself shown;
+  and the last heading before it that a reader sees (a hidden one heads
+  nothing) must be the asker's, or the one the text it answers shows
+  under (a follow-up below a heading that a block someone saved renders,
+  a gallery's caption: its reader finds the reply beside it);
 * the reply must stay inside its own box: rendered alone, each of its
   elements may carry only a style and classes the bot's own markup renders
   with on this wiki (measured once on a sample reply): what a style does is
@@ -296,15 +299,16 @@ class _OpenElements(HTMLParser):
 
 
 class _Where(_OpenElements):
-    """Where a word lands in parsed HTML: the elements around it that hide it, and the heading above it."""
+    """Where a word lands in parsed HTML: the elements around it that hide it, and the last heading above it that
+    a reader sees (a hidden one heads nothing they see: what follows it reads as under the heading before)."""
 
     def __init__(self, word: str) -> None:
         super().__init__()
         self.word = word
-        #: The latest heading (h1 or h2) begun: its anchor and what hides it.
-        self.heading: tuple[str, str | None] | None = None
+        #: The anchor of the latest heading (h1 or h2) begun that nothing hides.
+        self.heading: str | None = None
         self.in_heading: str | None = None
-        self.found: list[tuple[tuple[str, str | None] | None, str | None]] = []
+        self.found: list[tuple[str | None, str | None]] = []
 
     def _hiding(self) -> str | None:
         return next((reason for _, reason in self.stack if reason), None)
@@ -314,12 +318,12 @@ class _Where(_OpenElements):
             return
         self.stack.append((tag, _hidden_by(tag, attrs)))
         values = dict(attrs)
-        if tag in ("h1", "h2"):  # MediaWiki 1.39 puts the anchor on a span inside, later versions on the heading
+        # MediaWiki 1.39 puts the anchor on a span inside, later versions on the heading
+        if tag in ("h1", "h2") and self.in_heading is None and self._hiding() is None:
             self.in_heading = tag
-            self.heading = (values.get("id") or "", self._hiding())
-        if self.in_heading and self.heading is not None and values.get("id") and "mw-headline" in (
-                values.get("class") or "").split():
-            self.heading = (values["id"] or "", self.heading[1])
+            self.heading = values.get("id") or ""
+        if self.in_heading and values.get("id") and "mw-headline" in (values.get("class") or "").split():
+            self.heading = values["id"] or ""
 
     def handle_endtag(self, tag: str) -> None:
         super().handle_endtag(tag)
@@ -343,11 +347,8 @@ def visibility_problems(rendered: str, word: str, anchor: str | None) -> list[st
     problems = []
     if hiding:
         problems.append(f"the reply would be hidden from readers (inside {hiding})")
-    if anchor is not None and (heading is None or heading[0] != anchor):
-        problems.append(f"the reply would show under another heading ({heading[0] if heading else 'none'!r}, "
-                        f"not {anchor!r})")
-    elif heading is not None and heading[1]:
-        problems.append(f"the heading of the reply's section is hidden from readers (inside {heading[1]})")
+    if anchor is not None and heading != anchor:
+        problems.append(f"the reply would show under another heading ({heading or 'none'!r}, not {anchor!r})")
     return problems
 
 
@@ -386,6 +387,15 @@ def section_anchor(parsed: dict, text: str, start: int) -> str | None:
         if found == start:
             return str(item.get("anchor", ""))
     return None
+
+
+def heading_above(rendered: str, word: str) -> str | None:
+    """The anchor of the last heading (h1 or h2) a reader sees before *word*, shown once in the *rendered* page;
+    else ``None``."""
+    where = _Where(word)
+    where.feed(rendered)
+    where.close()
+    return where.found[0][0] if len(where.found) == 1 else None
 
 
 class _Outside(_OpenElements):
@@ -540,7 +550,8 @@ def transformed_reply(reply: str, signature: str, timestamp: str) -> str:
 
 def checked_text(site: pywikibot.site.APISite, title: str, old: str, base: int | None, point: int, reply: str,
                  allowance: Allowance, *, added_sections: tuple[tuple[str, str], ...] = (),
-                 section_start: int | None = None, addressed: frozenset[str] = frozenset()) -> CheckedEdit:
+                 section_start: int | None = None, addressed: frozenset[str] = frozenset(),
+                 answers: int | None = None) -> CheckedEdit:
     """The exact text to save: old text plus reply, transformed and verified by the wiki; or :class:`EditRefused`.
 
     *point* is where the reply goes in *old*; the new text is
@@ -550,8 +561,10 @@ def checked_text(site: pywikibot.site.APISite, title: str, old: str, base: int |
     exist yet); *added_sections* the sections the reply may add at the
     page's end (a draft on the review page).
     *section_start* is where the asker's section's heading starts: the
-    reply must show under that heading.  *addressed*: the user pages the
-    reply may link once (see :func:`differences`).
+    reply must show under that heading, or under the one the text it
+    answers shows under, which ends at *answers* in *old* (a signature's
+    end, before *point*).  *addressed*: the user pages the reply may link
+    once (see :func:`differences`).
     """
     reply = reply.rstrip("\n")
     if "~~~~" not in reply:
@@ -575,7 +588,16 @@ def checked_text(site: pywikibot.site.APISite, title: str, old: str, base: int |
     anchor = section_anchor(parsed, marked, section_start) if section_start is not None else None
     if section_start is not None and anchor is None:
         found.append("MediaWiki does not read the reply's section as a section of the page")
-    found += visibility_problems(parsed.get("text", ""), word, anchor)
+    rendered = parsed.get("text", "")
+    if anchor is not None and answers is not None and answers <= point and heading_above(rendered, word) != anchor:
+        # The text answered may show under a heading something between it and its section's heading renders (a
+        # follow-up below a gallery's caption): beside that text is where its reader finds the reply.
+        answered = "SpinachAnswered" + secrets.token_hex(6)
+        both = parse(site, title, text=(marked[:answers] + answered + marked[answers:]).rstrip(), props="text")["text"]
+        shown = heading_above(both, answered)
+        if shown is not None and shown == heading_above(both, word):
+            anchor = shown
+    found += visibility_problems(rendered, word, anchor)
     if found:
         raise EditRefused("MediaWiki's parser shows the edit would do more than add the reply: " + "; ".join(found))
     return CheckedEdit(text=transformed, reply=signed)

@@ -3,8 +3,9 @@
 Whether the bot has answered a section (its own replies, found through the page's history and its own
 revisions, never through a signature someone typed), whether someone else already answered it with a
 query, which follow-up below the bot's reply is waiting and whom a reply answers, and where in the page
-the reply goes (:func:`reply_point`): after the asker's question, never inside an element someone opened
-and left open (a hidden ``<div>``), never below a heading the page shows inside the section.
+the reply goes (:func:`reply_points`): after the asker's question, never inside an element someone opened
+and left open (a hidden ``<div>``), never below a heading the page shows inside the section; at the end of
+the thread, or, where MediaWiki's check refuses that, right after the text it answers.
 :func:`insert_reply` changes nothing but the insertion point.
 
 :mod:`bot.forum` reads the page (sections, signatures, comments, requests); nothing here reads wikitext
@@ -90,8 +91,11 @@ def pending_followup(section: Section, bot: str) -> FollowUp | None:
 
     Only comments the history attributes to a user other than the bot count,
     so the bot never answers its own text, and a comment is identified by
-    the revision that added it.  The bot's replies are those :func:`mark_answered`
-    found (with the bot's own revisions, so also after a lost state).
+    the revision that added it.  A comment saved before the bot's last reply
+    is none, even below it: the reply went above what stood under the question
+    (:func:`reply_points`), and its answer covered the thread as it was.  The
+    bot's replies are those :func:`mark_answered` found (with the bot's own
+    revisions, so also after a lost state).
     """
     wanted = normalize_user(bot)
     replies = section.replies or section.bot_replies(wanted)
@@ -99,7 +103,8 @@ def pending_followup(section: Section, bot: str) -> FollowUp | None:
         return None
     found = None
     for comment in section.comments:
-        if comment.start < replies[-1].end or not comment.user or comment.user == wanted:
+        if comment.start < replies[-1].end or not comment.user or comment.user == wanted \
+                or comment.owner < replies[-1].owner:
             continue
         text = section.masked[comment.start - section.start:comment.end - section.start]
         # A question moved here under a subheading of its own (a thread merged into this one) is signed by
@@ -152,13 +157,35 @@ def reply_point(page_text: str, section: Section) -> int:
     line qualifies (the question itself opens an element it never closes), the reply goes after the section's
     last line, and MediaWiki's check of the edit (:mod:`bot.edit_check`) has the last word.
     """
-    fallback = section.start + len(page_text[section.start:section.end].rstrip())
+    return reply_points(page_text, section)[0]
+
+
+def reply_points(page_text: str, section: Section) -> list[int]:
+    """The places a reply to *section* may go, in the order they are tried: :func:`reply_point` (the end of
+    the thread), then, when it is not the same, the end of the text the reply answers: the first line, from
+    the one holding ``section.reply_after`` (the question's signature, or the follow-up's), that
+    :func:`reply_point` would accept too.
+
+    What someone saves below the question can render what no line of its wikitext shows (a heading in a
+    gallery's caption, in a ``<poem>``, in a footnote that a ``<references/>`` lists there), and MediaWiki's
+    check then refuses the end of the thread; the second place lies above all of it, so nothing saved below
+    the question can keep the reply from where a reader of the question sees it.  It never lies inside what
+    someone opened below the question: the line it ends closes everything opened in the section.
+    """
+    places = _places(page_text, section)
+    if not places:
+        return [section.start + len(page_text[section.start:section.end].rstrip())]
+    return list(dict.fromkeys((places[-1], places[0])))
+
+
+def _places(page_text: str, section: Section) -> list[int]:
+    """Every line end of *section* where a reply may go (see :func:`reply_point`), in page order."""
     masked = section.masked
     after = max(section.reply_after, section.start)
     open_elements: list[str] = []
     calls = brace_spans(masked)
     inert = merged(inert_spans(page_text, section.extension_tags))
-    best = None
+    found = []
     position = page_text.find("\n", section.start, section.end)  # the heading line is not the reply's place
     position = section.end if position == -1 else position + 1
     while position < section.end:
@@ -191,12 +218,16 @@ def reply_point(page_text: str, section: Section) -> int:
         point = position + len(page_text[position:line_end].rstrip())
         if line_end >= after and not open_elements and line.strip() and not inside(calls, point - section.start) \
                 and not inside(inert, point):
-            best = point
+            found.append(point)
         position = line_end + 1
-    return best if best is not None else fallback
+    return found
 
 
-def insert_reply(page_text: str, section: Section, reply: str) -> str:
-    """*page_text* with *reply* on lines of its own at :func:`reply_point`; nothing else changes."""
-    point = reply_point(page_text, section)
+def insert_reply(page_text: str, section: Section, reply: str, point: int | None = None) -> str:
+    """*page_text* with *reply* on lines of its own at *point* (one of :func:`reply_points`; by default
+    :func:`reply_point`); nothing else changes."""
+    if point is None:
+        point = reply_point(page_text, section)
+    elif point not in reply_points(page_text, section):
+        raise ValueError(f"a reply to {section.heading!r} does not go at offset {point}")
     return page_text[:point] + "\n" + reply.rstrip("\n") + page_text[point:]

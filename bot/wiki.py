@@ -32,7 +32,10 @@ Every safety rule lives here, so no caller can forget one:
 * the bot's own signature already in the section means "answered": nothing
   is posted twice, whatever the local state says;
 * the page is read as MediaWiki reads it (:mod:`bot.sections`), and the reply
-  goes where a reader of the asker's section sees it (:func:`bot.forum_decisions.reply_point`);
+  goes where a reader of the asker's section sees it: at the end of the thread,
+  or, where MediaWiki's check refuses that (a block someone saved below the
+  question renders a heading), right after the text it answers
+  (:func:`bot.forum_decisions.reply_points`);
   a page whose content model is not wikitext is not edited;
 * a login that failed is tried again from scratch (a fresh session and login
   token, pywikibot's own retry reuses a stale token) after a doubling wait.
@@ -56,9 +59,9 @@ from pywikibot.exceptions import EditConflictError, Error, NoPageError
 from pywikibot.login import LoginStatus
 from pywikibot.site import Namespace
 
-from bot.edit_check import Allowance, EditRefused, checked_text, measure_allowance, sections_of
+from bot.edit_check import Allowance, CheckedEdit, EditRefused, checked_text, measure_allowance, sections_of
 from bot.forum import Reading, Section, find_section, normalize_user, page_lead, parse_sections, thread_users
-from bot.forum_decisions import insert_reply, locate_after_change, mark_answered, reply_point
+from bot.forum_decisions import insert_reply, locate_after_change, mark_answered, reply_points
 from bot.history import Attribution, OwnEdit, own_revisions
 from bot.sections import read_sections
 
@@ -365,13 +368,8 @@ class ForumPage:
                 return PostOutcome("already-answered")
             if self.refusal(old, section, self.reading(old, base)):
                 return PostOutcome("opted-out")
-            new = insert_reply(old, section, reply)
-            point = verify_only_added(old, new, section, reply)
-            diff = page_diff(self.title, old, new)
             # A dry run asks MediaWiki too (read-only): it shows what a live run would refuse.
-            checked = checked_text(self.site, self.title, old, base, point, reply, self.allowance(),
-                                   section_start=section.start,
-                                   addressed=frozenset(f"User:{user}" for user in thread_users(section)))
+            checked, diff = self._checked_reply(old, base, section, reply)
             if not self.writes:
                 return PostOutcome("previewed", diff=diff)
             if self.stopped():
@@ -391,6 +389,33 @@ class ForumPage:
             if self._confirm(revision, base, checked.text, section, checked.reply, attribution):
                 return PostOutcome("posted", revision=revision, diff=diff)
         raise EditConflictError(self.page())
+
+    def _checked_reply(self, old: str, base: int, section: Section, reply: str) -> tuple[CheckedEdit, str]:
+        """The edit adding *reply* to *section* of *old* (revision *base*) as MediaWiki's check lets it be saved,
+        and its diff: at the end of the thread, or, where the check refuses that, right after the text the reply
+        answers (:func:`bot.forum_decisions.reply_points`), so nothing someone saved below a question keeps the
+        reply away.  Raises the check's :class:`EditRefused` when it refuses every place, with every reason."""
+        refusals = []
+        # The end of the text the reply answers, when a signature ends it: the reply may show under its heading.
+        answers = section.reply_after if any(signature.end == section.reply_after
+                                             for signature in section.signatures) else None
+        for point in reply_points(old, section):
+            new = insert_reply(old, section, reply, point)
+            verify_only_added(old, new, section, reply)
+            try:
+                checked = checked_text(self.site, self.title, old, base, point, reply, self.allowance(),
+                                       section_start=section.start,
+                                       addressed=frozenset(f"User:{user}" for user in thread_users(section)),
+                                       answers=answers)
+            except EditRefused as refused:
+                refusals.append(str(refused))
+                continue
+            if refusals:
+                log.info("%r: MediaWiki refuses the reply at the end of the thread (%s); it goes right after the "
+                         "text it answers", section.heading, refusals[0])
+            return checked, page_diff(self.title, old, new)
+        raise EditRefused(refusals[0] if len(refusals) == 1 else
+                          f"{refusals[0]}; and right after the text the reply answers: {refusals[1]}")
 
     def allowance(self) -> Allowance:
         """What a reply's own markup may add to this page, measured on the wiki once."""
@@ -519,7 +544,8 @@ class ForumPage:
             parent = self._revision(saved["parentid"])["slots"]["main"]["content"]
             moved = self.locate(parent, section.key, attribution, self.reading(parent, saved["parentid"]),
                                 saved["parentid"]) if section.key else None
-            merged = moved is not None and text == insert_reply(parent, moved, signed_reply)
+            merged = moved is not None and any(text == insert_reply(parent, moved, signed_reply, point)
+                                               for point in reply_points(parent, moved))
             if merged:
                 return True
             self._undo(saved, "restore the edit saved while the bot was replying")
@@ -548,12 +574,13 @@ def page_diff(title: str, old: str, new: str) -> str:
 
 
 def verify_only_added(old: str, new: str, section: Section, reply: str) -> int:
-    """Refuse any edit other than the reply inserted, on lines of its own, at the section's reply point.
+    """Refuse any edit other than the reply inserted, on lines of its own, at one of the section's reply points
+    (:func:`bot.forum_decisions.reply_points`).
 
     Returns the insertion point in *old*.
     """
-    point = reply_point(old, section)
     inserted = "\n" + reply.rstrip("\n")
-    if new != old[:point] + inserted + old[point:]:
-        raise ValueError("the edit would change more than adding the reply; nothing was saved")
-    return point
+    for point in reply_points(old, section):
+        if new == old[:point] + inserted + old[point:]:
+            return point
+    raise ValueError("the edit would change more than adding the reply; nothing was saved")

@@ -12,6 +12,7 @@ from bot.forum import (
 )
 from bot.forum_decisions import (
     MAX_DEPTH, answered_by_human, insert_reply, locate_after_change, mark_answered, pending_followup, ping_in,
+    reply_points,
 )
 from bot.history import UNKNOWN, Attribution, OwnEdit
 from bot.wikiparse import INERT_TAGS
@@ -386,6 +387,35 @@ def test_a_follow_up_is_answered_below_it():
     section = find_section(sections, followup_key(sections[0].key, 4))
     assert insert_reply(followed, section, ":::Reply") == followed.replace(
         "2026 (UTC)\n<div>", "2026 (UTC)\n:::Reply\n<div>")
+
+
+def test_a_reply_may_also_go_right_after_the_question_never_inside_what_a_stranger_saved_below_it():
+    question = "== Alice ==\nWho advised Euler? " + sign("Alice") + "\n"
+    gallery = "<gallery>\nFile:X.png|== A caption ==\n</gallery>\n:Same here. " + sign("Bob", 5) + "\n"
+    page = question + gallery + "<div>\n:Open. " + sign("Carol", 6) + "\n"
+    section = parse_sections(page)[0]
+    end_of_thread = len(question + gallery) - 1
+    assert reply_points(page, section) == [end_of_thread, len(question) - 1]
+    assert insert_reply(page, section, ":Reply", len(question) - 1) == question + ":Reply\n" + gallery \
+        + page[len(question + gallery):]
+    with pytest.raises(ValueError):  # inside the gallery: no place for a reply
+        insert_reply(page, section, ":Reply", len(question) + len("<gallery>"))
+    opened = "== Alice ==\n<div>Who advised Euler? " + sign("Alice") + "\nMore.</div>\n" + gallery
+    assert reply_points(opened, parse_sections(opened)[0]) == [len(opened) - 1, opened.index("</div>") + 6]
+    alone = question + ":A reply. " + sign("Bob", 5) + "\n"
+    assert reply_points(alone, parse_sections(alone)[0]) == [len(alone) - 1, len(question) - 1]
+    signed_last = question.rstrip("\n")
+    assert reply_points(signed_last, parse_sections(signed_last)[0]) == [len(signed_last)]
+
+
+def test_a_comment_older_than_the_bots_reply_is_no_follow_up_though_below_it():
+    question = "Header\n\n== Films ==\nFilms by Kubrick? " + sign("Ann") + "\n"
+    again = question + ":Anyone? " + sign("Ann", 1) + "\n"
+    replied = again.replace(":Anyone?", ":A reply. " + sign(BOT, 2) + "\n:Anyone?")
+    base = history(("Admin", "Header\n"), ("Ann", question), ("Ann", again), (BOT, replied))
+    assert pending_followup(sections_of(base)[0], BOT) is None
+    followed = replied + "::And the years? " + sign("Ann", 3) + "\n"
+    assert pending_followup(sections_of(base.advance(5, "Ann", followed))[0], BOT).revision == 5
 
 
 def test_a_reply_is_never_indented_deeper_than_max_depth():

@@ -69,7 +69,7 @@ from bot.state import State
 from tests.support.bot_rig import BotRig, BotRun
 from tests.support.euler import euler_entities
 from tests.support.llm_server import FakeLLMServer, TextReply, ToolCallReply
-from tests.support.mediawiki import BOT_USER
+from tests.support.mediawiki import BOT_USER, HumanEditor
 from tests.support.wikidata_server import (FakeWikidata, SparqlReply, entity, item_snak, select, statement,
                                            string_snak)
 
@@ -722,7 +722,8 @@ HIDDEN_CLASSES = {"mw-collapsed", "hidden"}
 
 
 class _Placement(HTMLParser):
-    """Where a word lands in a rendered page: hidden or not, and under which heading."""
+    """Where a word lands in a rendered page: hidden or not, and under which heading a reader sees (a hidden
+    heading heads nothing: what follows it reads as under the heading before)."""
 
     VOID = frozenset({"br", "img", "hr", "input", "meta", "link", "wbr", "area", "base", "col", "source"})
 
@@ -739,6 +740,8 @@ class _Placement(HTMLParser):
             hidden = bool(HIDDEN_STYLE.search(values.get("style", ""))) or bool(
                 HIDDEN_CLASSES & set(values.get("class", "").split()))
             self.stack.append((tag, hidden))
+        if any(hidden for _, hidden in self.stack):
+            return
         if tag in ("h1", "h2"):
             self.heading = values.get("id", "")
         elif tag == "span" and "mw-headline" in values.get("class", "").split() and any(
@@ -988,3 +991,156 @@ def test_many_revisions_between_passes_are_all_read_and_a_forged_signature_silen
     assert rig.run(title, "--once", "--live", state=state).code == 0
     assert mediawiki.page_text(title) == page  # nothing answered twice
     assert len(rig.bot_edits(title)) == (1 if forged else 2)
+
+
+#: In the rendered page: whether the bot's last signature shows, where it, the question and the gallery's heading
+#: are on screen, and the anchor of the last heading above the signature.
+ON_SCREEN = """(() => {
+  const root = document.querySelector('#mw-content-text');
+  const signature = [...root.querySelectorAll('a')].filter((a) => a.textContent === '%(bot)s').pop();
+  const question = [...root.querySelectorAll('p, dd')].find((e) => e.textContent.includes('%(question)s'));
+  const headings = [...root.querySelectorAll('h1, h2')].filter((h) =>
+    h.compareDocumentPosition(signature) & Node.DOCUMENT_POSITION_FOLLOWING);
+  const above = headings.pop();
+  const anchor = above && (above.id || (above.querySelector('.mw-headline') || {}).id);
+  return {visible: signature.checkVisibility({checkOpacity: true, checkVisibilityCSS: true})
+                   && signature.getBoundingClientRect().height > 0,
+          reply: signature.getBoundingClientRect().top, question: question.getBoundingClientRect().top,
+          gallery: document.querySelector('#Gallery_heading').getBoundingClientRect().top, headingAbove: anchor};
+})()"""
+
+#: A third user of the forum, who writes under other people's questions.
+STRANGER = "Bob"
+
+
+@pytest.fixture(scope="module")
+def stranger(mediawiki) -> HumanEditor:
+    """Bob's account, logged in: not the asker, not the bot."""
+    password = "stranger0123456789abcdefghijklmn"
+    mediawiki.php("createAndPromote.php", "--force", STRANGER, "StrangerAccountPassword123")
+    try:
+        mediawiki.php("createBotPassword.php", "--appid", "browser", "--grants", "basic,editpage,createeditmovepage",
+                      STRANGER, password)
+    except RuntimeError as error:  # made by an earlier module of this test process
+        assert "exists" in str(error), error
+    return HumanEditor.login(mediawiki.api_url, STRANGER, "browser", password)
+
+
+@pytest.mark.xdist_group("stranger")
+def test_a_strangers_block_under_a_question_neither_silences_it_nor_earns_a_second_reply(corpus, stranger,
+                                                                                        browser):
+    """Alice asks, and writes again below her question; then Bob saves a gallery whose caption renders a heading
+    MediaWiki lists no section for, and a signed line.  The reply goes right after Alice's question, where a reader
+    of her section sees it (in MediaWiki's parse and in headless Chromium), once: her later line, older than the
+    reply though below it, is no follow-up."""
+    rig, mediawiki = corpus.rig, corpus.rig.mediawiki
+    title = f"Wikidata:Request a query/Hostile stranger {int(time.time())}"
+    state = state_file(title)
+    lead = "This is the place to request a SPARQL query.\n"
+    mediawiki.edit_as_human(title, lead, "the page")
+    assert rig.run(title, "--once", "--live", state=state).code == 0  # the first look
+    question = "\n== Euler's advisors ==\nWho were the doctoral advisors of Leonhard Euler? " + signature("Alice", 1)
+    mediawiki.edit_as_human(title, lead + question, "a question")
+    again = "\n:Still waiting for an answer. " + signature("Alice", 2)
+    mediawiki.edit_as_human(title, lead + question + again, "the asker again")
+    block = ("\n<gallery>\nFile:X.png|== Gallery heading ==\n</gallery>\n:Same question here. "
+             + signature(STRANGER, 3))
+    stranger.edit(title, lead + question + again + block, "a stranger's block")
+    old = mediawiki.page_text(title)
+    done = rig.run(title, "--once", "--live", state=state)
+    assert done.code == 0, done.stderr[-3000:]
+    new = mediawiki.page_text(title)
+    found, point = insertion(old, new), old.index(again)  # the end of Alice's question
+    assert found is not None and found[0] <= point <= found[1], (done.stderr[-3000:], new)
+    length = found[2]
+    sections = mediawiki_sections(mediawiki, rig.bot_edits(title)[0]["revid"])
+    anchor = next(anchor for _, level, anchor in sections if level == 2)
+    assert placement_problems(mediawiki, title, new, point, new[point:point + length], anchor) == []
+    assert new[point + length:] == old[point:]  # her line and Bob's block as they were, below the reply
+    browser.open(mediawiki.api_url.replace("/api.php", f"/index.php?title={urllib.parse.quote(title)}"),
+                 "document.querySelector('#Gallery_heading')")
+    seen = browser.evaluate(ON_SCREEN % {"bot": BOT_USER, "question": "doctoral advisors of Leonhard Euler"})
+    assert seen["visible"] and seen["question"] < seen["reply"] < seen["gallery"], seen
+    assert seen["headingAbove"] == anchor, seen
+    assert rig.run(title, "--once", "--live", state=state).code == 0
+    assert mediawiki.page_text(title) == new  # her older line is not answered again
+    assert len(rig.bot_edits(title)) == 1
+
+
+@pytest.mark.xdist_group("stranger")
+@pytest.mark.parametrize(("caption", "heading"), [
+    ("== Gallery heading ==", "Gallery_heading"),
+    ('<h2 style="display:none">Gallery heading</h2>', "Euler's_advisors"),
+], ids=["a heading", "a hidden heading"])
+def test_a_follow_up_below_a_strangers_heading_is_answered_beside_it(corpus, stranger, caption, heading):
+    """After the bot's reply, Bob saves a gallery whose caption renders a heading (shown or hidden), and Alice asks
+    again below it: the answer shows right after her follow-up, under the same heading, visible, once."""
+    rig, mediawiki = corpus.rig, corpus.rig.mediawiki
+    title = f"Wikidata:Request a query/Hostile stranger follow-up {len(caption)} {int(time.time())}"
+    state = state_file(title)
+    lead = "This is the place to request a SPARQL query.\n"
+    mediawiki.edit_as_human(title, lead, "the page")
+    assert rig.run(title, "--once", "--live", state=state).code == 0  # the first look
+    mediawiki.edit_as_human(title, lead + "\n== Euler's advisors ==\nWho were the doctoral advisors of Leonhard "
+                            "Euler? " + signature("Alice", 1), "a question")
+    assert rig.run(title, "--once", "--live", state=state).code == 0
+    answered = mediawiki.page_text(title)
+    assert len(rig.bot_edits(title)) == 1
+    block = f"\n<gallery>\nFile:X.png|{caption}\n</gallery>\n:Nice. " + signature(STRANGER, 2)
+    stranger.edit(title, answered + block, "a stranger's block")
+    followup = "\n::And who advised Johann Bernoulli? " + signature("Alice", 3)
+    mediawiki.edit_as_human(title, answered + block + followup, "a follow-up")
+    old = mediawiki.page_text(title)
+    done = rig.run(title, "--once", "--live", state=state)
+    assert done.code == 0, done.stderr[-3000:]
+    new = mediawiki.page_text(title)
+    assert len(rig.bot_edits(title)) == 2, done.stderr[-3000:]
+    found, asked = insertion(old, new), old.index(followup) + len(followup)
+    assert found is not None and found[0] <= asked <= found[1], (done.stderr[-3000:], new)
+    seen = shown_under(mediawiki, title, new, asked, asked + found[2])
+    assert seen["answered"] == seen["reply"] == [(False, heading)], seen  # the heading a reader sees above both
+    assert rig.run(title, "--once", "--live", state=state).code == 0
+    assert mediawiki.page_text(title) == new
+
+
+def shown_under(mediawiki, title: str, page: str, answered: int, reply_end: int) -> dict[str, list]:
+    """Where the text ending at *answered* and the reply ending at *reply_end* (its signature's time the last of
+    it) render in *page*: whether each is hidden, and the anchor of the heading above it."""
+    stamp = answered + list(re.finditer(r"\(UTC\)", page[answered:reply_end]))[-1].end()
+    html = api_post(mediawiki.api_url, action="parse", title=title, contentmodel="wikitext", prop="text",
+                    text=page[:answered] + "AnsweredEnd" + page[answered:stamp] + "ReplyEnd" + page[stamp:])
+    seen = {}
+    for name, word in (("answered", "AnsweredEnd"), ("reply", "ReplyEnd")):
+        reader = _Placement(word)
+        reader.feed(html["parse"]["text"])
+        reader.close()
+        seen[name] = reader.seen
+    return seen
+
+
+@pytest.mark.xdist_group("stranger")
+def test_a_heading_a_stranger_renders_inside_the_question_does_not_silence_it(corpus, stranger):
+    """Bob saves a gallery whose caption renders a heading between Alice's question and her signature: the
+    question's end shows under that heading, and so does the answer, right below it and visible, once."""
+    rig, mediawiki = corpus.rig, corpus.rig.mediawiki
+    title = f"Wikidata:Request a query/Hostile stranger in the question {int(time.time())}"
+    state = state_file(title)
+    lead = "This is the place to request a SPARQL query.\n"
+    mediawiki.edit_as_human(title, lead, "the page")
+    assert rig.run(title, "--once", "--live", state=state).code == 0  # the first look
+    asked = "\n== Euler's advisors ==\nWho were the doctoral advisors of Leonhard Euler?\n"
+    signed = "I mean his teachers at Basel. " + signature("Alice", 1)
+    mediawiki.edit_as_human(title, lead + asked + signed, "a question")
+    block = "<gallery>\nFile:X.png|== Gallery heading ==\n</gallery>\n"
+    stranger.edit(title, lead + asked + block + signed, "a stranger's block")
+    old = mediawiki.page_text(title)
+    done = rig.run(title, "--once", "--live", state=state)
+    assert done.code == 0, done.stderr[-3000:]
+    new = mediawiki.page_text(title)
+    assert len(rig.bot_edits(title)) == 1, done.stderr[-3000:]
+    found = insertion(old, new)
+    assert found is not None and found[0] <= len(old) <= found[1], (done.stderr[-3000:], new)
+    seen = shown_under(mediawiki, title, new, len(old), len(old) + found[2])
+    assert seen["answered"] == seen["reply"] == [(False, "Gallery_heading")], seen
+    assert rig.run(title, "--once", "--live", state=state).code == 0
+    assert mediawiki.page_text(title) == new
