@@ -86,7 +86,7 @@ def split_parts(text: str) -> list[Part]:
         line = lines[index]
         body = _body(line)
         end = index + 1
-        if not body.strip():
+        if not line.strip():
             index = end
             continue
         if body.startswith(_QUERY_TEMPLATE):

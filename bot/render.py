@@ -492,7 +492,9 @@ def _footer(credit: Credit, answered: bool, words: Words) -> str:
 
 
 def _paragraphs(text: str) -> list[str]:
-    return [encode(" ".join(line.split())) for line in text.splitlines() if line.strip()]
+    """*text*'s lines as the reply's paragraphs, encoded; a line with nothing a page can show makes none (an empty
+    line of the list would be an empty item)."""
+    return [paragraph for line in text.splitlines() if (paragraph := encode(" ".join(line.split())))]
 
 
 def address_reply(reply: str, asker: str | None) -> str:
@@ -610,7 +612,7 @@ def render_reply(result: AgentResult, *, depth: int = 1, max_chars: int = 20000,
         if answered:
             opening, rest = split_explanation(explained)
             lead = " ".join(filter(None, (encode(opening), encode(_found(result, rows, words)))))
-            paragraphs = [encode(paragraph) for paragraph in rest]
+            paragraphs = _paragraphs("\n".join(rest))
         else:
             lead = encode(words["cannot_answer" if result.stop_reason == StopReason.CANNOT_ANSWER else "nothing"])
             paragraphs = _paragraphs(explained)

@@ -132,3 +132,9 @@ def test_the_steps_and_the_footer_are_the_bots_own():
     assert again.text.endswith("\n" + footer) and "Written by a person" not in again.text
     assert "zoom:50" not in again.text and "Find the item." in again.text
     assert set(again.kept) == {PartKind.STEPS, PartKind.FOOTER}
+
+
+@pytest.mark.parametrize("explanation", ["0\x85\x08", "Yes.\n\x08\nNo.", "\u2028"])
+def test_an_explanation_line_with_nothing_to_show_makes_no_empty_line_and_comes_back_unchanged(explanation):
+    written = unsigned(render_reply(result(explanation=explanation)))
+    assert "\n:\n" not in written and rerender(written, written, "Try it!").text == written
