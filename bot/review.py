@@ -30,10 +30,13 @@ from a signature or from what a style looks like:
   whose summary names whose change it undid; the draft keeps waiting, so a
   stranger can neither reach the forum nor keep a question from its answer;
   a draft a reviewer removed (its section or a marker) is dropped;
+* lines someone else wrote above a waiting draft since it was written (an
+  element left open there hides it) are taken out the same way, and a mark
+  added while they stood counts for nothing;
 * the draft must have shown on the review page as it stood when approved: no
   element may be open where its section starts (:func:`unseen`, read from the
-  page's structure, never from a style), otherwise it is refused and drafted
-  anew;
+  page's structure, never from a style), otherwise (an element opened before
+  the draft was written) it is refused and drafted anew;
 * what is posted is the draft as it stood in the revision that added the
   approval, read back as data and rendered again by the bot
   (:mod:`bot.approved`): the reviewer's words, query and preview cells go as
@@ -332,6 +335,10 @@ class History:
     changed_by: Revision | None = None
     #: The reviewer's revision that removed the section or its begin marker: the draft is dropped.
     removed_by: Revision | None = None
+    #: The lines above the section (in the latest revision) that someone neither a reviewer nor the bot wrote
+    #: since the draft was written, and the latest such revision: an element left open there could hide it.
+    above: tuple[int, ...] = ()
+    above_by: Revision | None = None
 
 
 def read_history(revisions: list[Revision], number: int, trusted: set[str], bot: str) -> History:
@@ -375,7 +382,13 @@ def read_history(revisions: list[Revision], number: int, trusted: set[str], bot:
         if tainted is not None:
             history = dataclasses.replace(history, now=owned, removed_by=None, changed_by=tainted)
             continue
-        history = dataclasses.replace(history, now=owned, trusted=owned.raw, changed_by=None, removed_by=None)
+        above = [index for index in range(owned.lines.start) if attribution.owners[index] != UNKNOWN
+                 and normalize_user(attribution.users.get(attribution.owners[index], "")) not in trusted]
+        history = dataclasses.replace(history, now=owned, trusted=owned.raw, changed_by=None, removed_by=None,
+                                      above=tuple(above), above_by=by_id.get(max(
+                                          (attribution.owners[index] for index in above), default=0)))
+        if above:  # a mark added while someone else's lines stood above the draft counts for nothing
+            continue
         view = view_of(owned.raw, number)
         start = sum(len(line) + 1 for line in revision.text.split("\n")[:owned.lines.start])
         for name, count in view.marks.items():
@@ -550,8 +563,10 @@ class Review:
                 continue
             if history.changed_by is not None and history.trusted is not None:
                 done[self._restore(draft, history, text, revision)] += 1
+            elif history.above and history.above_by is not None:
+                done[self._restore_above(draft, history, text, revision)] += 1
             done[self._decide(draft, history, attribution, {item.id: item.text for item in revisions})] += 1
-            if self.drafts.get(draft.number).status in WAITING and history.changed_by is None:
+            if self.drafts.get(draft.number).status in WAITING and history.changed_by is None and not history.above:
                 self._unchanged[draft.number] = revision
         return done
 
@@ -582,6 +597,31 @@ class Review:
                         error)
             return "not restored"
         log.info("draft %d: %s changed its section (revision %d): %s", draft.number, normalize_user(by.user),
+                 by.id, "restored" if outcome.status == "posted" else outcome.status)
+        return "restored" if outcome.status == "posted" else outcome.status
+
+    def _restore_above(self, draft: Draft, history: History, text: str, revision: int) -> str:
+        """Take out the lines someone who is neither a reviewer nor the bot wrote above draft *draft*'s section
+        since it was written (an element left open there hides the draft from its reviewers): the review page is
+        the bot's, and a stranger's edit there never keeps a question from its answer.  One edit, whose summary
+        names whose change it undid; a line in the draft's section says so."""
+        by = history.above_by
+        lines = text.split("\n")
+        note = (f":'''Restored''': [[Special:Diff/{by.id}|an edit]] by {_plain(by.user)}, who is not a reviewer, "
+                "changed the page above this draft; it is undone here. An approval given while it stood does not "
+                f"count.{SIGNATURE}")
+        stop = history.now.lines.stop
+        kept = [line for index, line in enumerate(lines[:stop]) if index not in set(history.above)]
+        new = "\n".join(kept + [note] + lines[stop:])
+        summary = (f"/* Draft {draft.number} */ restored: undid the change by {' '.join(by.user.split())[:80]} "
+                   f"(revision {by.id}) above the draft, who is not a reviewer")
+        try:
+            outcome = self.page.restore(revision, new, summary)
+        except (EmergencyStop, Error) as error:
+            log.warning("draft %d: the page above it could not be restored on %s: %s", draft.number,
+                        self.page.title, error)
+            return "not restored"
+        log.info("draft %d: %s changed the page above it (revision %d): %s", draft.number, normalize_user(by.user),
                  by.id, "restored" if outcome.status == "posted" else outcome.status)
         return "restored" if outcome.status == "posted" else outcome.status
 

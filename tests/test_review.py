@@ -295,6 +295,9 @@ def test_markup_that_shows_only_on_the_forum_is_posted_as_text_and_a_strangers_i
     review.edit_draft(2, inside_draft(hidden))  # a reviewer who did not see it either
     review.mark(1, "{{approved}}")
     review.mark(2, "{{approved}}")
+    review.run()  # both approvals were given while the stranger's line stood above draft 2: undone, not counted
+    assert rig.bot_edits(forum) == [] and "{{#ifeq" not in review.draft(1)
+    review.mark(2, "{{approved}}")
     review.run()
     assert "Gone</div>" not in mediawiki.rendered_html(forum) and "position:fixed" in mediawiki.rendered_html(forum)
     assert "{{#ifeq" not in mediawiki.page_text(forum)  # the reviewer's markup, as text: escaped
@@ -396,23 +399,42 @@ def test_a_draft_hidden_by_a_stranger_in_its_section_is_restored_and_the_approva
 
 
 @pytest.mark.parametrize("wrapper", HIDING_WRAPPERS[:3], ids=[opening[:40] for opening, _ in HIDING_WRAPPERS[:3]])
-def test_a_draft_inside_an_element_a_stranger_left_open_above_it_is_not_posted_and_is_drafted_anew(
-        mediawiki, forum, rig, request, wrapper):
+@pytest.mark.parametrize("where", ["below another draft", "in the page's lead"])
+def test_an_element_a_stranger_left_open_above_a_draft_is_undone_and_the_draft_posts_once_approved_again(
+        mediawiki, forum, rig, request, wrapper, where):
     review = drafted(rig, forum, request.node.name, "Euler", "Euler again")
-    # Below draft 1's end: an element left open hides draft 2, whose section nobody else touched.
     text = review.text()
-    edit_as_stranger(mediawiki, review.page, text.replace("<!-- draft 1 ends -->", "<!-- draft 1 ends -->\n"
-                                                          f"Looks fine.\n{wrapper[0]}", 1))
+    if where == "below another draft":  # draft 1's own section is restored as well
+        text = text.replace("<!-- draft 1 ends -->", f"<!-- draft 1 ends -->\nLooks fine.\n{wrapper[0]}", 1)
+    else:
+        text = f"Drafts to review.\n{wrapper[0]}\n" + text
+    edit_as_stranger(mediawiki, review.page, text)
+    review.mark(2, "{{approved}}")  # what the reviewer saw was not draft 2
+    log = review.run()
+    assert rig.bot_edits(forum) == [] and wrapper[0] not in review.text(), log[-3000:]
+    # Undone once, said under the first draft below it (the oldest waiting draft is looked at first).
+    assert review.drafts()["Euler again"][0] == "drafted" and review.text().count("'''Restored'''") == 1
     review.mark(2, "{{approved}}")
     review.run()
-    assert rig.bot_edits(forum) == []
-    status, reason = review.drafts()["Euler again"]
-    assert status == "refused" and "did not show" in reason and "opened above it" in reason, reason
-    assert review.sections()["Euler again"] == "pending" and wrapper[0] not in review.text()  # draft 1 restored
-    review.run()  # drafted anew, in view now, and posted once approved
-    review.mark(3, "{{approved}}")
+    assert review.drafts()["Euler again"][0] == "posted" and "== Draft 3 ==" not in review.text()
+
+
+def test_an_element_open_above_a_draft_before_it_was_written_gets_it_refused_until_a_reviewer_closes_it(
+        mediawiki, forum, rig, request):
+    review = Reviewing(rig, forum, request.node.name)
+    edit_as_stranger(mediawiki, review.page, 'Drafts to review.\n<div style="display:var(--h,none)">\n')
     review.run()
-    assert review.drafts()["Euler again"][0] == "posted"
+    ask(mediawiki, forum, "Euler")
+    review.run()
+    review.mark(1, "{{approved}}")
+    review.run()
+    status, reason = review.drafts()["Euler"]
+    assert status == "refused" and "opened above it" in reason and rig.bot_edits(forum) == []
+    review.run()  # drafted anew; a reviewer closes the element, and the new draft posts once approved
+    mediawiki.edit_as_human(review.page, review.text().replace('<div style="display:var(--h,none)">', "", 1), "fix")
+    review.mark(2, "{{approved}}")
+    review.run()
+    assert review.drafts()["Euler"][0] == "posted"
 
 
 def test_a_reviewer_may_rename_a_drafts_section_while_approving_it(mediawiki, forum, rig, request):
