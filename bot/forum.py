@@ -209,18 +209,19 @@ class Section:
     def fingerprint(self) -> str:
         """What the section is, whichever revision put it on the page: its heading, its opening and its
         first signature.  A section removed and restored, moved, or re-added by someone else has the same."""
-        first = self.signatures[0] if self.signatures else None
-        signed = f"{first.user} {first.timestamp.isoformat()}" if first else ""
-        words = "\n".join((self.heading, " ".join(self.opening.split()), signed))
-        return hashlib.sha256(words.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+        return self._hashed(self.heading)
 
     @property
     def question(self) -> str:
         """What the section asks, whatever its heading says now: its opening and its first signature (a renamed
         section keeps it)."""
+        return self._hashed()
+
+    def _hashed(self, *before: str) -> str:
+        """*before*, the opening's words and the first signature, hashed."""
         first = self.signatures[0] if self.signatures else None
         signed = f"{first.user} {first.timestamp.isoformat()}" if first else ""
-        words = "\n".join((" ".join(self.opening.split()), signed))
+        words = "\n".join((*before, " ".join(self.opening.split()), signed))
         return hashlib.sha256(words.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
     def bot_replies(self, bot: str, own: Callable[[], list[OwnEdit]] | None = None) -> list[Comment]:

@@ -134,6 +134,12 @@ def unseen(site, title: str, page_text: str, start: int) -> str | None:
     return None
 
 
+def _restored_note(by: Revision, what: str) -> str:
+    """The signed line that says, in a draft's section, whose change to *what* the bot undid."""
+    return (f":'''Restored''': [[Special:Diff/{by.id}|an edit]] by {_plain(by.user)}, who is not a reviewer, "
+            f"changed {what}; it is undone here. An approval given while it stood does not count.{SIGNATURE}")
+
+
 def _as_rendered(again: Rerendered) -> str:
     """What the outcome note says of a reply rendered again: which of the reviewer's markup shows as text, which
     changes to the bot's own parts were left out; "" when the reviewer's text went as written."""
@@ -250,8 +256,8 @@ def _written_lines(text: str, number: int) -> range | None:
     number no other section had then)."""
     lines = text.split("\n")
     headings = _heading_lines(text)
-    first = next((index for index in headings if _DRAFT_HEADING.fullmatch(lines[index].rstrip())
-                  and int(_DRAFT_HEADING.fullmatch(lines[index].rstrip())[1]) == number), None)
+    first = next((index for index in headings if (found := _DRAFT_HEADING.fullmatch(lines[index].rstrip()))
+                  and int(found[1]) == number), None)
     if first is None:
         return None
     return range(first, next((index for index in headings if index > first), len(lines)))
@@ -288,6 +294,12 @@ class Owned:
         return self.raw.split("\n", 1)[0].strip().strip("=").strip()
 
 
+def _untrusted(attribution: Attribution, owner: int, trusted: set[str]) -> bool:
+    """Whether the revision *owner* (of a line *attribution* describes) is by someone neither a reviewer nor the bot
+    (a line the history does not name, :data:`~bot.history.UNKNOWN`, is no one's they trust)."""
+    return normalize_user(attribution.users.get(owner, "")) not in trusted
+
+
 def owned_section(attribution: Attribution, number: int, bot: str, trusted: set[str]) -> Owned | None:
     """Draft *number*'s section in the revision *attribution* describes, ``None`` when no line of the bot's holds
     its begin marker (the section or the marker removed, or changed by someone)."""
@@ -303,7 +315,7 @@ def owned_section(attribution: Attribution, number: int, bot: str, trusted: set[
         return None
     span = range(first, next((index for index in headings if index > at), len(lines)))
     strangers = sorted({owner for owner in attribution.owners[span.start:span.stop]
-                        if normalize_user(attribution.users.get(owner, "")) not in trusted})
+                        if _untrusted(attribution, owner, trusted)})
     return Owned(span, "\n".join(lines[span.start:span.stop]), tuple(strangers))
 
 
@@ -383,7 +395,7 @@ def read_history(revisions: list[Revision], number: int, trusted: set[str], bot:
             history = dataclasses.replace(history, now=owned, removed_by=None, changed_by=tainted)
             continue
         above = [index for index in range(owned.lines.start) if attribution.owners[index] != UNKNOWN
-                 and normalize_user(attribution.users.get(attribution.owners[index], "")) not in trusted]
+                 and _untrusted(attribution, attribution.owners[index], trusted)]
         history = dataclasses.replace(history, now=owned, trusted=owned.raw, changed_by=None, removed_by=None,
                                       above=tuple(above), above_by=by_id.get(max(
                                           (attribution.owners[index] for index in above), default=0)))
@@ -572,14 +584,9 @@ class Review:
 
     def _restore(self, draft: Draft, history: History, text: str, revision: int) -> str:
         """Put draft *draft*'s section back as the bot and the reviewers left it, undoing the change of someone
-        who is neither (one edit of the review page, whose summary names whose change it undid): a stranger's
-        edit never reaches the forum, and never costs the question its answer."""
-        by = history.changed_by
+        who is neither: a stranger's edit never reaches the forum, and never costs the question its answer."""
         lines = text.split("\n")
-        note = (f":'''Restored''': [[Special:Diff/{by.id}|an edit]] by {_plain(by.user)}, who is not a reviewer, "
-                "changed this section; it is undone here. An approval given while it stood does not count."
-                f"{SIGNATURE}")
-        restored = history.trusted.rstrip("\n") + "\n" + note
+        restored = history.trusted.rstrip("\n") + "\n" + _restored_note(history.changed_by, "this section")
         if history.now is not None:
             place = history.now.lines
         else:  # the marker or the whole section is gone: the section that kept most of its lines, else the end
@@ -588,42 +595,32 @@ class Review:
             new = text.rstrip("\n") + "\n\n" + restored
         else:
             new = "\n".join(lines[:place.start] + [restored] + lines[place.stop:])
-        summary = (f"/* Draft {draft.number} */ restored: undid the change by {' '.join(by.user.split())[:80]} "
-                   f"(revision {by.id}), who is not a reviewer")
-        try:
-            outcome = self.page.restore(revision, new, summary)
-        except (EmergencyStop, Error) as error:
-            log.warning("draft %d: its section could not be restored on %s: %s", draft.number, self.page.title,
-                        error)
-            return "not restored"
-        log.info("draft %d: %s changed its section (revision %d): %s", draft.number, normalize_user(by.user),
-                 by.id, "restored" if outcome.status == "posted" else outcome.status)
-        return "restored" if outcome.status == "posted" else outcome.status
+        return self._save_restored(draft, history.changed_by, revision, new, "its section", "")
 
     def _restore_above(self, draft: Draft, history: History, text: str, revision: int) -> str:
         """Take out the lines someone who is neither a reviewer nor the bot wrote above draft *draft*'s section
         since it was written (an element left open there hides the draft from its reviewers): the review page is
-        the bot's, and a stranger's edit there never keeps a question from its answer.  One edit, whose summary
-        names whose change it undid; a line in the draft's section says so."""
-        by = history.above_by
+        the bot's, and a stranger's edit there never keeps a question from its answer."""
         lines = text.split("\n")
-        note = (f":'''Restored''': [[Special:Diff/{by.id}|an edit]] by {_plain(by.user)}, who is not a reviewer, "
-                "changed the page above this draft; it is undone here. An approval given while it stood does not "
-                f"count.{SIGNATURE}")
-        stop = history.now.lines.stop
-        kept = [line for index, line in enumerate(lines[:stop]) if index not in set(history.above)]
-        new = "\n".join(kept + [note] + lines[stop:])
+        stop, above = history.now.lines.stop, set(history.above)
+        kept = [line for index, line in enumerate(lines[:stop]) if index not in above]
+        new = "\n".join(kept + [_restored_note(history.above_by, "the page above this draft")] + lines[stop:])
+        return self._save_restored(draft, history.above_by, revision, new, "the page above it", " above the draft")
+
+    def _save_restored(self, draft: Draft, by: Revision, revision: int, text: str, where: str, placed: str) -> str:
+        """Save *text*, the review page (as revision *revision* held it) with the change *by* made to *where*
+        (*placed*, in the summary) undone: one edit, whose summary names whose change it undid; what happened."""
         summary = (f"/* Draft {draft.number} */ restored: undid the change by {' '.join(by.user.split())[:80]} "
-                   f"(revision {by.id}) above the draft, who is not a reviewer")
+                   f"(revision {by.id}){placed}, who is not a reviewer")
         try:
-            outcome = self.page.restore(revision, new, summary)
+            outcome = self.page.restore(revision, text, summary)
         except (EmergencyStop, Error) as error:
-            log.warning("draft %d: the page above it could not be restored on %s: %s", draft.number,
-                        self.page.title, error)
+            log.warning("draft %d: %s could not be restored on %s: %s", draft.number, where, self.page.title, error)
             return "not restored"
-        log.info("draft %d: %s changed the page above it (revision %d): %s", draft.number, normalize_user(by.user),
-                 by.id, "restored" if outcome.status == "posted" else outcome.status)
-        return "restored" if outcome.status == "posted" else outcome.status
+        status = "restored" if outcome.status == "posted" else outcome.status
+        log.info("draft %d: %s changed %s (revision %d): %s", draft.number, normalize_user(by.user), where, by.id,
+                 status)
+        return status
 
     @staticmethod
     def _closest(text: str, section: str) -> range | None:
