@@ -90,6 +90,9 @@ class RunPool:
                 raise Busy(503, "the server is answering as many questions as it can; ask again shortly", 30)
             self.admitted += 1
             self.per_client[client] += 1
+            waiting = self.admitted - self.limits.workers
+        if waiting > 0:  # an operator sees why an answer is slow
+            log.info("queued for %s: every worker is busy, %d waiting", client, waiting)
         return Ticket(client, time.monotonic() + self.limits.timeout)
 
     def release(self, ticket: Ticket) -> None:

@@ -20,7 +20,7 @@ import pytest
 from agent.kb.local import LocalKB
 from agent.llm import well_formed
 from bot.wikitext import clean
-from tests.support.llm_server import ErrorReply, SlowReply, ToolCallReply
+from tests.support.llm_server import ErrorReply, HeldReply, SlowReply, ToolCallReply
 from tests.support.serve_rig import KEY, build_library_store, start_serve
 
 #: One worker runs them all: they share the stores and the browser.
@@ -294,45 +294,55 @@ def test_two_browsers_at_once_each_get_their_own_run(browser, another_browser, s
     assert first["query"] == second["query"] == [QUERY]
 
 
+def _until(condition, what: str, seconds: float = 120) -> None:
+    """Wait for *condition* (something the test made happen) to hold; fail naming *what* after *seconds*."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"{what} did not happen within {seconds:.0f} s"
+        time.sleep(0.02)
+
+
 def _stops_when_gone(browser, service, leave) -> None:
-    before = service.log.read_text().count("cancelled: its page went away")
+    log = service.log.read_text
+    cancelled, stopped = log().count("cancelled: its page went away"), log().count("run stopped (cancelled)")
     open_page(browser, service)
     ask(browser, "endless question")
-    deadline = time.monotonic() + 30
-    while browser.evaluate("document.querySelectorAll('#log .step').length") < 2:
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+    _until(lambda: browser.evaluate("document.querySelectorAll('#log .step').length") >= 2, "two steps shown")
     leave()
-    time.sleep(2)
-    asked = len(service.llm.requests)
-    time.sleep(2)
-    assert len(service.llm.requests) == asked, "the run went on after its page went away"
-    assert service.log.read_text().count("cancelled: its page went away") == before + 1
+    _until(lambda: log().count("cancelled: its page went away") > cancelled, "the run's cancellation")
+    asked = len(service.llm.requests)  # at most one model call was under way when the page went away
+    _until(lambda: log().count("run stopped (cancelled)") > stopped, "the run's end")
+    assert len(service.llm.requests) <= asked + 1, "the run went on after its page went away"
+    assert log().count("cancelled: its page went away") == cancelled + 1
 
 
 def test_a_question_waiting_for_a_worker_says_so(browser, another_browser, llm_server, wikidata_store, tmp_path):
-    llm = llm_server(scripted)
+    held = HeldReply(ToolCallReply("stop", {"thought": "done", "explanation": "Two cities.", "language": "en"}))
+
+    def script(body):  # the only worker is held at the model until the second reader has seen the wait
+        return held if _question(body).startswith("slow question that holds") and _calls(body) else scripted(body)
+
+    llm = llm_server(script)
     service = start_serve(llm.base_url, {"wikidata": wikidata_store}, tmp_path, options=("--workers", "1"))
+    status = "document.querySelector('#log .status')?.textContent"
     try:
         open_page(browser, service)
         open_page(another_browser, service)
         ask(browser, "slow question that holds the only worker")
-        while browser.evaluate("window.seen.firstStep") is None:
-            time.sleep(0.05)
+        _until(held.arrived.is_set, "the first run holding the worker")
         ask(another_browser, "slow question that waits")
-        time.sleep(1)
-        waiting = another_browser.evaluate("document.querySelector('#log .status')?.textContent")
-        assert not another_browser.evaluate("document.querySelectorAll('#log .step').length")
+        _until(lambda: another_browser.evaluate(status), "the second reader's status")
+        waiting = another_browser.evaluate(status)
+        steps_while_waiting = another_browser.evaluate("document.querySelectorAll('#log .step').length")
+        held.release.set()
         wait_done(browser, 1)
-        deadline = time.monotonic() + 10
-        while another_browser.evaluate("document.querySelector('#log .status')?.textContent") != \
-                "The agent is exploring the graph…":
-            assert time.monotonic() < deadline, "the waiting question never started"
-            time.sleep(0.02)
+        _until(lambda: another_browser.evaluate(status) == "The agent is exploring the graph…",
+               "the waiting question starting")
         wait_done(another_browser, 1)
     finally:
+        held.release.set()
         service.stop()
-    assert waiting == "Waiting for a free agent…"
+    assert waiting == "Waiting for a free agent…" and steps_while_waiting == 0
     assert turn(another_browser, 0)["query"] == [QUERY]
     assert another_browser.evaluate("document.querySelector('#log .status')") is None
 

@@ -25,7 +25,7 @@ import pytest
 import yaml
 
 from harness.text2sparql_metric import aggregate, score_question
-from tests.support.llm_server import ErrorReply, SlowReply, ToolCallReply
+from tests.support.llm_server import ErrorReply, HeldReply, SlowReply, ToolCallReply
 from tests.support.serve_rig import (CK25_DATASET, build_ck25_store, ck25_questions, run_client, start_oxigraph,
                                      start_serve)
 
@@ -198,22 +198,34 @@ def _get_from(base: str, source: str, question: str) -> tuple[int, dict[str, str
     return response.status, dict(response.headers), body
 
 
+def _until(condition, what: str, seconds: float = 120) -> None:
+    """Wait for *condition* (something the test made happen) to hold; fail naming *what* after *seconds*."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"{what} did not happen within {seconds:.0f} s"
+        time.sleep(0.02)
+
+
 def test_a_full_queue_and_a_busy_client_are_refused_with_retry_after(ck25, llm_server, tmp_path):
     _, store, _ = ck25
     stop = ToolCallReply("stop", {"thought": "no", "cannot_answer": True, "explanation": "No.", "language": "en"})
-    llm = llm_server(lambda body: SlowReply(2, stop))
+    held = HeldReply(stop)  # the first question holds the only worker until the others have been refused
+    llm = llm_server(lambda body: held if re.search(r"^Question: first$", body["messages"][1]["content"], re.MULTILINE)
+                     else stop)
     service = start_serve(llm.base_url, {"ck25": store}, tmp_path, {CK25_DATASET: "ck25"},
                           ("--workers", "1", "--queue", "1", "--per-client", "1"))
     try:
         with ThreadPoolExecutor(2) as pool:
             running = pool.submit(_get_from, service.base, "127.0.0.1", "first")
-            time.sleep(0.5)
+            _until(held.arrived.is_set, "the first question reaching the model")
             waiting = pool.submit(_get_from, service.base, "127.0.0.2", "second")
-            time.sleep(0.5)
+            _until(lambda: "queued for 127.0.0.2" in service.log.read_text(), "the second question being queued")
             busy_client = _get_from(service.base, "127.0.0.1", "third")
             full_queue = _get_from(service.base, "127.0.0.3", "fourth")
+            held.release.set()
             answered = [running.result(), waiting.result()]
     finally:
+        held.release.set()
         log = service.stop()
     assert busy_client[0] == 429 and busy_client[1]["retry-after"] == "10"
     assert full_queue[0] == 503 and full_queue[1]["retry-after"] == "30"

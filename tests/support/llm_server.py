@@ -142,7 +142,19 @@ class SlowReply:
     reply: Any
 
 
-Reply = ToolCallReply | TextReply | ErrorReply | SlowReply | FromHeaders
+@dataclass
+class HeldReply:
+    """Send *reply* only once the test sets *release*: a request the test holds at the model until what it
+    checks has happened (another run queued, a page closed), however slow the machine.  *arrived* is set when
+    the request comes in.  A release that never comes fails the request after *limit* seconds."""
+
+    reply: Any
+    release: threading.Event = field(default_factory=threading.Event)
+    arrived: threading.Event = field(default_factory=threading.Event)
+    limit: float = 300.0
+
+
+Reply = ToolCallReply | TextReply | ErrorReply | SlowReply | FromHeaders | HeldReply
 Script = list[Reply] | Callable[[dict[str, Any]], Reply]
 
 
@@ -286,9 +298,14 @@ def _handler_for(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
                 self._send(refusal.status, refusal.body)
                 return
             reply = server.next_reply(body)
-            while isinstance(reply, SlowReply | FromHeaders):
+            while isinstance(reply, SlowReply | FromHeaders | HeldReply):
                 if isinstance(reply, FromHeaders):
                     reply = reply.make(self.headers)
+                    continue
+                if isinstance(reply, HeldReply):
+                    reply.arrived.set()
+                    reply = reply.reply if reply.release.wait(reply.limit) else ErrorReply(
+                        500, "the test never released this request")
                     continue
                 time.sleep(reply.seconds)
                 reply = reply.reply
