@@ -46,11 +46,13 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def wait_for(url: str, process: subprocess.Popen, seconds: float = 60) -> None:
+def wait_for(url: str, process: subprocess.Popen, seconds: float = 600) -> None:
+    """Wait until the server at *url* answers; fail at once if its *process* ended, else after *seconds* (a busy
+    machine can take minutes to start a server: only a dead or hung one should fail the wait)."""
     deadline = time.monotonic() + seconds
     while True:
         try:
-            with urllib.request.urlopen(url, timeout=5):
+            with urllib.request.urlopen(url, timeout=60):
                 return
         except OSError:
             if process.poll() is not None or time.monotonic() > deadline:
