@@ -8,7 +8,8 @@ killed or runs as the watcher, in the test process otherwise):
   write; during the state write; during the page read), then a restart: one reply, answered, state intact;
 * human edits racing the bot (while the agent works; held by the proxy between the bot's read and its save, in
   another section or the same one; in the same second as the revision the bot read): no human character lost,
-  the reply once, in its section;
+  the reply once, in its section, above the lines saved in its thread after the bot read it; a follow-up saved
+  so is answered at the next pass, below it (with the state lost, it is not: nothing twice);
 * faults injected while the watcher runs (model, query service, wiki): the watcher stays alive, every failure
   is recorded and retried, every question is answered once the fault has passed; the stop page halts edits
   within one pass and edits resume when it is emptied; a session the wiki forgot, and a login that then
@@ -284,6 +285,7 @@ def test_human_edits_racing_the_bot_are_never_lost(rig, race):
         other = question("Other", "{{nobots}} An older question, for humans.", 1)
         human.edit(page, LEAD + other + question("Euler", "Who advised Euler?", 2))
         added: list[str] = []
+        ends: list[str] = []  # saved at the end of the thread after the bot read it: below the reply
 
         def human_edit(where: str, at: str | None = None) -> dict:
             text = rig.mediawiki.page_text(page)
@@ -295,6 +297,7 @@ def test_human_edits_racing_the_bot_are_never_lost(rig, race):
                 text = text.replace("\n== Euler ==", f"\n== Inserted {trial} ==\n{snippet}\n\n== Euler ==", 1)
             else:
                 text = text.rstrip("\n") + "\n::" + snippet + "\n"
+                ends.append(snippet)
             return human.edit(page, text, "a human edit racing the bot", at=at)
 
         rig.wiki.clear()
@@ -347,6 +350,8 @@ def test_human_edits_racing_the_bot_are_never_lost(rig, race):
         assert lost == 0, f"trial {trial}: human text lost\n{stderr[-3000:]}"
         assert replies == 1, f"trial {trial}: {replies} replies\n{stderr[-3000:]}"
         assert count_replies(text, "Other") == 0
+        euler = section_text(text, "Euler")
+        assert all(euler.index(SIGNATURE) < euler.index(snippet) for snippet in ends), euler
     if race == "same second as the revision read":
         FIGURES["same-second human edits"] += same_second
 
