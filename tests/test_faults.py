@@ -406,6 +406,8 @@ def test_a_follow_up_saved_while_the_reply_is_written_is_answered_below_it_after
     assert done.code == 0 and made, done.stderr[-3000:]
     _first_answer_above(rig.mediawiki.page_text(page), asked, FOLLOW_UP)
     assert IN_FLIGHT_LOG in done.stderr, done.stderr[-3000:]
+    if when == "at the save":  # the wiki refused the save built on the revision read: read, locate, insert again
+        assert "edit conflict on" in done.stderr, done.stderr[-3000:]
     for _ in range(2):  # the follow-up is answered once, at the next pass
         done = rig.run(page, "--once", "--live")
         assert done.code == 0, done.stderr[-3000:]

@@ -419,7 +419,8 @@ def test_a_comment_older_than_the_bots_reply_is_no_follow_up_though_below_it():
 
 
 def test_a_reply_goes_above_what_was_saved_in_its_thread_while_it_was_written():
-    question = "Header\n\n== Films ==\nFilms by Kubrick? " + sign("Ann") + "\n\n== Other ==\nHello " + sign("Eve") + "\n"
+    question = ("Header\n\n== Films ==\nFilms by Kubrick? " + sign("Ann") + "\n\n== Other ==\nHello "
+                + sign("Eve") + "\n")
     read = history(("Admin", "Header\n"), ("Ann", question))
     followup = "::Also the years? " + sign("Ann", 2)
     saved = question.replace(sign("Ann") + "\n", sign("Ann") + "\n" + followup + "\n")
