@@ -75,6 +75,8 @@ class CheckedEdit:
 
     text: str
     reply: str
+    #: Where the reply went in the old text (the ``point`` it was checked at).
+    point: int = -1
 
 
 @dataclass(frozen=True)
@@ -600,7 +602,7 @@ def checked_text(site: pywikibot.site.APISite, title: str, old: str, base: int |
     found += visibility_problems(rendered, word, anchor)
     if found:
         raise EditRefused("MediaWiki's parser shows the edit would do more than add the reply: " + "; ".join(found))
-    return CheckedEdit(text=transformed, reply=signed)
+    return CheckedEdit(text=transformed, reply=signed, point=point)
 
 
 def sections_of(site: pywikibot.site.APISite, title: str, text: str) -> tuple[tuple[str, str], ...]:

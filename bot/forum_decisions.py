@@ -5,7 +5,8 @@ revisions, never through a signature someone typed), whether someone else alread
 query, which follow-up below the bot's reply is waiting and whom a reply answers, and where in the page
 the reply goes (:func:`reply_points`): after the asker's question, never inside an element someone opened
 and left open (a hidden ``<div>``), never below a heading the page shows inside the section; at the end of
-the thread, or, where MediaWiki's check refuses that, right after the text it answers.
+the thread, or, where MediaWiki's check refuses that, right after the text it answers; above the lines saved
+in the thread while the reply was written (:func:`saved_meanwhile`), which are answered at a later pass.
 :func:`insert_reply` changes nothing but the insertion point.
 
 :mod:`bot.forum` reads the page (sections, signatures, comments, requests); nothing here reads wikitext
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from bot.forum import (
     CHANGED, Comment, FollowUp, Reading, Section, find_section, heading_level, mentions, normalize_user,
@@ -64,6 +66,48 @@ def locate_after_change(attribution: Attribution, text: str, key: str, bot: str,
     return find_section(sections, key)
 
 
+@dataclass(frozen=True)
+class SavedMeanwhile:
+    """Lines saved at the end of a thread after the revision its reply was written from (see
+    :func:`saved_meanwhile`)."""
+
+    #: The end of the last line of the thread the reply's author read: the reply goes there, above the lines.
+    read_end: int
+    #: Where the lines saved meanwhile begin and end in the page.
+    start: int
+    end: int
+
+    def signed_followup(self, section: Section, bot: str) -> bool:
+        """Whether the lines are signed by the asker or ping the bot (signed by someone else than the bot): a
+        follow-up, answered at a later pass.  Told by signatures, for the log; the next pass decides by the
+        page's history (:func:`pending_followup`)."""
+        wanted = normalize_user(bot)
+        signed = {signature.user for signature in section.signatures
+                  if self.start <= signature.start < self.end} - {wanted}
+        return bool(signed) and (section.author in signed or mentions(
+            section.masked[self.start - section.start:self.end - section.start], wanted))
+
+
+def saved_meanwhile(page_text: str, section: Section) -> SavedMeanwhile | None:
+    """The lines at the end of *section* (located by :func:`locate_after_change`) that were saved or changed after
+    the revision the reply was written from, below every line of the thread that revision held; ``None`` when the
+    thread ends with a line the reply's author read (or nothing was read: every line is new).
+
+    A reader puts an answer right after the text it answers; what was saved while it was written is a
+    follow-up to the answer, not a part of what it answers.  Blank lines are nobody's text: they neither end
+    what was read nor begin what was saved.
+    """
+    written = [comment for comment in section.comments if page_text[comment.start:comment.end].strip()]
+    first = len(written)
+    while first and written[first - 1].owner == CHANGED:
+        first -= 1
+    if first in (0, len(written)):
+        return None
+    read = written[first - 1]
+    return SavedMeanwhile(read.start + len(page_text[read.start:read.end].rstrip()), written[first].start,
+                          written[-1].end)
+
+
 def answered_by_human(section: Section, bot: str) -> bool:
     """Whether someone other than the asker and the bot already posted a query in a reply."""
     wanted = normalize_user(bot)
@@ -85,26 +129,33 @@ def reply_depth(indent: int) -> int:
     return min(max(indent + 1, 2), MAX_DEPTH)
 
 
-def pending_followup(section: Section, bot: str) -> FollowUp | None:
+def pending_followup(section: Section, bot: str, read: int | None = None) -> FollowUp | None:
     """The newest follow-up under the bot's last reply in *section*, if any: a signed comment by the asker,
     one that pings the bot, or a question merged into the thread under a subheading.
 
     Only comments the history attributes to a user other than the bot count,
     so the bot never answers its own text, and a comment is identified by
-    the revision that added it.  A comment saved before the bot's last reply
-    is none, even below it: the reply went above what stood under the question
-    (:func:`reply_points`), and its answer covered the thread as it was.  The
-    bot's replies are those :func:`mark_answered` found (with the bot's own
-    revisions, so also after a lost state).
+    the revision that added it.  A comment that stood in the thread when the
+    bot's last reply was written is none, even below it: the reply went above
+    what stood under the question (:func:`reply_points`), and its answer covered
+    the thread as it was.  *read* is the revision that reply was written from
+    (the state records it with the answer): a comment saved after it, while the
+    reply was written, is a follow-up though older than the reply, which went
+    above it (:func:`saved_meanwhile`).  Without *read* (a state lost), a comment
+    saved before the bot's last reply is none.  The bot's replies are those
+    :func:`mark_answered` found (with the bot's own revisions, so also after a
+    lost state).
     """
     wanted = normalize_user(bot)
     replies = section.replies or section.bot_replies(wanted)
     if not replies:
         return None
+    # The oldest revision whose comments the last reply did not cover.
+    uncovered = min(read + 1, replies[-1].owner) if read is not None else replies[-1].owner
     found = None
     for comment in section.comments:
         if comment.start < replies[-1].end or not comment.user or comment.user == wanted \
-                or comment.owner < replies[-1].owner:
+                or comment.owner < uncovered:
             continue
         text = section.masked[comment.start - section.start:comment.end - section.start]
         # A question moved here under a subheading of its own (a thread merged into this one) is signed by
@@ -166,6 +217,11 @@ def reply_points(page_text: str, section: Section) -> list[int]:
     the one holding ``section.reply_after`` (the question's signature, or the follow-up's), that
     :func:`reply_point` would accept too.
 
+    Lines saved at the end of the thread while the reply was written (:func:`saved_meanwhile`, in a section
+    located by :func:`locate_after_change`) are not what it answers: the end of the thread is then the end of
+    what was read, above them, where a place above them qualifies (else the places are as if nothing was
+    saved meanwhile).
+
     What someone saves below the question can render what no line of its wikitext shows (a heading in a
     gallery's caption, in a ``<poem>``, in a footnote that a ``<references/>`` lists there), and MediaWiki's
     check then refuses the end of the thread; the second place lies above all of it, so nothing saved below
@@ -175,6 +231,9 @@ def reply_points(page_text: str, section: Section) -> list[int]:
     places = _places(page_text, section)
     if not places:
         return [section.start + len(page_text[section.start:section.end].rstrip())]
+    meanwhile = saved_meanwhile(page_text, section)
+    if meanwhile is not None:
+        places = [place for place in places if place <= meanwhile.read_end] or places
     return list(dict.fromkeys((places[-1], places[0])))
 
 

@@ -118,6 +118,14 @@ class PlannedRecords:
         return sum(record.key.startswith(prefix) and record.status == SectionStatus.ANSWERED
                    for record in self.records.values())
 
+    def read_for(self, reply: int) -> int | None:
+        """The page's revision the bot's reply saved as revision *reply* was written from, when a record says it
+        (by the revision, whatever key the record is under now)."""
+        if reply <= 0:
+            return None
+        return next((record.read_revision for record in self.records.values()
+                     if record.answered_revision == reply and record.read_revision is not None), None)
+
     def earlier(self, fingerprint: str) -> SectionRecord | None:
         """The latest settled record (:data:`bot.state.SETTLED`) of a section with this fingerprint, under any key
         (one still on the page, when :meth:`adoptable` found none)."""
@@ -149,7 +157,7 @@ class PlannedRecords:
                 records[key] = replace(records[key], status=status, last_error=reason, updated=now)
             case AlreadyAnswered(key):
                 records[key] = replace(records[key], status=SectionStatus.ANSWERED, answered_revision=None,
-                                       last_error=None, updated=now)
+                                       read_revision=None, last_error=None, updated=now)
             case Skip(key, reason):
                 records[key] = replace(records[key], status=SectionStatus.SKIPPED, last_error=reason, updated=now)
             case Adopt(key=key, old=old):

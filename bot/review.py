@@ -692,7 +692,9 @@ class Review:
                        "posted.")
             return DraftStatus.REFUSED
         if outcome.status == "posted":
-            return self._posted(draft, approval, outcome.revision, again)
+            # What the draft answers stood in the thread at the pass's revision (else it went stale above).
+            return self._posted(draft, approval, outcome.revision, again,
+                                attribution.revision if attribution is not None else None)
         if outcome.status == "previewed":
             self.drafts.set(draft.number, DraftStatus.DRAFTED)
             log.info("draft %d approved; a live run would post it:", draft.number)
@@ -703,9 +705,11 @@ class Review:
         self._note(draft, DraftStatus.DROPPED, f": {_plain(outcome.status)}; nothing was posted.")
         return DraftStatus.DROPPED
 
-    def _posted(self, draft: Draft, approval: Mark, revision: int | None, again: Rerendered) -> str:
+    def _posted(self, draft: Draft, approval: Mark, revision: int | None, again: Rerendered,
+                read: int | None = None) -> str:
+        """Record draft *draft* posted as *revision* of the forum, written from its revision *read* (if known)."""
         self.drafts.set(draft.number, DraftStatus.POSTED, forum_revision=revision)
-        self.state.record_answered(self.forum.title, draft.key, revision)
+        self.state.record_answered(self.forum.title, draft.key, revision, read)
         log.info("draft %d posted to %r (revision %s) as %s approved it (revision %d)", draft.number, draft.heading,
                  revision, approval.user, approval.revision)
         where = f"as [[Special:Diff/{revision}|this edit]] of the forum" if revision else "to the forum"

@@ -8,6 +8,10 @@ the page is what decides: no second reply.  The page's revision, text and
 line attribution (:mod:`bot.history`) are recorded only after the pass has
 handled its sections, so a crash mid-pass makes the next pass look again.
 
+A reply's record keeps the revision it was saved as and the page's revision
+its answer was written from: a follow-up saved in between is answered, one
+that stood when the answer was written is not.
+
 A section's status: ``backlog`` (on the page at the first look, left alone
 unless the bot is pinged), ``pending`` (to answer; retried after a failure
 with doubling backoff), ``waiting`` (not ready, e.g. unsigned: looked at again
@@ -60,6 +64,7 @@ CREATE TABLE IF NOT EXISTS sections (
     updated REAL NOT NULL,
     fingerprint TEXT,
     refused_revision INTEGER,
+    read_revision INTEGER,
     PRIMARY KEY (page, key)
 );
 """
@@ -100,12 +105,14 @@ class SectionRecord:
     refused_revision: int | None = None
     #: When the record last changed (seconds since the epoch): the latest wins where a fingerprint has several.
     updated: float = 0.0
+    #: The page's revision the answer was written from (what it covered); ``None`` when not known.
+    read_revision: int | None = None
 
 
 #: The longest wait before retrying a section that failed for a passing reason.
 MAX_RETRY_SECONDS = 6 * 3600
 _COLUMNS = ("page, key, heading, status, attempts, last_error, next_attempt, answered_revision, trace, fingerprint, "
-            "refused_revision, updated")
+            "refused_revision, updated, read_revision")
 
 
 def after_failure(attempts: int, retry_seconds: float, max_attempts: int,
@@ -118,7 +125,7 @@ def after_failure(attempts: int, retry_seconds: float, max_attempts: int,
 
 def _record(row: tuple) -> SectionRecord:
     return SectionRecord(*row[:3], SectionStatus(row[3]), *row[4:8], trace=json.loads(row[8]) if row[8] else None,
-                         fingerprint=row[9], refused_revision=row[10], updated=row[11])
+                         fingerprint=row[9], refused_revision=row[10], updated=row[11], read_revision=row[12])
 
 
 class StateUnreadable(RuntimeError):
@@ -139,7 +146,8 @@ class State:
             with self.connection:  # a state file written before a column existed
                 for table, column, kind in (("pages", "text", "TEXT"), ("pages", "attribution", "TEXT"),
                                             ("sections", "fingerprint", "TEXT"),
-                                            ("sections", "refused_revision", "INTEGER")):
+                                            ("sections", "refused_revision", "INTEGER"),
+                                            ("sections", "read_revision", "INTEGER")):
                     columns = {row[1] for row in self.connection.execute(f"PRAGMA table_info({table})")}
                     if column not in columns:
                         self.connection.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
@@ -226,8 +234,12 @@ class State:
         # ASCII escapes: a lone surrogate from the model (valid JSON, not valid UTF-8) is stored, not refused.
         self._update(page, key, trace=json.dumps(trace))
 
-    def record_answered(self, page: str, key: str, revision: int | None) -> None:
-        self._update(page, key, status=SectionStatus.ANSWERED, answered_revision=revision, last_error=None)
+    def record_answered(self, page: str, key: str, revision: int | None, read: int | None = None) -> None:
+        """The reply saved as *revision* (``None``: found on the page, not known which), written from the page's
+        revision *read*: the comments of the thread up to *read* are what it answered
+        (:func:`bot.forum_decisions.pending_followup`)."""
+        self._update(page, key, status=SectionStatus.ANSWERED, answered_revision=revision, read_revision=read,
+                     last_error=None)
 
     def record_skipped(self, page: str, key: str, reason: str) -> None:
         self._update(page, key, status=SectionStatus.SKIPPED, last_error=reason)

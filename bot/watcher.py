@@ -292,7 +292,8 @@ class Watcher:
             # Backlog stays backlog: its question was old.
             if record.status not in (SectionStatus.ANSWERED, SectionStatus.BACKLOG):
                 records.decide(AlreadyAnswered(section.key))
-            return self._followup_task(records, section, pending_followup(section, bot), seen, revision)
+            read = records.read_for(section.replies[-1].owner) if section.replies else None
+            return self._followup_task(records, section, pending_followup(section, bot, read), seen, revision)
         if record.status in (SectionStatus.BACKLOG, SectionStatus.SKIPPED, SectionStatus.FAILED):
             ping = ping_in(section, bot)
             if ping is None:
@@ -457,8 +458,9 @@ class Watcher:
                 self.previewed.add(task.key)
             return
         outcome = self.forum.post_reply(task.key, reply, summary, attribution)
-        if outcome.status == "posted":
-            self.state.record_answered(page, task.key, outcome.revision)
+        if outcome.status == "posted":  # the answer covered the thread as the pass read it
+            self.state.record_answered(page, task.key, outcome.revision,
+                                       attribution.revision if attribution is not None else None)
             self.counter["written"] += 1
         elif outcome.status == "previewed":
             self.show(f"--- reply to {section.heading!r} (dry run: nothing was saved) ---\n{reply}\n"

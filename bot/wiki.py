@@ -35,7 +35,10 @@ Every safety rule lives here, so no caller can forget one:
   goes where a reader of the asker's section sees it: at the end of the thread,
   or, where MediaWiki's check refuses that (a block someone saved below the
   question renders a heading), right after the text it answers
-  (:func:`bot.forum_decisions.reply_points`);
+  (:func:`bot.forum_decisions.reply_points`); lines saved at the end of the
+  thread after the revision the watcher read (an edit conflict, or a save
+  while the agent worked) are not what the reply answers: it goes above them,
+  and a follow-up among them is answered at a later pass;
   a page whose content model is not wikitext is not edited;
 * a login that failed is tried again from scratch (a fresh session and login
   token, pywikibot's own retry reuses a stale token) after a doubling wait.
@@ -61,7 +64,9 @@ from pywikibot.site import Namespace
 
 from bot.edit_check import Allowance, CheckedEdit, EditRefused, checked_text, measure_allowance, sections_of
 from bot.forum import Reading, Section, find_section, normalize_user, page_lead, parse_sections, thread_users
-from bot.forum_decisions import insert_reply, locate_after_change, mark_answered, reply_points
+from bot.forum_decisions import (
+    SavedMeanwhile, insert_reply, locate_after_change, mark_answered, reply_points, saved_meanwhile,
+)
 from bot.history import Attribution, OwnEdit, own_revisions
 from bot.sections import read_sections
 
@@ -387,8 +392,22 @@ class ForumPage:
                 continue
             revision = self._saved_revision(page, base)
             if self._confirm(revision, base, checked.text, section, checked.reply, attribution):
+                meanwhile = saved_meanwhile(old, section)
+                if meanwhile is not None and checked.point <= meanwhile.read_end:
+                    self._say_above(old, section, meanwhile)
                 return PostOutcome("posted", revision=revision, diff=diff)
         raise EditConflictError(self.page())
+
+    def _say_above(self, old: str, section: Section, meanwhile: SavedMeanwhile) -> None:
+        """Log, in one line, that the reply went above what was saved in its thread while it was written."""
+        if meanwhile.signed_followup(section, self.username):
+            log.info("%r: a follow-up was saved while the reply was written; the reply goes above it, and the "
+                     "follow-up is answered next", section.heading)
+            return
+        lines = sum(bool(line.strip()) for line in old[meanwhile.start:meanwhile.end].split("\n"))
+        log.info("%r: %d line%s saved in the thread while the reply was written, no follow-up to it; the reply "
+                 "goes above %s", section.heading, lines, " was" if lines == 1 else "s were",
+                 "it" if lines == 1 else "them")
 
     def _checked_reply(self, old: str, base: int, section: Section, reply: str) -> tuple[CheckedEdit, str]:
         """The edit adding *reply* to *section* of *old* (revision *base*) as MediaWiki's check lets it be saved,

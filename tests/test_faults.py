@@ -8,7 +8,8 @@ killed or runs as the watcher, in the test process otherwise):
   write; during the state write; during the page read), then a restart: one reply, answered, state intact;
 * human edits racing the bot (while the agent works; held by the proxy between the bot's read and its save, in
   another section or the same one; in the same second as the revision the bot read): no human character lost,
-  the reply once, in its section;
+  the reply once, in its section, above the lines saved in its thread after the bot read it; a follow-up saved
+  so is answered at the next pass, below it (with the state lost, it is not: nothing twice);
 * faults injected while the watcher runs (model, query service, wiki): the watcher stays alive, every failure
   is recorded and retried, every question is answered once the fault has passed; the stop page halts edits
   within one pass and edits resume when it is emptied; a session the wiki forgot, and a login that then
@@ -36,6 +37,7 @@ import subprocess
 import threading
 import time
 import urllib.parse
+import urllib.request
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,7 +51,7 @@ from tests.support.fault_proxy import (
 )
 from tests.support.figures import REPORTS
 from tests.support.llm_server import ErrorReply, ToolCallReply
-from tests.support.mediawiki import BOT_PASSWORD, BOT_USER, PORT
+from tests.support.mediawiki import BOT_PASSWORD, BOT_USER, PORT, HumanEditor
 from tests.support.wikidata_server import select
 
 pytestmark = pytest.mark.mediawiki
@@ -283,6 +285,7 @@ def test_human_edits_racing_the_bot_are_never_lost(rig, race):
         other = question("Other", "{{nobots}} An older question, for humans.", 1)
         human.edit(page, LEAD + other + question("Euler", "Who advised Euler?", 2))
         added: list[str] = []
+        ends: list[str] = []  # saved at the end of the thread after the bot read it: below the reply
 
         def human_edit(where: str, at: str | None = None) -> dict:
             text = rig.mediawiki.page_text(page)
@@ -294,6 +297,7 @@ def test_human_edits_racing_the_bot_are_never_lost(rig, race):
                 text = text.replace("\n== Euler ==", f"\n== Inserted {trial} ==\n{snippet}\n\n== Euler ==", 1)
             else:
                 text = text.rstrip("\n") + "\n::" + snippet + "\n"
+                ends.append(snippet)
             return human.edit(page, text, "a human edit racing the bot", at=at)
 
         rig.wiki.clear()
@@ -346,8 +350,116 @@ def test_human_edits_racing_the_bot_are_never_lost(rig, race):
         assert lost == 0, f"trial {trial}: human text lost\n{stderr[-3000:]}"
         assert replies == 1, f"trial {trial}: {replies} replies\n{stderr[-3000:]}"
         assert count_replies(text, "Other") == 0
+        euler = section_text(text, "Euler")
+        assert all(euler.index(SIGNATURE) < euler.index(snippet) for snippet in ends), euler
     if race == "same second as the revision read":
         FIGURES["same-second human edits"] += same_second
+
+
+#: What the asker saves below the question while the bot writes its answer (a follow-up to that answer).
+FOLLOW_UP = ("::Also his students? [[User:Alice|Alice]] ([[User talk:Alice|talk]]) 12:10, 20 November 2026 (UTC)")
+IN_FLIGHT_LOG = ("'Euler': a follow-up was saved while the reply was written; the reply goes above it, and the "
+                 "follow-up is answered next")
+
+
+def _save_in_flight(rig, page: str, line: str, when: str, editor=None) -> list[dict]:
+    """Have *line* saved at the end of the thread "Euler" of *page* once, while the agent works (at the model's
+    first call) or at the save (the bot's edit held at the proxy until the line has landed); the edits made."""
+    editor = editor or rig.mediawiki.human()
+    made: list[dict] = []
+
+    def save(*_) -> None:
+        if not made:
+            text = rig.mediawiki.page_text(page)
+            made.append(editor.edit(page, text.rstrip("\n") + "\n" + line + "\n", "a line saved in flight"))
+
+    rig.wiki.clear()
+    rig.hooks.pop("model", None)
+    if when == "while the agent works":
+        rig.hooks["model"] = save
+    else:
+        rig.wiki.add(Fault("a line saved before the bot's save", wiki_action("edit", title=page), save))
+    return made
+
+
+def _asked(rig, page: str) -> str:
+    """The forum *page* with a question "Euler" under another thread; the question's line."""
+    rig.mediawiki.human().edit(page, LEAD + question("Other", "{{nobots}} An older question, for humans.", 1)
+                               + question("Euler", "Who advised Euler?", 2))
+    return question("Euler", "Who advised Euler?", 2).split("\n")[2]
+
+
+def _first_answer_above(text: str, asked: str, line: str) -> str:
+    """The thread "Euler" of *text*, checked to hold the bot's first answer right after *asked* and above *line*."""
+    euler = section_text(text, "Euler")
+    assert euler.startswith(f"\n{asked}\n:"), euler  # the answer, directly under the question
+    assert line in euler and euler.index(SIGNATURE) < euler.index(line), euler
+    return euler
+
+
+@pytest.mark.parametrize("when", ["while the agent works", "at the save"])
+def test_a_follow_up_saved_while_the_reply_is_written_is_answered_below_it_after_the_answer_it_follows(rig, when):
+    page = f"Wikidata:Faults/follow-up in flight, {when}"
+    asked = _asked(rig, page)
+    made = _save_in_flight(rig, page, FOLLOW_UP, when)
+    done = rig.run(page, "--once", "--live", "--backlog")
+    assert done.code == 0 and made, done.stderr[-3000:]
+    _first_answer_above(rig.mediawiki.page_text(page), asked, FOLLOW_UP)
+    assert IN_FLIGHT_LOG in done.stderr, done.stderr[-3000:]
+    if when == "at the save":  # the wiki refused the save built on the revision read: read, locate, insert again
+        assert "edit conflict on" in done.stderr, done.stderr[-3000:]
+    for _ in range(2):  # the follow-up is answered once, at the next pass
+        done = rig.run(page, "--once", "--live")
+        assert done.code == 0, done.stderr[-3000:]
+    text = rig.mediawiki.page_text(page)
+    euler = _first_answer_above(text, asked, FOLLOW_UP)
+    answer = euler.split(FOLLOW_UP + "\n", 1)[1]
+    assert answer.startswith(":::{{re|1=Alice}} ") and SIGNATURE in answer, euler  # below it, to the asker
+    replies = count_replies(text, "Euler")
+    FIGURES["double replies"] += max(0, replies - 2)
+    FIGURES["human edits racing"] += 1
+    assert replies == 2 and count_replies(text, "Other") == 0, done.stderr[-3000:]
+
+
+@pytest.mark.parametrize("line", ["unsigned", "a third person's"])
+def test_a_line_saved_while_the_reply_is_written_that_is_no_follow_up_stays_below_it_unanswered(rig, line):
+    page = f"Wikidata:Faults/line in flight, {line}"
+    asked = _asked(rig, page)
+    editor = rig.mediawiki.human()
+    if line == "unsigned":
+        saved = ":Me too, I would like to know."
+    else:  # someone not logged in, signing with their address, who does not ping the bot
+        editor = HumanEditor(editor.api_url, urllib.request.build_opener())
+        saved = (":Bernoulli, I think. [[Special:Contributions/127.0.0.1|127.0.0.1]] ([[User talk:127.0.0.1|talk]])"
+                 " 12:11, 20 November 2026 (UTC)")
+    made = _save_in_flight(rig, page, saved, "while the agent works", editor)
+    done = rig.run(page, "--once", "--live", "--backlog")
+    assert done.code == 0 and made, done.stderr[-3000:]
+    if line != "unsigned":
+        users = {revision["revid"]: revision["user"] for revision in rig.mediawiki.revisions(page)}
+        assert users[made[0]["newrevid"]] == "127.0.0.1"
+    assert "'Euler': 1 line was saved in the thread while the reply was written" in done.stderr, done.stderr[-3000:]
+    assert rig.run(page, "--once", "--live").code == 0
+    text = rig.mediawiki.page_text(page)
+    _first_answer_above(text, asked, saved)
+    assert count_replies(text, "Euler") == 1
+
+
+def test_with_the_state_file_lost_a_follow_up_saved_while_the_reply_was_written_is_not_answered_twice(rig):
+    page = "Wikidata:Faults/follow-up in flight, state lost"
+    asked = _asked(rig, page)
+    made = _save_in_flight(rig, page, FOLLOW_UP, "while the agent works")
+    assert rig.run(page, "--once", "--live", "--backlog").code == 0 and made
+    rig.bot.state_path().unlink()
+    done = rig.run(page, "--once", "--live")
+    assert done.code == 0, done.stderr[-3000:]
+    text = rig.mediawiki.page_text(page)
+    _first_answer_above(text, asked, FOLLOW_UP)
+    # Without the record of the revision the answer was written from, a comment older than the bot's reply is taken
+    # as one the answer covered: the follow-up saved in flight waits for the asker to ask again, never answered twice.
+    replies = count_replies(text, "Euler")
+    FIGURES["double replies"] += max(0, replies - 1)
+    assert replies == 1, done.stderr[-3000:]
 
 
 # --- faults with the watcher running -------------------------------------------------------------------------

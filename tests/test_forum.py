@@ -12,7 +12,7 @@ from bot.forum import (
 )
 from bot.forum_decisions import (
     MAX_DEPTH, answered_by_human, insert_reply, locate_after_change, mark_answered, pending_followup, ping_in,
-    reply_points,
+    reply_points, saved_meanwhile,
 )
 from bot.history import UNKNOWN, Attribution, OwnEdit
 from bot.wikiparse import INERT_TAGS
@@ -416,6 +416,45 @@ def test_a_comment_older_than_the_bots_reply_is_no_follow_up_though_below_it():
     assert pending_followup(sections_of(base)[0], BOT) is None
     followed = replied + "::And the years? " + sign("Ann", 3) + "\n"
     assert pending_followup(sections_of(base.advance(5, "Ann", followed))[0], BOT).revision == 5
+
+
+def test_a_reply_goes_above_what_was_saved_in_its_thread_while_it_was_written():
+    question = ("Header\n\n== Films ==\nFilms by Kubrick? " + sign("Ann") + "\n\n== Other ==\nHello "
+                + sign("Eve") + "\n")
+    read = history(("Admin", "Header\n"), ("Ann", question))
+    followup = "::Also the years? " + sign("Ann", 2)
+    saved = question.replace(sign("Ann") + "\n", sign("Ann") + "\n" + followup + "\n")
+    section = locate_after_change(read, saved, sections_of(read)[0].key, BOT)
+    meanwhile = saved_meanwhile(saved, section)
+    assert meanwhile.read_end == saved.index(followup) - 1 and meanwhile.signed_followup(section, BOT)
+    assert reply_points(saved, section) == [saved.index(followup) - 1]
+    assert insert_reply(saved, section, ":Reply") == saved.replace("\n" + followup, "\n:Reply\n" + followup)
+    # a stranger's unsigned line, and lines saved in another section, are no follow-up and move nothing else
+    unsigned = saved.replace(followup, ":Me too, no signature").replace("Hello ", "Hello again ")
+    section = locate_after_change(read, unsigned, sections_of(read)[0].key, BOT)
+    assert not saved_meanwhile(unsigned, section).signed_followup(section, BOT)
+    assert reply_points(unsigned, section) == [unsigned.index(":Me too") - 1]
+    # nothing saved in the thread: the end of the thread, as before
+    elsewhere = question.replace("Hello ", "Hello again ")
+    section = locate_after_change(read, elsewhere, sections_of(read)[0].key, BOT)
+    assert saved_meanwhile(elsewhere, section) is None
+    assert reply_points(elsewhere, section) == [elsewhere.index("\n\n== Other")]
+
+
+def test_a_follow_up_saved_while_the_reply_was_written_is_answered_though_older_than_the_reply():
+    question = "Header\n\n== Films ==\nFilms by Kubrick? " + sign("Ann") + "\n"
+    followed = question + "::Also the years? " + sign("Ann", 2) + "\n"
+    replied = followed.replace("::Also", ":A reply. " + sign(BOT, 3) + "\n::Also")
+    # revision 2: the question the bot read; 3: the follow-up saved while it wrote; 4: its reply, above it
+    base = history(("Admin", "Header\n"), ("Ann", question), ("Ann", followed), (BOT, replied))
+    section = sections_of(base)[0]
+    assert pending_followup(section, BOT, read=2).revision == 3
+    assert pending_followup(section, BOT, read=3) is None  # it stood there when the answer was written
+    assert pending_followup(section, BOT) is None  # not known what the answer read: older than the reply is none
+    chat = replied.replace("::Also the years? " + sign("Ann", 2), "::Nice question. " + sign("Bob", 2))
+    bob = history(("Admin", "Header\n"), ("Ann", question), ("Bob", chat.replace(":A reply. " + sign(BOT, 3) + "\n",
+                                                                               "")), (BOT, chat))
+    assert pending_followup(sections_of(bob)[0], BOT, read=2) is None
 
 
 def test_a_reply_is_never_indented_deeper_than_max_depth():

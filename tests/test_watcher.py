@@ -317,6 +317,30 @@ def test_a_passing_fault_never_gives_a_section_up_but_a_failing_section_is(tmp_p
     state.close()
 
 
+def test_a_state_file_from_before_replies_kept_what_they_read_keeps_its_answers_and_records_it_from_now(tmp_path):
+    import sqlite3
+
+    from bot.state import State
+
+    path = tmp_path / "old.sqlite"
+    old = sqlite3.connect(path)
+    old.executescript("CREATE TABLE sections (page TEXT NOT NULL, key TEXT NOT NULL, heading TEXT NOT NULL, "
+                      "status TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, last_error TEXT, next_attempt REAL "
+                      "NOT NULL DEFAULT 0, answered_revision INTEGER, trace TEXT, updated REAL NOT NULL, "
+                      "PRIMARY KEY (page, key));"
+                      "INSERT INTO sections (page, key, heading, status, answered_revision, updated) "
+                      "VALUES ('Forum', 'Euler @ r2', 'Euler', 'answered', 4, 0);")
+    old.close()
+    state = State(path)
+    kept = state.section("Forum", "Euler @ r2")
+    assert (kept.status, kept.answered_revision, kept.read_revision) == ("answered", 4, None)  # not known: old rule
+    state.add("Forum", "Euler @ r2 / r5", "Euler", "pending")
+    state.record_answered("Forum", "Euler @ r2 / r5", 7, 5)
+    assert (state.section("Forum", "Euler @ r2 / r5").answered_revision,
+            state.section("Forum", "Euler @ r2 / r5").read_revision) == (7, 5)
+    state.close()
+
+
 def test_a_german_question_is_answered_in_words_in_german(mediawiki, forum, rig, llm_server):
     explanation = "Die Abfrage liefert Eulers Doktorväter über die Eigenschaft P184 (Doktorvater)."
 
