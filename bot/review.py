@@ -442,8 +442,10 @@ class Review:
                 *(int(found[1]) for edit in own_revisions(self.page.site, self.page.title, self.page.username)
                   if (found := _DRAFT_SUMMARY.match(edit.comment)))}
 
-    def submit(self, key: str, section: Section, kind: str, reply: str, summary: str, language: str = "") -> str:
-        """Put *reply* (in *language*) on the review page as a draft; the outcome's status (``drafted``,
+    def submit(self, key: str, section: Section, kind: str, reply: str, summary: str, language: str = "",
+               plain: str | None = None) -> str:
+        """Put *reply* (in *language*) on the review page as a draft; where MediaWiki's check refuses it there,
+        *plain*, the same reply in its plain form (:class:`bot.render.Markup`); the outcome's status (``drafted``,
         ``previewed``, …).
 
         A draft of the bot's that the state does not know (its save reached the wiki after this pass looked for
@@ -462,8 +464,19 @@ class Review:
         number = max([self.drafts.next_number() - 1, *seen]) + 1
         origin = Origin(self.forum.title, section.heading, section.fingerprint, kind, digest(section), summary,
                         language, section.question)
-        text = draft_section(number, self.forum.title, section.heading, reply, origin, self._news(key, section))
-        outcome = self.page.add_section(text, f"/* Draft {number} */ a reply to review: {summary}")
+        news = self._news(key, section)
+        try:
+            outcome = self.page.add_section(draft_section(number, self.forum.title, section.heading, reply, origin,
+                                                          news), f"/* Draft {number} */ a reply to review: {summary}")
+        except EditRefused as refused:
+            if plain is None or plain == reply:
+                raise
+            log.warning("%r: the draft goes in its plain form (items as links, the query as a text block and a "
+                        "link): MediaWiki's check refuses its normal form on %s: %s", section.heading,
+                        self.page.title, refused)
+            reply = plain
+            outcome = self.page.add_section(draft_section(number, self.forum.title, section.heading, reply, origin,
+                                                          news), f"/* Draft {number} */ a reply to review: {summary}")
         if outcome.status == "posted":
             self.drafts.add(number, self.forum.title, key, section.heading, kind, reply[:-len(SIGNATURE)],
                             summary, digest(section), outcome.revision, thread=section.text, language=language)

@@ -453,7 +453,7 @@ class Watcher:
         # A ping in a thread the bot has not answered is its first answer there, not a revision of one.
         summary = edit_summary(summary_section(section), task.kind if section.answered else "question", holds)
         if self.review is not None:
-            status = self.review.submit(task.key, section, task.kind, reply, summary, language)
+            status = self.review.submit(task.key, section, task.kind, reply, summary, language, plain=plain)
             self.counter[status] += 1
             if status == "previewed":
                 self.show(f"--- draft of the reply to {section.heading!r} (dry run: nothing was saved) ---\n{reply}")
