@@ -19,6 +19,12 @@ Every safety rule lives here, so no caller can forget one:
 * before saving, the new text must equal the old text plus the reply, and
   MediaWiki's own pre-save transform and parser must agree
   (:mod:`bot.edit_check`); otherwise nothing is saved;
+* where the check refuses a reply because one of its templates brings in
+  what the sample reply's does not (a ``{{Q}}`` that transcludes a page per
+  item), the same reply in its plain form (:class:`bot.render.Markup`: items
+  as links, the query as a text block and a link) is checked and posted
+  instead; MediaWiki, asked to parse each template call of the reply alone,
+  says which template it was, and the log names it once;
 * after saving, the stored revision is read back: its parent must be the
   revision the reply was built on (else the human edit in between is
   restored by undoing the bot's edit, and the reply is inserted again) and
