@@ -23,6 +23,10 @@ the bot's renderer writes (:func:`split_parts`) and builds the reply again:
   bot's alone: a change to them is not posted, and the footer always ends the
   reply.
 
+In the plain form (:class:`bot.render.Markup`, for a wiki whose templates the
+edit check refuses) every part that calls a template is written again from
+its data the same way: items as links, the query as a text block and a link.
+
 So no style, tag, template, parser function or magic word a reviewer (or
 anyone whose text a reviewer approved) writes can reach the forum as markup:
 nothing has to recognise it.  Where a reviewer's markup is shown as text, or a
@@ -37,7 +41,7 @@ import re
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from bot.render import final_query_wikitext
+from bot.render import Markup, final_query_wikitext, item_link
 from bot.wikitext import BLOCK_LINE_BREAK, encode
 
 #: How much of a reviewer's line the review page quotes when it says the line's markup was shown as text.
@@ -68,7 +72,7 @@ _STEPS_BLOCK = '<div class="mw-collapsible'
 #: An item a reviewer may link, as the bot's preview does (``{{Q|Q42}}``) or as a wiki link.
 #: Characters MediaWiki may read as markup in the middle of a line.
 _MARKUP = re.compile(r"[<\[\]{}|'~_]")
-_ITEM = re.compile(r"\{\{\s*Q\s*\|\s*Q?([1-9]\d*)\s*\}\}|\[\[\s*(Q[1-9]\d*)\s*(?:\|([^\[\]{}|\n]*))?\]\]")
+_ITEM = re.compile(r"\{\{\s*([QP])\s*\|\s*(?:\1)?([1-9]\d*)\s*\}\}|\[\[\s*(Q[1-9]\d*)\s*(?:\|([^\[\]{}|\n]*))?\]\]")
 
 
 def _body(line: str) -> str:
@@ -129,18 +133,19 @@ def _marked_up(source: str, rendered: str) -> bool:
     return len(_MARKUP.findall(rendered)) < len(_MARKUP.findall(source))
 
 
-def words_of(text: str, *, cell: bool = False) -> str:
-    """A reviewer's words as the reply's: the text as read (entities decoded), item links kept as ``{{Q|…}}`` or
-    ``[[Q…|…]]``, everything else escaped as the model's text is."""
+def words_of(text: str, *, cell: bool = False, markup: Markup = Markup.TEMPLATES) -> str:
+    """A reviewer's words as the reply's: the text as read (entities decoded), item links kept as ``{{Q|…}}`` (in
+    the plain *markup*, a link) or ``[[Q…|…]]``, everything else escaped as the model's text is."""
     out: list[str] = []
     position = 0
     for found in _ITEM.finditer(text):
         out.append(_encoded(html.unescape(text[position:found.start()]), cell, first=not out))
         if found[1]:
-            out.append("{{Q|Q" + found[1] + "}}")
+            entity = found[1] + found[2]
+            out.append(item_link(entity) if markup == Markup.LINKS else "{{" + found[1] + "|" + entity + "}}")
         else:
-            label = encode(html.unescape(found[3] or ""), cell=True).replace("]", "&#93;").strip()
-            out.append(f"[[{found[2]}|{label}]]" if label else f"[[{found[2]}]]")
+            label = encode(html.unescape(found[4] or ""), cell=True).replace("]", "&#93;").strip()
+            out.append(f"[[{found[3]}|{label}]]" if label else f"[[{found[3]}]]")
         position = found.end()
     out.append(_encoded(html.unescape(text[position:]), cell, first=not out))
     return "".join(out)
@@ -176,19 +181,20 @@ def preview_of(part: Part) -> tuple[list[str], list[list[str]]]:
     return headers, [row for row in rows if row]
 
 
-def _cell(text: str) -> str:
-    return words_of(text, cell=True) or " "
+def _cell(text: str, markup: Markup = Markup.TEMPLATES) -> str:
+    return words_of(text, cell=True, markup=markup) or " "
 
 
-def preview_wikitext(indent: str, headers: list[str], rows: list[list[str]]) -> str:
-    """The preview written again from its cells; "" when no row is left."""
+def preview_wikitext(indent: str, headers: list[str], rows: list[list[str]],
+                     markup: Markup = Markup.TEMPLATES) -> str:
+    """The preview written again from its cells (items as *markup* writes them); "" when no row is left."""
     if not rows:
         return ""
     lines = [indent + '{| class="wikitable"']
     if headers:
-        lines.append("! " + " !! ".join(_cell(header) for header in headers))
+        lines.append("! " + " !! ".join(_cell(header, markup) for header in headers))
     for row in rows:
-        lines += ["|-", "| " + " || ".join(_cell(cell) for cell in row)]
+        lines += ["|-", "| " + " || ".join(_cell(cell, markup) for cell in row)]
     return "\n".join(lines + ["|}"])
 
 
@@ -208,10 +214,25 @@ class Rerendered:
         return bool(self.shown_as_text or self.kept)
 
 
-def rerender(written: str, approved: str, try_it: str) -> Rerendered:
+def plain_part(part: Part, indent: str, try_it: str) -> str:
+    """One of the bot's own parts in the plain form (:class:`bot.render.Markup`): written again from its data where
+    it calls a template (the query, the preview's items, an item in the words), else as it was written."""
+    if "{{" not in part.source:
+        return part.source
+    if part.kind == PartKind.QUERY:
+        return indent + final_query_wikitext(query_of(part), try_it=try_it, markup=Markup.LINKS)
+    if part.kind == PartKind.PREVIEW:
+        return preview_wikitext(indent, *preview_of(part), markup=Markup.LINKS)
+    if part.kind == PartKind.WORDS:
+        return indent + words_of(_body(part.source).strip(), markup=Markup.LINKS)
+    return part.source
+
+
+def rerender(written: str, approved: str, try_it: str, markup: Markup = Markup.TEMPLATES) -> Rerendered:
     """The reply to post for a draft the bot *written* and a reviewer *approved* (both without signature): the
     bot's parts as it wrote them, the reviewer's changes read back as data and rendered again (*try_it* labels
-    the query service's link of a query that needs a text block)."""
+    the query service's link of a query that needs a text block); in the plain *markup*, every part that calls a
+    template written again without (:func:`plain_part`)."""
     own = split_parts(written)
     indent = re.match(r"^:*", written)[0] or ":"
     unused = [part.source for part in own]
@@ -226,7 +247,7 @@ def rerender(written: str, approved: str, try_it: str) -> Rerendered:
             continue
         if part.source in unused:
             unused.remove(part.source)
-            lines.append(part.source)
+            lines.append(plain_part(part, indent, try_it) if markup == Markup.LINKS else part.source)
             continue
         if part.kind == PartKind.STEPS:
             done.kept.append(PartKind.STEPS)
@@ -236,10 +257,10 @@ def rerender(written: str, approved: str, try_it: str) -> Rerendered:
         elif part.kind == PartKind.QUERY:
             query = query_of(part)
             if query:
-                lines.append(indent + final_query_wikitext(query, try_it=try_it))
+                lines.append(indent + final_query_wikitext(query, try_it=try_it, markup=markup))
         elif part.kind == PartKind.PREVIEW:
             headers, rows = preview_of(part)
-            table = preview_wikitext(indent, headers, rows)
+            table = preview_wikitext(indent, headers, rows, markup)
             opening = _body(part.source.split("\n", 1)[0])
             if opening.strip() != '{| class="wikitable"':
                 done.shown_as_text.append(_quoted(opening))  # a table's own attributes are never posted
@@ -249,10 +270,10 @@ def rerender(written: str, approved: str, try_it: str) -> Rerendered:
                 lines.append(table)
         else:
             body = _body(part.source).strip()
-            rendered = words_of(body)
+            rendered = words_of(body, markup=markup)
             if rendered.strip():
                 lines.append(indent + rendered)
-                if _marked_up(body, rendered):
+                if _marked_up(body, words_of(body)):  # what the reviewer wrote, whichever form is posted
                     done.shown_as_text.append(_quoted(body))
     if footer:
         lines.append(footer)

@@ -52,6 +52,7 @@ from html.parser import HTMLParser
 import pywikibot
 
 from bot.forum import in_forum
+from bot.render import Markup
 from bot.reply_sample import sample_reply
 from bot.styles import declarations, hiding
 
@@ -67,6 +68,12 @@ USER_NAMESPACES = (2, 3)
 class EditRefused(RuntimeError):
     """The wiki's parser shows the edit would change more than adding the reply, or cannot show it; nothing was
     saved."""
+
+    def __init__(self, reason: str, unexpected: frozenset[str] = frozenset()) -> None:
+        super().__init__(reason)
+        #: What the edit would bring into the page that the reply's own markup does not (templates, links,
+        #: external links, categories, images, by title or URL): what a template of the reply may have brought.
+        self.unexpected = unexpected
 
 
 @dataclass(frozen=True)
@@ -178,9 +185,11 @@ def pre_save_transform(site: pywikibot.site.APISite, title: str, text: str) -> s
 
 
 def measure_allowance(site: pywikibot.site.APISite, title: str, markup: str = "") -> Allowance:
-    """Parse a sample reply on this wiki: the templates, links, classes and styles its markup brings (with
-    *markup*, the bot's own fixed links: its operator, its documentation page) are the allowed ones."""
-    text = pre_save_transform(site, title, REPLY_SAMPLE + markup + "\n" + sample_reply())
+    """Parse a sample reply on this wiki, in both its forms (:class:`bot.render.Markup`): the templates, links,
+    classes and styles its markup brings (with *markup*, the bot's own fixed links: its operator, its documentation
+    page) are the allowed ones."""
+    text = pre_save_transform(site, title, REPLY_SAMPLE + markup + "\n" + sample_reply() + "\n"
+                              + sample_reply(Markup.LINKS))
     parsed = parse(site, title, text=text)
     sample = Rendering.from_parse(parsed)
     elements = _Elements.of(parsed.get("text", ""))
@@ -195,6 +204,30 @@ def style_key(style: str) -> str:
     return ";".join(f"{name}:{value}" for name, value in declarations(style).items())
 
 
+def _compared(old: Rendering, new: Rendering, allowance: Allowance) -> list[tuple[str, frozenset, frozenset, list]]:
+    """What a page holds before and after the edit, by kind (categories, templates, links...), and what it gains
+    that the reply's own markup does not bring (*allowance*)."""
+    compared = []
+    for name, before, after, allowed in (
+            ("categories", old.categories, new.categories, lambda item: False),
+            ("templates", old.templates, new.templates, allowance.templates.__contains__),
+            ("external links", old.external_links, new.external_links,
+             lambda url: url.startswith(QUERY_SERVICE)),
+            ("links", old.links, new.links, allowance.allows_link),
+            ("images", old.images, new.images, lambda item: False),
+            ("page properties", old.properties, new.properties, lambda item: False),
+            ("language links", old.langlinks, new.langlinks, lambda item: False)):
+        compared.append((name, before, after, sorted(item for item in after - before if not allowed(item))))
+    return compared
+
+
+def unexpected_items(old: Rendering, new: Rendering, allowance: Allowance) -> frozenset[str]:
+    """The templates, links, external links, categories and images *new* gains over *old* that the reply's own
+    markup does not bring: what one of the reply's templates may have brought in (:func:`template_causes`)."""
+    return frozenset(item for name, _, _, gained in _compared(old, new, allowance)
+                     if name in ("categories", "templates", "external links", "links", "images") for item in gained)
+
+
 def differences(old: Rendering, new: Rendering, allowance: Allowance, reply_collapsibles: int,
                 added_sections: tuple[tuple[str, str], ...] = (), addressed: frozenset[str] = frozenset()) -> list[str]:
     """Every way *new* differs from *old* beyond what a reply may add (and *added_sections* at the end), in words.
@@ -205,17 +238,8 @@ def differences(old: Rendering, new: Rendering, allowance: Allowance, reply_coll
     if new.sections != old.sections + added_sections:
         added = [line for _, line in new.sections if (_, line) not in old.sections]
         found.append(f"the sections change (new or moved: {added[:5]})")
-    for name, before, after, allowed in (
-            ("categories", old.categories, new.categories, lambda item: False),
-            ("templates", old.templates, new.templates, allowance.templates.__contains__),
-            ("external links", old.external_links, new.external_links,
-             lambda url: url.startswith(QUERY_SERVICE)),
-            ("links", old.links, new.links, allowance.allows_link),
-            ("images", old.images, new.images, lambda item: False),
-            ("page properties", old.properties, new.properties, lambda item: False),
-            ("language links", old.langlinks, new.langlinks, lambda item: False)):
+    for name, before, after, gained in _compared(old, new, allowance):
         lost = sorted(before - after)
-        gained = sorted(item for item in after - before if not allowed(item))
         if lost:
             found.append(f"{name} would disappear: {lost[:5]}")
         if gained:
@@ -601,7 +625,8 @@ def checked_text(site: pywikibot.site.APISite, title: str, old: str, base: int |
             anchor = shown
     found += visibility_problems(rendered, word, anchor)
     if found:
-        raise EditRefused("MediaWiki's parser shows the edit would do more than add the reply: " + "; ".join(found))
+        raise EditRefused("MediaWiki's parser shows the edit would do more than add the reply: " + "; ".join(found),
+                          unexpected_items(before, after, allowance))
     return CheckedEdit(text=transformed, reply=signed, point=point)
 
 
@@ -614,3 +639,104 @@ def _first_difference(what: str, expected: str, actual: str) -> str:
     at = next((index for index, (a, b) in enumerate(zip(expected, actual)) if a != b),
               min(len(expected), len(actual)))
     return f"{what} (first difference at character {at}: {actual[at:at + 40]!r} instead of {expected[at:at + 40]!r})"
+
+
+#: The last part of a title that names an item, a property or a lexeme (``Q42``, ``Q/Q42``, ``Item:P31``): a
+#: page per item when a template brings it in for the item it shows.
+_ITEM_PAGE = re.compile(r"(?:^|[:/])[QPL][1-9]\d*$")
+
+
+@dataclass(frozen=True)
+class Cause:
+    """A template call of the reply's own markup (or of the bot's signature) that, parsed alone on this wiki,
+    brings in something the edit check refused: which template it is, what it brings, and what the operator can
+    change."""
+
+    #: The call as the reply writes it (``{{Q|Q42}}``) and the template it calls, as MediaWiki names it.
+    call: str
+    template: str
+    #: What it brings in that the reply's own markup does not add on the sample.
+    brings: tuple[str, ...]
+    #: Whether the call is the bot's signature's, not the reply's.
+    in_signature: bool = False
+
+    @property
+    def per_item(self) -> bool:
+        """Whether it brings in a page per item (``{{:Q42}}``, ``{{Q/Q42}}``)."""
+        return any(_ITEM_PAGE.search(title) and "://" not in title for title in self.brings)
+
+    @property
+    def role(self) -> str:
+        """What the call does in the reply, read from the markup the renderer writes: ``item``, ``query``,
+        ``address`` or ``other``."""
+        name = self.call[2:].split("|", 1)[0].strip().lower()
+        return {"q": "item", "p": "item", "sparql": "query", "re": "address"}.get(name, "other")
+
+    def advice(self) -> str:
+        """The sentence an operator reads: which template, what it brings, what the bot does instead and what to
+        change to have the template again."""
+        brings = ", ".join(self.brings[:3]) + (" …" if len(self.brings) > 3 else "")
+        if self.per_item:
+            brings += " (a page per item)"
+        short = self.template.split(":", 1)[-1]
+        said = f"{self.template} brings in {brings}, which the reply's own markup does not add on the sample"
+        if self.in_signature:
+            return f"the bot's signature calls {said}: no form of the reply avoids it; change the signature"
+        instead = {"item": "replies write items as links instead",
+                   "query": "replies show the query as a text block and a link instead",
+                   "address": "replies address the asker with a link to their user page instead"}.get(
+                       self.role, "replies are written without templates instead")
+        fix = (f"make {self.template} show its item without transcluding a page" if self.per_item and
+               self.role == "item" else f"make {self.template} bring in nothing more than it does on the sample")
+        return f"{said}: {instead}; to have {{{{{short}}}}} again, {fix}"
+
+
+def top_level_calls(text: str) -> list[str]:
+    """The template calls ``{{…}}`` of *text* that no other call holds, in order, found in one linear pass: the
+    reply's own calls (a stranger's text in a reply is encoded, and holds no braces)."""
+    calls, depth, start = [], 0, 0
+    for token in re.finditer(r"\{\{|\}\}", text):
+        if token.group() == "{{":
+            start = token.start() if depth == 0 else start
+            depth += 1
+        elif depth:
+            depth -= 1
+            if depth == 0:
+                calls.append(text[start:token.end()])
+    return list(dict.fromkeys(calls))
+
+
+def brought_by(site: pywikibot.site.APISite, title: str, call: str) -> tuple[str, frozenset[str]]:
+    """The template *call* parsed alone on *title*: the template it calls, as MediaWiki names it, and every
+    template, link, external link, category and image it brings in besides."""
+    parsed = Rendering.from_parse(parse(site, title, text=call, props="templates|links|externallinks|categories|"
+                                                                      "images|iwlinks"))
+    name = call[2:].split("|", 1)[0].split("}}", 1)[0].strip()
+    try:
+        template = pywikibot.Page(pywikibot.Link(name, site, default_namespace=10)).title()
+    except pywikibot.exceptions.Error:  # a parser function or a magic word: it calls no page
+        template = name
+    return template, (parsed.templates - {template}) | parsed.links | parsed.external_links | parsed.categories \
+        | parsed.images
+
+
+def template_causes(site: pywikibot.site.APISite, title: str, reply: str, signature: str, unexpected: frozenset[str],
+                    cache: dict[str, tuple[str, frozenset[str]]] | None = None) -> list[Cause]:
+    """The templates called by *reply* and by the bot's *signature* (as the pre-save transform writes ``~~~``) that
+    bring in any of *unexpected* (what the edit check refused, :attr:`EditRefused.unexpected`), one :class:`Cause`
+    a template, found by asking MediaWiki to parse each call alone, never by its name.  *cache* keeps each call's
+    answer between replies."""
+    cache = {} if cache is None else cache
+    calls = [(call, False) for call in top_level_calls(reply.replace("~~~~", ""))]
+    calls += [(call, True) for call in top_level_calls(signature)]
+    causes: dict[str, Cause] = {}
+    for call, in_signature in calls:
+        if call not in cache:
+            cache[call] = brought_by(site, title, call)
+        template, brought = cache[call]
+        found = brought & unexpected
+        if found:
+            known = causes.get(template)
+            brings = tuple(sorted(found | set(known.brings))) if known else tuple(sorted(found))
+            causes[template] = Cause(known.call if known else call, template, brings, in_signature)
+    return list(causes.values())

@@ -28,6 +28,7 @@ import re
 import textwrap
 from collections.abc import Iterator
 from dataclasses import dataclass
+from enum import StrEnum
 
 import jinja2
 
@@ -86,6 +87,19 @@ _environment = jinja2.Environment(loader=jinja2.PackageLoader("bot", "templates"
                                   autoescape=False, keep_trailing_newline=False)
 
 
+class Markup(StrEnum):
+    """How a reply writes what the forum has templates for.
+
+    ``templates`` is the form the forum's regulars write: items as ``{{Q|Q42}}``, the query in ``{{SPARQL}}``, the
+    asker addressed with ``{{re|…}}``.  ``links`` is the plain form, for a wiki whose templates bring in what
+    MediaWiki's edit check refuses (a ``{{Q}}`` that transcludes a page per item): items as wiki links, the query
+    as a text block and a link, the asker as a link to their user page; no template call at all.
+    """
+
+    TEMPLATES = "templates"
+    LINKS = "links"
+
+
 @dataclass(frozen=True)
 class Credit:
     """Who runs the bot and where it is documented: every reply names both (bot.ini ``operator`` and
@@ -123,16 +137,16 @@ class Credit:
         return self.operator_link() + self.documentation_link("about", "")
 
 
-def final_query_wikitext(sparql: str, *, try_it: str = "Try it!") -> str:
+def final_query_wikitext(sparql: str, *, try_it: str = "Try it!", markup: Markup = Markup.TEMPLATES) -> str:
     """The wikitext that shows *sparql* and links it to the query service, exactly as written.
 
     ``{{SPARQL|query=…}}`` (syntax colouring, the service's own link) when
-    the template shows and links the query unchanged; otherwise the query in
+    the template shows and links the query unchanged and *markup* allows templates; otherwise the query in
     a text block with a "Try it!" link built here.  Only the white space
     around the query is left out (the template trims it; SPARQL ignores it).
     """
     query = sparql.strip(" \t\r\n")
-    if fits_sparql_template(query):
+    if markup == Markup.TEMPLATES and fits_sparql_template(query):
         return sparql_template(query)
     return text_block(query) + f"[{query_service_link(query)} {encode(try_it)}]"
 
@@ -172,12 +186,30 @@ def _entity(term: Binding | None) -> str | None:
     return short if short[:1] in "QP" and short[1:].isdigit() else None
 
 
-def _cell(term: Binding | None, words: Words) -> str:
+def item_link(entity: str, label: str = "") -> str:
+    """A wiki link to *entity* (``Q42``, ``P31``) as Wikidata names its page (an item in the main namespace, a
+    property in ``Property:``), showing *label* (untrusted text, encoded for a link) when there is one."""
+    target = f"Property:{entity}" if entity.startswith("P") else entity
+    shown = _in_link(" ".join(label.split())[:CELL_CHARS]) if label.strip() else ""
+    return f"[[{target}|{shown}]]" if shown else f"[[{target}]]"
+
+
+def entity_wikitext(entity: str, label: Binding | None, markup: Markup) -> str:
+    """An item or property of the preview: ``{{Q|Q42}}`` (the template shows its label), or in the plain form a
+    link showing the row's *label* where the query returned one."""
+    if markup == Markup.TEMPLATES:
+        return "{{" + entity[0] + "|" + entity + "}}"
+    text = label.get("value", "") if label is not None and label.get("type") != "uri" else ""
+    return item_link(entity, text)
+
+
+def _cell(term: Binding | None, words: Words, markup: Markup = Markup.TEMPLATES,
+          label: Binding | None = None) -> str:
     if term is None:
         return " "
     entity = _entity(term)
     if entity:
-        return "{{" + entity[0] + "|" + entity + "}}"
+        return entity_wikitext(entity, label, markup)
     if term.get("datatype") in NUMBERS:  # its group mark may be a narrow no-break space, which inline() would fold
         return encode(cell_text(term, words)[:CELL_CHARS], cell=True) or " "
     return inline(cell_text(term, words), CELL_CHARS, cell=True) or " "
@@ -276,10 +308,11 @@ def _columns(result: AgentResult, variables: list[str], rows: list[dict[str, Bin
 
 
 def preview_table(result: AgentResult, rows: int, words: Words,
-                  headers: dict[str, str] | None = None) -> str:
-    """The first *rows* rows as a wikitable (an item once, as {{Q|...}}, which shows its label); how many rows
-    there are in all the words above it say.  *headers* are the labels of :func:`header_ids` in the
-    reply's language, by ID: those it lacks are headed by the variables' words."""
+                  headers: dict[str, str] | None = None, markup: Markup = Markup.TEMPLATES) -> str:
+    """The first *rows* rows as a wikitable (an item once, as {{Q|...}}, which shows its label, or in the plain
+    *markup* as a link showing the label the row holds); how many rows there are in all the words above it say.
+    *headers* are the labels of :func:`header_ids` in the reply's language, by ID: those it lacks are headed by
+    the variables' words."""
     if not isinstance(result.answer, list) or not result.answer or rows <= 0:
         return ""
     shown_rows = result.answer[:rows]
@@ -287,7 +320,8 @@ def preview_table(result: AgentResult, rows: int, words: Words,
     lines = ['{| class="wikitable"', "! " + " !! ".join(encode(header, cell=True) for _, header in columns)]
     for row in shown_rows:
         lines.append("|-")
-        lines.append("| " + " || ".join(_cell(row.get(name), words) for name, _ in columns))
+        lines.append("| " + " || ".join(_cell(row.get(name), words, markup, row.get(name + "Label"))
+                                        for name, _ in columns))
     lines.append("|}")
     return "\n".join(lines)
 
@@ -497,19 +531,22 @@ def _paragraphs(text: str) -> list[str]:
     return [paragraph for line in text.splitlines() if (paragraph := encode(" ".join(line.split())))]
 
 
-def address_reply(reply: str, asker: str | None) -> str:
+def address_reply(reply: str, asker: str | None, markup: Markup = Markup.TEMPLATES) -> str:
     """*reply* with *asker* addressed at the start of its first line, after its indentation (a draft approved on
     the review page is addressed when it is posted, so that the review page notifies no asker)."""
     indent = len(reply) - len(reply.lstrip(":"))
-    return reply[:indent] + addressing(asker) + reply[indent:]
+    return reply[:indent] + addressing(asker, markup) + reply[indent:]
 
 
-def addressing(asker: str | None) -> str:
-    """``{{re|Asker}} ``, which the forum's regulars write to notify the asker; "" for no one, or for a name that
-    cannot be a user name."""
+def addressing(asker: str | None, markup: Markup = Markup.TEMPLATES) -> str:
+    """``{{re|Asker}} ``, which the forum's regulars write to notify the asker (in the plain *markup*, a link to
+    their user page, which notifies them as well); "" for no one, or for a name that cannot be a user name."""
     if not asker or _TITLE_UNSAFE.search(asker) or not asker.strip():
         return ""
-    return "{{re|1=" + encode(" ".join(asker.split())) + "}} "
+    name = " ".join(asker.split())
+    if markup == Markup.LINKS:
+        return f"[[User:{_in_link(name)}|{_in_link(name)}]]: "
+    return "{{re|1=" + encode(name) + "}} "
 
 
 def shows_query(result: AgentResult) -> bool:
@@ -577,14 +614,15 @@ def earlier_request_line(earlier: EarlierRequest, words: Words) -> str:
 
 def render_reply(result: AgentResult, *, depth: int = 1, max_chars: int = 20000, credit: Credit | None = None,
                  earlier: EarlierRequest | None = None, asker: str | None = None,
-                 headers: dict[str, str] | None = None) -> str:
+                 headers: dict[str, str] | None = None, markup: Markup = Markup.TEMPLATES) -> str:
     """The whole reply to one question (*depth* 1) or follow-up (2 or more), signed, under *max_chars*.
 
     Words first, as the forum's regulars write: *asker* addressed (``{{re|…}}``, which notifies them), the
     model's explanation (its first sentences; with the asker's draft, its diagnosis) and how many results the
     query finds; then the query, the first rows, the rest of the explanation, the steps collapsed, who wrote it.
     *earlier* is an archived thread about the same request, linked in one line.  *headers* name the preview's
-    columns in the reply's language (:func:`preview_table`).
+    columns in the reply's language (:func:`preview_table`).  *markup* is the form (:class:`Markup`): the
+    forum's templates, or plain links and a text block where the wiki's templates cannot be posted.
     """
     if depth < 1:
         raise ValueError(f"a reply's depth is 1 or more, not {depth}")
@@ -606,7 +644,7 @@ def render_reply(result: AgentResult, *, depth: int = 1, max_chars: int = 20000,
     title = encode(words["steps_title"].format(steps=counted(words, "steps", len(shown_steps(result))),
                                          calls=counted(words, "calls", result.usage.llm_calls)))
     footer = _footer(credit, answered, words)
-    address = addressing(asker)
+    address = addressing(asker, markup)
 
     def render(query: str, rows: int, trace: str, explained: str) -> str:
         if answered:
@@ -617,11 +655,11 @@ def render_reply(result: AgentResult, *, depth: int = 1, max_chars: int = 20000,
             lead = encode(words["cannot_answer" if result.stop_reason == StopReason.CANNOT_ANSWER else "nothing"])
             paragraphs = _paragraphs(explained)
         return template.render(indent=":" * depth, lead=address + lead, query=query,
-                               preview=preview_table(result, rows, words, headers) if answered else "",
+                               preview=preview_table(result, rows, words, headers, markup) if answered else "",
                                explanation=paragraphs, trace=trace, title=title, earlier=earlier_line,
                                footer=footer).strip()
 
-    query = final_query_wikitext(query_text, try_it=words["try_it"]) if answered else ""
+    query = final_query_wikitext(query_text, try_it=words["try_it"], markup=markup) if answered else ""
     for trace in _traces(result, query_text if answered else "", words):
         text = render(query, PREVIEW_ROWS, trace, explanation)
         if len(text) <= max_chars:

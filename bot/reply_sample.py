@@ -4,7 +4,7 @@ which classes and styles the bot's own markup brings there (its templates render
 from __future__ import annotations
 
 from agent.trace import AgentResult, Step, StopReason, Usage
-from bot.render import render_reply
+from bot.render import Markup, render_reply
 
 QUERY = ('SELECT ?item ?itemLabel ?date WHERE { ?item wdt:P31 wd:Q5 ; wdt:P569 ?date . FILTER(?date > "1900"^^xsd:date)'
          ' SERVICE wikibase:label { bd:serviceParam wikibase:language "[AUTO_LANGUAGE],en". } } LIMIT 10')
@@ -12,9 +12,9 @@ ENTITY = "http://www.wikidata.org/entity/Q42"
 XSD_DATE_TIME = "http://www.w3.org/2001/XMLSchema#dateTime"
 
 
-def sample_reply() -> str:
-    """A reply with a query in the ``{{SPARQL}}`` template, a preview table that is cut, and a trace of searches,
-    entries and queries in its collapsed block."""
+def sample_reply(markup: Markup = Markup.TEMPLATES) -> str:
+    """A reply with a query in the ``{{SPARQL}}`` template (in the plain *markup*, a text block and a link), a
+    preview table that is cut, and a trace of searches, entries and queries in its collapsed block."""
     rows = [{"item": {"type": "uri", "value": ENTITY},
              "itemLabel": {"type": "literal", "value": "Douglas Adams", "xml:lang": "en"},
              "date": {"type": "literal", "value": "1952-03-11T00:00:00Z", "datatype": XSD_DATE_TIME}}] * 7
@@ -24,4 +24,4 @@ def sample_reply() -> str:
              Step("Run the final query.", "execute_sparql", QUERY, "item\titemLabel\tdate\nQ42\tDouglas Adams\t1952")]
     result = AgentResult("sample", QUERY, rows, ["item", "itemLabel", "date"], steps, StopReason.STOP,
                          "The query lists people born after 1900.", Usage(llm_calls=4))
-    return render_reply(result)
+    return render_reply(result, markup=markup)

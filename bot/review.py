@@ -79,7 +79,7 @@ from bot.forum import Section, mask_inert, normalize_user, parse_sections, plain
 from bot.forum_decisions import addressee, answered_by_human
 from bot.history import UNKNOWN, Attribution, Revision, latest_revisions, own_revisions
 from bot.messages import messages_for
-from bot.render import address_reply
+from bot.render import Markup, address_reply
 from bot.state import SectionStatus, State
 from bot.wikitext import encode
 from bot.wiki import EditRefused, EmergencyStop, ForumPage, marked_resolved
@@ -442,8 +442,10 @@ class Review:
                 *(int(found[1]) for edit in own_revisions(self.page.site, self.page.title, self.page.username)
                   if (found := _DRAFT_SUMMARY.match(edit.comment)))}
 
-    def submit(self, key: str, section: Section, kind: str, reply: str, summary: str, language: str = "") -> str:
-        """Put *reply* (in *language*) on the review page as a draft; the outcome's status (``drafted``,
+    def submit(self, key: str, section: Section, kind: str, reply: str, summary: str, language: str = "",
+               plain: str | None = None) -> str:
+        """Put *reply* (in *language*) on the review page as a draft; where MediaWiki's check refuses it there,
+        *plain*, the same reply in its plain form (:class:`bot.render.Markup`); the outcome's status (``drafted``,
         ``previewed``, …).
 
         A draft of the bot's that the state does not know (its save reached the wiki after this pass looked for
@@ -462,8 +464,19 @@ class Review:
         number = max([self.drafts.next_number() - 1, *seen]) + 1
         origin = Origin(self.forum.title, section.heading, section.fingerprint, kind, digest(section), summary,
                         language, section.question)
-        text = draft_section(number, self.forum.title, section.heading, reply, origin, self._news(key, section))
-        outcome = self.page.add_section(text, f"/* Draft {number} */ a reply to review: {summary}")
+        news = self._news(key, section)
+        try:
+            outcome = self.page.add_section(draft_section(number, self.forum.title, section.heading, reply, origin,
+                                                          news), f"/* Draft {number} */ a reply to review: {summary}")
+        except EditRefused as refused:
+            if plain is None or plain == reply:
+                raise
+            log.warning("%r: the draft goes in its plain form (items as links, the query as a text block and a "
+                        "link): MediaWiki's check refuses its normal form on %s: %s", section.heading,
+                        self.page.title, refused)
+            reply = plain
+            outcome = self.page.add_section(draft_section(number, self.forum.title, section.heading, reply, origin,
+                                                          news), f"/* Draft {number} */ a reply to review: {summary}")
         if outcome.status == "posted":
             self.drafts.add(number, self.forum.title, key, section.heading, kind, reply[:-len(SIGNATURE)],
                             summary, digest(section), outcome.revision, thread=section.text, language=language)
@@ -669,9 +682,13 @@ class Review:
         section = self.forum.locate(page_text, draft.key, attribution, self.forum.reading(page_text, revision),
                                     revision)
         asker = addressee(section, draft.key) if self.ping_asker and section is not None else None
-        again = rerender(draft.reply, approval.draft, messages_for(draft.language or "")["try_it"])
+        try_it = messages_for(draft.language or "")["try_it"]
+        again = rerender(draft.reply, approval.draft, try_it)
         posted = address_reply(again.text.rstrip(), asker)
-        if section is not None and section.answered and posted in section.text:
+        # The same reply without templates, for a wiki whose templates the edit check refuses (bot.render.Markup).
+        plain = address_reply(rerender(draft.reply, approval.draft, try_it, Markup.LINKS).text.rstrip(), asker,
+                              Markup.LINKS)
+        if section is not None and section.answered and (posted in section.text or plain in section.text):
             # Posted before the bot could record it (killed after the save): recorded now, never posted twice.
             revision = section.replies[-1].owner if section.replies[-1].owner > 0 else None
             return self._posted(draft, approval, revision, again)
@@ -684,8 +701,8 @@ class Review:
             self._note(draft, DraftStatus.DROPPED, f": {stale}; nothing was posted{anew}.")
             return DraftStatus.DROPPED
         try:
-            outcome = self.forum.post_reply(draft.key, posted + SIGNATURE, draft.summary,
-                                            attribution)
+            outcome = self.forum.post_reply(draft.key, posted + SIGNATURE, draft.summary, attribution,
+                                            plain=plain + SIGNATURE)
         except EditRefused as refused:
             self._close(draft, DraftStatus.REFUSED, f"refused by the edit check: {refused}", SectionStatus.REFUSED)
             self._note(draft, DraftStatus.REFUSED, f" by the edit check: {_plain(str(refused))}; nothing was "
@@ -693,7 +710,7 @@ class Review:
             return DraftStatus.REFUSED
         if outcome.status == "posted":
             # What the draft answers stood in the thread at the pass's revision (else it went stale above).
-            return self._posted(draft, approval, outcome.revision, again,
+            return self._posted(draft, approval, outcome.revision, again, outcome.markup,
                                 attribution.revision if attribution is not None else None)
         if outcome.status == "previewed":
             self.drafts.set(draft.number, DraftStatus.DRAFTED)
@@ -706,15 +723,19 @@ class Review:
         return DraftStatus.DROPPED
 
     def _posted(self, draft: Draft, approval: Mark, revision: int | None, again: Rerendered,
-                read: int | None = None) -> str:
-        """Record draft *draft* posted as *revision* of the forum, written from its revision *read* (if known)."""
+                markup: Markup = Markup.TEMPLATES, read: int | None = None) -> str:
+        """Record the draft posted as *revision* of the forum, written from its revision *read* (if known), and say
+        so on the review page: how it was rendered again, and whether in its plain form (*markup*: items as links,
+        where the wiki's check refused its templates)."""
         self.drafts.set(draft.number, DraftStatus.POSTED, forum_revision=revision)
         self.state.record_answered(self.forum.title, draft.key, revision, read)
         log.info("draft %d posted to %r (revision %s) as %s approved it (revision %d)", draft.number, draft.heading,
                  revision, approval.user, approval.revision)
         where = f"as [[Special:Diff/{revision}|this edit]] of the forum" if revision else "to the forum"
         self._note(draft, DraftStatus.POSTED, f" {where}, as {_plain(approval.user)} approved it in "
-                   f"[[Special:Diff/{approval.revision}|this edit]]{_as_rendered(again)}.")
+                   f"[[Special:Diff/{approval.revision}|this edit]]{_as_rendered(again)}"
+                   + ("; in its plain form (items as links, the query as a text block and a link), as MediaWiki's "
+                      "check refused its templates" if markup == Markup.LINKS else "") + ".")
         return DraftStatus.POSTED
 
     def _stale(self, draft: Draft, section: Section | None) -> str | None:

@@ -57,7 +57,7 @@ from bot.planner import (
     AddRecord, AlreadyAnswered, Adopt, Change, Fail, Plan, PlannedRecords, SetStatus, Skip, Task,
 )
 from bot.messages import reply_language
-from bot.render import Credit, EarlierRequest, edit_summary, header_ids, render_reply, reply_kind
+from bot.render import Credit, EarlierRequest, Markup, edit_summary, header_ids, render_reply, reply_kind
 from bot.review import Review
 from bot.short_links import ShortLinks
 from bot.state import SectionStatus, State
@@ -416,6 +416,7 @@ class Watcher:
         page, section = self.forum.title, task.section
         holds = "no_query"  # what the reply holds (bot.render.reply_kind)
         language = ""
+        plain = None  # the reply in its plain form (bot.render.Markup), where the wiki refuses its templates
         if task.kind == "too-long":
             log.info("%r is too long to read: replying with a note", section.heading)
             reply = TOO_LONG_NOTE
@@ -446,24 +447,30 @@ class Watcher:
                 return
             # With the review step the asker is addressed when the approved draft is posted, never in the draft.
             asker = addressee(section, task.key) if self.config.ping_asker and self.review is None else None
-            reply = render_reply(result, depth=task.depth, max_chars=self.config.reply_max_chars, credit=self.credit,
-                                 earlier=earlier, asker=asker, headers=self._headers(result))
+            headers = self._headers(result)
+            reply, plain = (render_reply(result, depth=task.depth, max_chars=self.config.reply_max_chars,
+                                         credit=self.credit, earlier=earlier, asker=asker, headers=headers,
+                                         markup=markup) for markup in (Markup.TEMPLATES, Markup.LINKS))
         # A ping in a thread the bot has not answered is its first answer there, not a revision of one.
         summary = edit_summary(summary_section(section), task.kind if section.answered else "question", holds)
         if self.review is not None:
-            status = self.review.submit(task.key, section, task.kind, reply, summary, language)
+            status = self.review.submit(task.key, section, task.kind, reply, summary, language, plain=plain)
             self.counter[status] += 1
             if status == "previewed":
                 self.show(f"--- draft of the reply to {section.heading!r} (dry run: nothing was saved) ---\n{reply}")
                 self.previewed.add(task.key)
             return
-        outcome = self.forum.post_reply(task.key, reply, summary, attribution)
+        outcome = self.forum.post_reply(task.key, reply, summary, attribution, plain=plain)
+        if outcome.markup == Markup.LINKS and plain is not None:
+            reply = plain
         if outcome.status == "posted":  # the answer covered the thread as the pass read it
             self.state.record_answered(page, task.key, outcome.revision,
                                        attribution.revision if attribution is not None else None)
             self.counter["written"] += 1
         elif outcome.status == "previewed":
-            self.show(f"--- reply to {section.heading!r} (dry run: nothing was saved) ---\n{reply}\n"
+            form = (f" in its plain form (items as links, the query as a text block and a link), as MediaWiki's check "
+                    f"refuses its normal form: {outcome.why_plain}" if outcome.markup == Markup.LINKS else "")
+            self.show(f"--- reply to {section.heading!r}{form} (dry run: nothing was saved) ---\n{reply}\n"
                       f"--- diff ---\n{outcome.diff}")
             self.previewed.add(task.key)
             self.counter["previewed"] += 1

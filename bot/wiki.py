@@ -19,6 +19,12 @@ Every safety rule lives here, so no caller can forget one:
 * before saving, the new text must equal the old text plus the reply, and
   MediaWiki's own pre-save transform and parser must agree
   (:mod:`bot.edit_check`); otherwise nothing is saved;
+* where the check refuses a reply because one of its templates brings in
+  what the sample reply's does not (a ``{{Q}}`` that transcludes a page per
+  item), the same reply in its plain form (:class:`bot.render.Markup`: items
+  as links, the query as a text block and a link) is checked and posted
+  instead; MediaWiki, asked to parse each template call of the reply alone,
+  says which template it was, and the log names it once;
 * after saving, the stored revision is read back: its parent must be the
   revision the reply was built on (else the human edit in between is
   restored by undoing the bot's edit, and the reply is inserted again) and
@@ -62,12 +68,14 @@ from pywikibot.exceptions import EditConflictError, Error, NoPageError
 from pywikibot.login import LoginStatus
 from pywikibot.site import Namespace
 
-from bot.edit_check import Allowance, CheckedEdit, EditRefused, checked_text, measure_allowance, sections_of
+from bot.edit_check import (Allowance, CheckedEdit, EditRefused, checked_text, measure_allowance, pre_save_transform,
+                             sections_of, template_causes)
 from bot.forum import Reading, Section, find_section, normalize_user, page_lead, parse_sections, thread_users
 from bot.forum_decisions import (
     SavedMeanwhile, insert_reply, locate_after_change, mark_answered, reply_points, saved_meanwhile,
 )
 from bot.history import Attribution, OwnEdit, own_revisions
+from bot.render import Markup
 from bot.sections import read_sections
 
 log = logging.getLogger(__name__)
@@ -87,6 +95,9 @@ class PostOutcome:
     status: str
     revision: int | None = None
     diff: str = ""
+    #: The form of the reply posted (or previewed), and why it is the plain one ("" for the normal form).
+    markup: Markup = Markup.TEMPLATES
+    why_plain: str = ""
 
 
 class _Fragment(pywikibot.Page):
@@ -219,6 +230,11 @@ class ForumPage:
     #: Failed logins in a row, and when the next one may be tried (``time.monotonic()``).
     _login_failures: int = field(default=0, repr=False)
     _next_login: float = field(default=0.0, repr=False)
+    #: What each template call of a reply brings in when parsed alone, the bot's signature, and the templates the
+    #: log has named to the operator already (once each).
+    _brought: dict[str, tuple[str, frozenset[str]]] = field(default_factory=dict, repr=False)
+    _signature: str | None = field(default=None, repr=False)
+    _named: set[str] = field(default_factory=set, repr=False)
 
     @property
     def username(self) -> str:
@@ -331,15 +347,17 @@ class ForumPage:
         mark_answered(sections, self.username, own)
         return find_section(sections, key)
 
-    def post_reply(self, key: str, reply: str, summary: str, attribution: Attribution | None = None) -> PostOutcome:
-        """Add *reply* to the section whose identity is *key*, once.
+    def post_reply(self, key: str, reply: str, summary: str, attribution: Attribution | None = None, *,
+                   plain: str | None = None) -> PostOutcome:
+        """Add *reply* to the section whose identity is *key*, once; where MediaWiki's check refuses it, *plain*,
+        the same reply in its plain form (:class:`bot.render.Markup`), if it accepts that.
 
         *attribution* is who added which line as of the revision the watcher read (see
         :mod:`bot.history`); without it the section is found by its text alone.  An
         :class:`EditRefused` carries the revision it was decided on (``revision``).
         """
         try:
-            return self._post_reply(key, reply, summary, attribution)
+            return self._post_reply(key, reply, summary, attribution, plain=plain)
         except EditRefused as refused:
             refused.revision = self.page().latest_revision_id
             raise
@@ -355,7 +373,7 @@ class ForumPage:
         return self._post_reply(found[0].key, note, summary, None, again=True)
 
     def _post_reply(self, key: str, reply: str, summary: str, attribution: Attribution | None,
-                    again: bool = False) -> PostOutcome:
+                    again: bool = False, plain: str | None = None) -> PostOutcome:
         """:meth:`post_reply`; *again*: in a section the bot has written in already."""
         for attempt in range(MAX_CONFLICT_RETRIES + 1):
             page = self.page()
@@ -374,9 +392,9 @@ class ForumPage:
             if self.refusal(old, section, self.reading(old, base)):
                 return PostOutcome("opted-out")
             # A dry run asks MediaWiki too (read-only): it shows what a live run would refuse.
-            checked, diff = self._checked_reply(old, base, section, reply)
+            checked, diff, markup, why = self._checked_forms(old, base, section, reply, plain)
             if not self.writes:
-                return PostOutcome("previewed", diff=diff)
+                return PostOutcome("previewed", diff=diff, markup=markup, why_plain=why)
             if self.stopped():
                 raise EmergencyStop(f"{self.stop_title} is not empty")
             # pywikibot's own {{bots}} check (run by the text setter and by save) parses the whole page, unbounded
@@ -395,7 +413,7 @@ class ForumPage:
                 meanwhile = saved_meanwhile(old, section)
                 if meanwhile is not None and checked.point <= meanwhile.read_end:
                     self._say_above(old, section, meanwhile)
-                return PostOutcome("posted", revision=revision, diff=diff)
+                return PostOutcome("posted", revision=revision, diff=diff, markup=markup, why_plain=why)
         raise EditConflictError(self.page())
 
     def _say_above(self, old: str, section: Section, meanwhile: SavedMeanwhile) -> None:
@@ -409,6 +427,52 @@ class ForumPage:
                  "goes above %s", section.heading, lines, " was" if lines == 1 else "s were",
                  "it" if lines == 1 else "them")
 
+    def _checked_forms(self, old: str, base: int, section: Section, reply: str,
+                       plain: str | None) -> tuple[CheckedEdit, str, Markup, str]:
+        """The edit adding *reply* to *section* as MediaWiki's check lets it be saved (:meth:`_checked_reply`), or,
+        where it refuses that at every place, *plain* (the reply in its plain form) where it accepts that: the
+        edit, its diff, the form and why the plain one (a template of the reply's, named by
+        :meth:`_refusal_reason`).  Raises :class:`EditRefused` with both forms' reasons when it refuses both."""
+        try:
+            checked, diff = self._checked_reply(old, base, section, reply)
+            return checked, diff, Markup.TEMPLATES, ""
+        except EditRefused as refused:
+            reason, causes = self._refusal_reason(refused, reply)
+            unexpected = refused.unexpected
+            if plain is None or plain == reply:
+                raise EditRefused(reason, unexpected) from refused
+        try:
+            checked, diff = self._checked_reply(old, base, section, plain)
+        except EditRefused as also:
+            raise EditRefused(f"{reason}; and in its plain form (items as links, the query as a text block and a "
+                              f"link): {also}", unexpected | also.unexpected) from also
+        self._tell_plain(section.heading, reason, causes)
+        return checked, diff, Markup.LINKS, reason
+
+    def _refusal_reason(self, refused: EditRefused, reply: str) -> tuple[str, list[str]]:
+        """The check's reason for refusing *reply*, followed by which of the reply's templates (or the signature's)
+        brings in what it refused and what the operator can change (:func:`bot.edit_check.template_causes`,
+        asked of MediaWiki); and those templates."""
+        if not refused.unexpected:
+            return str(refused), []
+        if self._signature is None:
+            self._signature = pre_save_transform(self.site, self.title, "~~~")
+        causes = template_causes(self.site, self.title, reply, self._signature, refused.unexpected, self._brought)
+        if not causes:
+            return str(refused), []
+        return f"{refused}. " + "; ".join(cause.advice() for cause in causes), [cause.template for cause in causes]
+
+    def _tell_plain(self, heading: str, reason: str, templates: list[str]) -> None:
+        """Log that the reply to *heading* goes in its plain form, and why: the templates that make the check
+        refuse the normal form are named once (an operator reads the log), later replies refer to that line."""
+        if templates and set(templates) <= self._named:
+            log.info("%r: the reply goes in its plain form (items as links, the query as a text block and a link), "
+                     "for the reason logged before", heading)
+            return
+        self._named.update(templates)
+        log.warning("%r: the reply goes in its plain form (items as links, the query as a text block and a link): "
+                    "MediaWiki's check refuses its normal form: %s", heading, reason)
+
     def _checked_reply(self, old: str, base: int, section: Section, reply: str) -> tuple[CheckedEdit, str]:
         """The edit adding *reply* to *section* of *old* (revision *base*) as MediaWiki's check lets it be saved,
         and its diff: at the end of the thread, or, where the check refuses that, right after the text the reply
@@ -418,6 +482,7 @@ class ForumPage:
         # The end of the text the reply answers, when a signature ends it: the reply may show under its heading.
         answers = section.reply_after if any(signature.end == section.reply_after
                                              for signature in section.signatures) else None
+        unexpected: frozenset[str] = frozenset()
         for point in reply_points(old, section):
             new = insert_reply(old, section, reply, point)
             verify_only_added(old, new, section, reply)
@@ -428,13 +493,14 @@ class ForumPage:
                                        answers=answers)
             except EditRefused as refused:
                 refusals.append(str(refused))
+                unexpected |= refused.unexpected
                 continue
             if refusals:
                 log.info("%r: MediaWiki refuses the reply at the end of the thread (%s); it goes right after the "
                          "text it answers", section.heading, refusals[0])
             return checked, page_diff(self.title, old, new)
         raise EditRefused(refusals[0] if len(refusals) == 1 else
-                          f"{refusals[0]}; and right after the text the reply answers: {refusals[1]}")
+                          f"{refusals[0]}; and right after the text the reply answers: {refusals[1]}", unexpected)
 
     def allowance(self) -> Allowance:
         """What a reply's own markup may add to this page, measured on the wiki once."""

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.render import final_query_wikitext
+from bot.render import Markup, final_query_wikitext
 from tests.support.euler import EULER_ADVISORS_QUERY, euler_entities
 from tests.support.bot_rig import SECRET_KEY, BotRig, Endpoint, LogReader, wait_for
 from tests.support.llm_server import ErrorReply, ToolCallReply
@@ -344,27 +344,105 @@ def test_messages_send_the_operator_the_right_way(mediawiki, forum, rig, llm_ser
     assert not (pywikibot_dir / "families").exists() and not (rig.directory / "families").exists()
 
 
-def test_a_refusal_by_mediawiki_is_logged_shown_by_a_dry_run_and_not_retried_on_the_same_page(mediawiki, forum, rig):
+def set_template_q(mediawiki, forum: str, text: str, summary: str) -> None:
+    """Save *text* as Template:Q and purge *forum*, as the wiki's job queue does after a template changes: its
+    stored rendering (what the edit check compares against) then shows the template as it now is."""
+    mediawiki.edit_as_human("Template:Q", text, summary)
+    mediawiki.human().call(post=True, action="purge", titles=forum)
+
+
+def lines_naming(log: str, words: str) -> int:
+    """How many lines of *log* name *words*."""
+    return sum(words in line for line in log.splitlines())
+
+
+def reply_in(text: str, question: str) -> str:
+    """The bot's reply below *question* on the page whose text is *text*: the lines up to its signature."""
+    after = text.split(question, 1)[1]
+    return after[:after.index("[[User:SpinachBot")]
+
+
+def test_a_q_template_that_links_out_is_named_and_the_reply_goes_in_its_plain_form(mediawiki, forum, rig):
     rig.run(forum, "--once", "--live")
     mediawiki.edit_as_human(forum, mediawiki.page_text(forum) + new_section("Euler", "Who advised Euler?"))
-    # A wiki whose {{Q}} links out: every reply with a preview table would add an external link.
-    mediawiki.edit_as_human("Template:Q", "[https://example.org/{{{1}}} {{{1}}}]", "a {{Q}} that links out")
+    # A wiki whose {{Q}} links out: every reply with {{Q}} in its preview would add an external link; the plain
+    # form writes the items as wiki links, which add none, and is posted.
+    set_template_q(mediawiki, forum, "[https://example.org/{{{1}}} {{{1}}}]", "a {{Q}} that links out")
+    try:
+        dry = rig.run(forum, "--once", "--dry-run")
+        assert dry.code == 0 and "refused by the edit check" not in dry.stdout, dry.stdout[-2000:]
+        assert "in its plain form" in dry.stdout and "external links would appear" in dry.stdout
+        assert "Template:Q brings in https://example.org/Q124500, which the reply's own markup" in dry.stderr
+        live = rig.run(forum, "--once", "--live")
+        assert live.code == 0 and len(rig.bot_edits(forum)) == 1, live.stderr[-3000:]
+        reply = reply_in(mediawiki.page_text(forum), "Who advised Euler?")
+        assert "{{" not in reply and "[[Q124500|Johann Bernoulli]]" in reply
+        assert "https://example.org/Q124500" not in mediawiki.rendered_html(forum)
+        assert lines_naming(live.stderr, "Template:Q") == 1 and "Traceback" not in live.stderr
+        [record] = [record for record in rig.records().values() if record.heading == "Euler"]
+        assert record.status == "answered"
+    finally:
+        set_template_q(mediawiki, forum, "{{{1}}}", "entity template")
+
+
+def test_a_q_template_that_transcludes_a_page_per_item_is_named_once_and_the_plain_reply_posted(mediawiki, forum,
+                                                                                                 rig):
+    rig.run(forum, "--once", "--live")
+    mediawiki.edit_as_human(forum, mediawiki.page_text(forum) + new_section("Euler", "Who advised Euler?")
+                            + new_section("Bernoulli", "Who advised Euler, again?", "Bob", 5))
+    mediawiki.edit_as_human("Q124500", "Johann Bernoulli, a Swiss mathematician.", "an item's page")
+    set_template_q(mediawiki, forum, "{{:{{{1}}}}}", "a {{Q}} that shows the item's page")
+    try:
+        dry = rig.run(forum, "--once", "--dry-run")
+        assert dry.code == 0 and "refused by the edit check" not in dry.stdout, dry.stdout[-2000:]
+        said = ("Template:Q brings in Q124500 (a page per item), which the reply's own markup does not add on the "
+                "sample: replies write items as links instead; to have {{Q}} again, make Template:Q show its item "
+                "without transcluding a page")
+        assert said in dry.stderr and lines_naming(dry.stderr, "Template:Q") == 1, dry.stderr[-3000:]
+        assert dry.stdout.count("--- reply to 'Euler' in its plain form") == 1
+        live = rig.run(forum, "--once", "--live")
+        assert live.code == 0 and len(rig.bot_edits(forum)) == 2, live.stderr[-3000:]
+        assert lines_naming(live.stderr, "Template:Q") == 1 and "for the reason logged before" in live.stderr
+        text = mediawiki.page_text(forum)
+        for question in ("Who advised Euler?", "Who advised Euler, again?"):
+            reply = reply_in(text, question)
+            assert "{{" not in reply and "[[Q124500|Johann Bernoulli]]" in reply
+            assert final_query_wikitext(EULER_ADVISORS_QUERY, markup=Markup.LINKS) in reply
+        parsed = mediawiki.api(action="parse", page=forum, prop="links|templates|externallinks", formatversion="2")
+        assert "Q124500" in {link["title"] for link in parsed["parse"]["links"]}
+        assert "Q124500" not in {template["title"] for template in parsed["parse"]["templates"]}
+        assert any(url.startswith("https://query.wikidata.org/") for url in parsed["parse"]["externallinks"])
+        assert all(record.status == "answered" for record in rig.records().values()
+                   if record.heading in ("Euler", "Bernoulli"))
+    finally:
+        set_template_q(mediawiki, forum, "{{{1}}}", "entity template")
+        mediawiki.edit_as_human("Q124500", "", "blanked")
+
+
+def test_a_reply_refused_in_its_plain_form_too_is_refused_with_both_reasons_and_not_retried(mediawiki, forum, rig):
+    rig.run(forum, "--once", "--live")
+    hidden = ('\n<div style="display:none">' + new_section("Euler", "Who advised Euler?") + "</div>\n")
+    mediawiki.edit_as_human(forum, mediawiki.page_text(forum) + hidden)
+    mediawiki.edit_as_human("Q124500", "Johann Bernoulli, a Swiss mathematician.", "an item's page")
+    set_template_q(mediawiki, forum, "{{:{{{1}}}}}", "a {{Q}} that shows the item's page")
     try:
         dry = rig.run(forum, "--once", "--dry-run")
         assert dry.code == 0 and "refused by the edit check" in dry.stdout, dry.stdout[-2000:]
-        assert "external links would appear" in dry.stdout
         live = rig.run(forum, "--once", "--live")
         assert live.code == 0 and rig.bot_edits(forum) == []
-        assert "refused by the edit check, tried again once the page changes: MediaWiki's parser shows" in live.stderr
         assert "Traceback" not in live.stderr and "unexpected error" not in live.stderr
-        assert re.search(r'pass over .*: read 1, refused 1; refused "Euler" \(MediaWiki', live.stderr)
         [record] = [record for record in rig.records().values() if record.heading == "Euler"]
-        assert record.status == "refused" and "external links would appear" in record.last_error
+        assert record.status == "refused"
+        normal, plain = record.last_error.split("; and in its plain form (items as links, the query as a text "
+                                                "block and a link): ")
+        assert "templates would appear: ['Q124500']" in normal and "Template:Q brings in Q124500" in normal
+        assert "hidden from readers" in normal and "hidden from readers" in plain and "Q124500" not in plain
         asked = len(rig.llm.requests)
         again = rig.run(forum, "--once", "--live")
         assert again.code == 0 and len(rig.llm.requests) == asked and rig.bot_edits(forum) == []
     finally:
-        mediawiki.edit_as_human("Template:Q", "{{{1}}}", "entity template")
+        set_template_q(mediawiki, forum, "{{{1}}}", "entity template")
+        mediawiki.edit_as_human("Q124500", "", "blanked")
 
 
 def test_with_a_store_a_second_live_process_is_told_of_the_first_and_can_wait_for_it(mediawiki, forum, rig):

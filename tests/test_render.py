@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from agent.trace import AgentResult, Step, Usage
 from bot.messages import MESSAGES, PLURAL_FORMS, PLURAL_RULES, counted
 from bot.render import (
-    MIN_CHARS, Credit, EarlierRequest, edit_summary, final_query_wikitext, preview_table, render_reply,
+    MIN_CHARS, Credit, EarlierRequest, Markup, edit_summary, final_query_wikitext, preview_table, render_reply,
 )
 from bot.wikitext import BLOCK_LINE_BREAK, QUERY_SERVICE, encode, fits_sparql_template, text_block
 from tests.test_gold_queries_render import CHUNK, HREF, parse
@@ -215,6 +215,34 @@ def test_the_edit_summary_says_what_the_reply_is():
     for kind in ("question", "follow-up", "too-long"):
         for holds in ("no_query", "cannot_answer"):
             assert "SPARQL query" not in edit_summary("E", kind, holds)
+
+
+def test_the_plain_form_calls_no_template_and_shows_the_same_rows_and_query():
+    """A wiki whose {{Q}} or {{SPARQL}} brings in what MediaWiki's check refuses gets the plain form: items as links
+    showing the row's label, the query as a text block and a link, the asker as a link; nothing else changes."""
+    run = result(thought="Look up the answer", label="Douglas [[Adams]] | {{x}}",
+                 final="SELECT ?x WHERE { ?x wdt:P31 wd:Q5 }", explanation="The query lists humans.")
+    normal = render_reply(run, asker="Bob")
+    plain = render_reply(run, asker="Bob", markup=Markup.LINKS)
+    assert "{{" in normal and mwparserfromhell.parse(plain).filter_templates() == []
+    lines = plain.splitlines()
+    assert lines[0] == (":[[User:Bob|Bob]]: The query lists humans. The query below finds 7 results, the first 3 "
+                        "in the table.")
+    query = "SELECT ?x WHERE { ?x wdt:P31 wd:Q5 }"
+    assert lines[1] == ":" + final_query_wikitext(query, markup=Markup.LINKS)
+    assert lines[1].startswith(':<div class="mw-code">') and f"[{QUERY_SERVICE}" in lines[1]
+    assert html.unescape(CODE_BLOCK.search(lines[1])[1]) == query
+    rows_shown = [line for line in plain.split("|}")[0].splitlines() if line.startswith("| ")]
+    assert rows_shown == ["| [[Q42|Douglas &#91;&#91;Adams&#93;&#93; &#124; &#123;&#123;x&#125;&#125;]]"] * 3
+    links = [str(link.title) for link in mwparserfromhell.parse(plain).ifilter_wikilinks()]
+    assert links.count("Q42") == 3 and "User:Bob" in links
+    # the same rows as the normal form, where {{Q|Q42}} shows the label: only the items' markup differs
+    assert len(rows_shown) == normal.count("{{Q|Q42}}")
+    assert plain.split("|}", 1)[1] == normal.split("|}", 1)[1]
+    property_row = [{"x": term("http://www.wikidata.org/entity/P31", kind="uri")}]
+    table = preview_table(AgentResult("q", "SELECT ?x {}", property_row, ["x"], [], "stop"), 5, MESSAGES["en"],
+                          markup=Markup.LINKS)
+    assert table.splitlines()[3] == "| [[Property:P31]]"
 
 
 def term(value: str, datatype: str = "", kind: str = "literal") -> dict:

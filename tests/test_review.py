@@ -491,3 +491,26 @@ def test_a_strangers_change_to_a_drafts_structure_is_undone_and_the_draft_still_
     assert review.drafts()["Euler"][0] == "posted"
     posted = section_text(mediawiki.page_text(forum), "Euler")
     assert "Looks good" not in posted and posted.count("{{SPARQL|") == 1
+
+
+def test_an_approved_draft_goes_in_its_plain_form_where_the_forums_q_template_now_brings_in_a_page_per_item(
+        mediawiki, forum, rig, request):
+    review = drafted(rig, forum, request.node.name)
+    assert "{{Q|Q124500}}" in review.draft(1)
+    mediawiki.edit_as_human("Q124500", "Johann Bernoulli, a Swiss mathematician.", "an item's page")
+    mediawiki.edit_as_human("Template:Q", "{{:{{{1}}}}}", "a {{Q}} that shows the item's page")
+    try:
+        for page in (forum, review.page):  # as the wiki's job queue does after a template changes
+            mediawiki.human().call(post=True, action="purge", titles=page)
+        review.mark(1, "{{approved}}")
+        log = review.run()
+        assert len(rig.bot_edits(forum)) == 1, log[-3000:]
+        posted = section_text(mediawiki.page_text(forum), "Euler")
+        assert "{{" not in posted and ":[[User:Alice|Alice]]: The query lists Euler's" in posted
+        assert "[[Q124500]]" in posted and '<div class="mw-code">SELECT ?advisor WHERE' in posted
+        assert "Template:Q brings in Q124500 (a page per item)" in log
+        assert review.drafts()["Euler"][0] == "posted" and review.sections()["Euler"] == "answered"
+        assert "in its plain form (items as links" in review.draft(1)
+    finally:
+        mediawiki.edit_as_human("Template:Q", "{{{1}}}", "entity template")
+        mediawiki.edit_as_human("Q124500", "", "blanked")
