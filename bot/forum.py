@@ -368,17 +368,20 @@ def parse_sections(page_text: str, attribution: Attribution | None = None,
     return sections
 
 
-def parse_subsections(page_text: str, attribution: Attribution | None = None,
-                      reading: Reading | None = None) -> list[Section]:
+def parse_subsections(page_text: str, attribution: Attribution | None = None, reading: Reading | None = None,
+                      sections: list[Section] | None = None) -> list[Section]:
     """Every subsection of *page_text* (a heading of level 3 or deeper inside a level-2 section), in order, read
     as a section of its own: up to the next heading of its level or a higher one, its ``within`` the level-2
     section it lies in.
 
     A thread merged into an older one under a subheading is such a subsection: its author is whoever the history
-    says wrote its first signature's line (not whoever moved it there), else that signature's user.
+    says wrote its first signature's line (not whoever moved it there), else that signature's user.  *sections*
+    are the page's level-2 sections as :func:`parse_sections` read them from the same text, if at hand.
     """
     page = _PageLines(page_text, attribution, reading)
-    parents = {section.start: section for section in parse_sections(page_text, attribution, reading)}
+    if sections is None:
+        sections = parse_sections(page_text, attribution, reading)
+    parents = {section.start: section for section in sections}
     found = []
     parent: Section | None = None
     for index, heading in enumerate(page.headings):

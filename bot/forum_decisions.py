@@ -74,7 +74,7 @@ def locate(text: str, key: str, bot: str, attribution: Attribution | None = None
     found = find_section(sections, key)
     if found is not None or question is None:
         return found
-    subsections = parse_subsections(text, attribution, reading)
+    subsections = parse_subsections(text, attribution, reading, sections)
     mark_answered(subsections, bot, own)
     return merged_question(sections, subsections, key, question)
 

@@ -294,7 +294,7 @@ class Watcher:
                    and not is_followup_key(record.key)]
         if not waiting:
             return []
-        subsections = parse_subsections(text, attribution, reading)
+        subsections = parse_subsections(text, attribution, reading, sections)
         mark_answered(subsections, self.bot, lambda: self.forum.own_edits(revision))
         found: list[Section] = []
         for record in waiting:

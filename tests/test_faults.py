@@ -9,6 +9,9 @@ killed or runs as the watcher, in the test process otherwise):
 * human edits racing the bot (while the agent works; held by the proxy between the bot's read and its save, in
   another section or the same one; in the same second as the revision the bot read): no human character lost,
   the reply once, in its section;
+* a question merged by an editor into an older thread as a subsection (while the agent answers it, renamed or
+  not, or between two passes, into a thread the bot had answered or not): one reply, under the subsection, after
+  the question, shown there; the question recorded answered, and a later pass changes nothing;
 * faults injected while the watcher runs (model, query service, wiki): the watcher stays alive, every failure
   is recorded and retried, every question is answered once the fault has passed; the stop page halts edits
   within one pass and edits resume when it is emptied; a session the wiki forgot, and a login that then
