@@ -33,7 +33,7 @@ import sqlite3
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import pywikibot
@@ -326,7 +326,7 @@ class Watcher:
         return Task(view.key, view, "too-long" if len(view.opening) > MAX_REQUEST_CHARS else "question")
 
     def _task_for(self, records: PlannedRecords, section: Section, backlog: bool, seen: set[str], revision: int,
-                  on_page: set[str], claimed: list[tuple[int, int]] = ()) -> Task | None:
+                  on_page: set[str], claimed: Sequence[tuple[int, int]] = ()) -> Task | None:
         bot = self.bot
         record = records.section(section.key)
         earlier = None
