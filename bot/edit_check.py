@@ -26,7 +26,9 @@ that will store the edit is asked, through pywikibot's API request:
   opacity, cut off, positioned or pushed away: :func:`bot.styles.hiding`),
   its class (a collapsed block) or missing altogether (``<includeonly>``),
   and the last heading before it that a reader sees (a hidden one heads
-  nothing) must be the asker's, or the one the text it answers shows
+  nothing; for a question merged into an older thread under a subheading,
+  the last one of that subheading's level or higher) must be the asker's,
+  or the one the text it answers shows
   under (a follow-up below a heading that a block someone saved renders,
   a gallery's caption: its reader finds the reply beside it);
 * the reply must stay inside its own box: rendered alone, each of its
@@ -326,12 +328,15 @@ class _OpenElements(HTMLParser):
 
 class _Where(_OpenElements):
     """Where a word lands in parsed HTML: the elements around it that hide it, and the last heading above it that
-    a reader sees (a hidden one heads nothing they see: what follows it reads as under the heading before)."""
+    a reader sees (a hidden one heads nothing they see: what follows it reads as under the heading before), of
+    level *level* or higher (a subsection's reply reads as under its own ``<h3>``, a section's under its
+    ``<h2>`` whatever subheadings stand in its thread)."""
 
-    def __init__(self, word: str) -> None:
+    def __init__(self, word: str, level: int = 2) -> None:
         super().__init__()
         self.word = word
-        #: The anchor of the latest heading (h1 or h2) begun that nothing hides.
+        self.levels = {f"h{number}" for number in range(1, level + 1)}
+        #: The anchor of the latest heading (of *level* or higher) begun that nothing hides.
         self.heading: str | None = None
         self.in_heading: str | None = None
         self.found: list[tuple[str | None, str | None]] = []
@@ -345,7 +350,7 @@ class _Where(_OpenElements):
         self.stack.append((tag, _hidden_by(tag, attrs)))
         values = dict(attrs)
         # MediaWiki 1.39 puts the anchor on a span inside, later versions on the heading
-        if tag in ("h1", "h2") and self.in_heading is None and self._hiding() is None:
+        if tag in self.levels and self.in_heading is None and self._hiding() is None:
             self.in_heading = tag
             self.heading = values.get("id") or ""
         if self.in_heading and values.get("id") and "mw-headline" in (values.get("class") or "").split():
@@ -361,10 +366,10 @@ class _Where(_OpenElements):
             self.found.append((self.heading, self._hiding()))
 
 
-def visibility_problems(rendered: str, word: str, anchor: str | None) -> list[str]:
+def visibility_problems(rendered: str, word: str, anchor: str | None, level: int = 2) -> list[str]:
     """How the reply, marked by *word* in the *rendered* page, fails to show in the section whose heading's
-    anchor is *anchor*: hidden, missing, or under another heading."""
-    where = _Where(word)
+    anchor is *anchor* (of *level*): hidden, missing, or under another heading."""
+    where = _Where(word, level)
     where.feed(rendered)
     where.close()
     if len(where.found) != 1:
@@ -405,20 +410,21 @@ def elements_around(rendered: str, word: str) -> list[list[str]]:
     return around.found
 
 
-def section_anchor(parsed: dict, text: str, start: int) -> str | None:
-    """The anchor of the page's own section whose heading starts at character *start* of *text*."""
+def section_heading(parsed: dict, text: str, start: int) -> tuple[str, int] | None:
+    """The anchor and level of the page's own section whose heading starts at character *start* of *text*."""
     listed = [item for item in parsed.get("sections", [])
               if str(item.get("index", "")).isdigit() and item.get("byteoffset") is not None]
     for item, found in zip(listed, heading_starts(text, [int(item["byteoffset"]) for item in listed])):
         if found == start:
-            return str(item.get("anchor", ""))
+            level = str(item.get("level", "2"))
+            return str(item.get("anchor", "")), max(int(level), 2) if level.isdigit() else 2
     return None
 
 
-def heading_above(rendered: str, word: str) -> str | None:
-    """The anchor of the last heading (h1 or h2) a reader sees before *word*, shown once in the *rendered* page;
-    else ``None``."""
-    where = _Where(word)
+def heading_above(rendered: str, word: str, level: int = 2) -> str | None:
+    """The anchor of the last heading (of *level* or higher) a reader sees before *word*, shown once in the
+    *rendered* page; else ``None``."""
+    where = _Where(word, level)
     where.feed(rendered)
     where.close()
     return where.found[0][0] if len(where.found) == 1 else None
@@ -611,19 +617,21 @@ def checked_text(site: pywikibot.site.APISite, title: str, old: str, base: int |
     alone = parse(site, title, text=signed + "\n\n" + SENTINEL, props="text")["text"]
     found += trace_problems(site, title, signed, alone)
     found += box_problems(alone, allowance)
-    anchor = section_anchor(parsed, marked, section_start) if section_start is not None else None
-    if section_start is not None and anchor is None:
+    heading = section_heading(parsed, marked, section_start) if section_start is not None else None
+    if section_start is not None and heading is None:
         found.append("MediaWiki does not read the reply's section as a section of the page")
+    anchor, level = heading if heading is not None else (None, 2)
     rendered = parsed.get("text", "")
-    if anchor is not None and answers is not None and answers <= point and heading_above(rendered, word) != anchor:
+    if anchor is not None and answers is not None and answers <= point \
+            and heading_above(rendered, word, level) != anchor:
         # The text answered may show under a heading something between it and its section's heading renders (a
         # follow-up below a gallery's caption): beside that text is where its reader finds the reply.
         answered = "SpinachAnswered" + secrets.token_hex(6)
         both = parse(site, title, text=(marked[:answers] + answered + marked[answers:]).rstrip(), props="text")["text"]
-        shown = heading_above(both, answered)
-        if shown is not None and shown == heading_above(both, word):
+        shown = heading_above(both, answered, level)
+        if shown is not None and shown == heading_above(both, word, level):
             anchor = shown
-    found += visibility_problems(rendered, word, anchor)
+    found += visibility_problems(rendered, word, anchor, level)
     if found:
         raise EditRefused("MediaWiki's parser shows the edit would do more than add the reply: " + "; ".join(found),
                           unexpected_items(before, after, allowance))

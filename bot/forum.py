@@ -79,6 +79,7 @@ _CODE_TAGS = ("syntaxhighlight", "source", "pre")
 #: What a text holding a query has (a query template, a code block, a query service link): others are not parsed.
 _MAY_HOLD_A_QUERY = re.compile(r"sparql|query\.wikidata\.org|<(?:syntaxhighlight|source|pre)\b", re.IGNORECASE)
 _FOLLOWUP_KEY = re.compile(r"(.*) / r(\d+)", re.DOTALL)
+_SECTION_KEY = re.compile(r".* @ r(\d+)(?: #\d+)?", re.DOTALL)
 #: The owner of lines changed after the revision the bot read (see :func:`bot.forum_decisions.locate_after_change`).
 CHANGED = -1
 
@@ -166,6 +167,16 @@ class Reading:
     extension_tags: frozenset[str] = INERT_TAGS
 
 
+@dataclass(frozen=True)
+class Enclosing:
+    """The level-2 section a subsection lies in (see :func:`parse_subsections`)."""
+
+    key: str
+    heading: str
+    start: int
+    end: int
+
+
 @dataclass
 class Section:
     heading: str
@@ -193,6 +204,9 @@ class Section:
     extension_tags: frozenset[str] = INERT_TAGS
     #: A reply goes after the line holding this offset (the question's signature, or a follow-up).
     reply_after: int = -1
+    #: For a subsection read as a section of its own (a question merged into an older thread): the section it
+    #: lies in; ``None`` for a level-2 section.
+    within: Enclosing | None = None
 
     @property
     def created(self) -> datetime | None:
@@ -336,43 +350,96 @@ def parse_sections(page_text: str, attribution: Attribution | None = None,
     MediaWiki's reading of this text (where its headings are); without it,
     :func:`find_headings` finds them.
     """
-    masked = mask_inert(page_text)
-    starts = line_starts(page_text)
-    owners = attribution.owners if attribution is not None else None
-    users = attribution.users if attribution is not None else {}
-    headings = [heading for heading in (reading.headings if reading is not None else find_headings(page_text))
-                if heading.level <= 2]
-    templates = reading.heading_templates if reading is not None else frozenset()
-    tags = reading.extension_tags if reading is not None else INERT_TAGS
+    page = _PageLines(page_text, attribution, reading)
+    headings = [heading for heading in page.headings if heading.level <= 2]
     sections = []
     seen: Counter = Counter()
     for index, heading in enumerate(headings):
         if heading.level != 2:
             continue
-        end = headings[index + 1].start if index + 1 < len(headings) else len(page_text)
-        section = Section(heading=heading.title, start=heading.start, end=end, text=page_text[heading.start:end],
-                          masked=masked[heading.start:end], shown=heading.shown, heading_templates=templates,
-                          extension_tags=tags)
-        section.signatures = [dataclasses.replace(signature, start=signature.start + heading.start,
-                                                  end=signature.end + heading.start)
-                              for signature in signatures_in(section.text, section.masked)]
-        section.reply_after = section.signatures[0].end if section.signatures else heading.end
-        section.comments = _comments(starts, owners, users, heading.start, end)
-        section.origin = owners[bisect_right(starts, heading.start) - 1] if owners else UNKNOWN
+        section = page.section(heading, headings[index + 1].start if index + 1 < len(headings) else len(page_text))
         if section.origin > UNKNOWN:
-            identity = f"{section.heading} @ r{section.origin}"
-            section.author = users.get(section.origin) or (section.signatures[0].user if section.signatures else None)
-        elif section.origin == CHANGED:  # added or retitled after the revision read: no identity to match
-            identity = f"{section.heading} @ changed"
-            section.author = section.signatures[0].user if section.signatures else None
-        else:
-            created = section.created.strftime("%Y-%m-%dT%H:%MZ") if section.created else "unsigned"
-            identity = f"{section.heading} @ {created}"
-            section.author = section.signatures[0].user if section.signatures else None
-        seen[identity] += 1
-        section.key = identity if seen[identity] == 1 else f"{identity} #{seen[identity]}"
+            section.author = page.users.get(section.origin) or (section.signatures[0].user if section.signatures
+                                                                  else None)
+        seen[section.key] += 1
+        if seen[section.key] > 1:
+            section.key = f"{section.key} #{seen[section.key]}"
         sections.append(section)
     return sections
+
+
+def parse_subsections(page_text: str, attribution: Attribution | None = None, reading: Reading | None = None,
+                      sections: list[Section] | None = None) -> list[Section]:
+    """Every subsection of *page_text* (a heading of level 3 or deeper inside a level-2 section), in order, read
+    as a section of its own: up to the next heading of its level or a higher one, its ``within`` the level-2
+    section it lies in.
+
+    A thread merged into an older one under a subheading is such a subsection: its author is whoever the history
+    says wrote its first signature's line (not whoever moved it there), else that signature's user.  *sections*
+    are the page's level-2 sections as :func:`parse_sections` read them from the same text, if at hand.
+    """
+    page = _PageLines(page_text, attribution, reading)
+    if sections is None:
+        sections = parse_sections(page_text, attribution, reading)
+    parents = {section.start: section for section in sections}
+    found = []
+    parent: Section | None = None
+    for index, heading in enumerate(page.headings):
+        if heading.level <= 2:
+            parent = parents.get(heading.start)
+            continue
+        if parent is None:
+            continue
+        end = next((later.start for later in page.headings[index + 1:] if later.level <= heading.level), len(page_text))
+        section = page.section(heading, min(end, parent.end))
+        section.within = Enclosing(parent.key, parent.heading, parent.start, parent.end)
+        if section.signatures:
+            first = section.signatures[0]
+            owner = page.owner(first.start)
+            section.author = (page.users.get(owner) if owner > UNKNOWN else None) or first.user
+        found.append(section)
+    return found
+
+
+class _PageLines:
+    """One text of the page as sections are read from it: its headings, lines, owners and masked text."""
+
+    def __init__(self, page_text: str, attribution: Attribution | None, reading: Reading | None) -> None:
+        self.text = page_text
+        self.masked = mask_inert(page_text)
+        self.starts = line_starts(page_text)
+        self.owners = attribution.owners if attribution is not None else None
+        self.users = attribution.users if attribution is not None else {}
+        self.headings = reading.headings if reading is not None else find_headings(page_text)
+        self.templates = reading.heading_templates if reading is not None else frozenset()
+        self.tags = reading.extension_tags if reading is not None else INERT_TAGS
+
+    def owner(self, offset: int) -> int:
+        """The revision that added the line holding *offset* (UNKNOWN without an attribution)."""
+        return self.owners[bisect_right(self.starts, offset) - 1] if self.owners else UNKNOWN
+
+    def section(self, heading: Heading, end: int) -> Section:
+        """The section headed by *heading*, up to *end*: its signatures, comments, origin, identity (without the
+        ``#n`` of a repeated one) and the author the text alone gives."""
+        start = heading.start
+        section = Section(heading=heading.title, start=start, end=end, text=self.text[start:end],
+                          masked=self.masked[start:end], shown=heading.shown, heading_templates=self.templates,
+                          extension_tags=self.tags)
+        section.signatures = [dataclasses.replace(signature, start=signature.start + start,
+                                                  end=signature.end + start)
+                              for signature in signatures_in(section.text, section.masked)]
+        section.reply_after = section.signatures[0].end if section.signatures else heading.end
+        section.comments = _comments(self.starts, self.owners, self.users, start, end)
+        section.origin = self.owner(start)
+        section.author = section.signatures[0].user if section.signatures else None
+        if section.origin > UNKNOWN:
+            section.key = f"{section.heading} @ r{section.origin}"
+        elif section.origin == CHANGED:  # added or retitled after the revision read: no identity to match
+            section.key = f"{section.heading} @ changed"
+        else:
+            created = section.created.strftime("%Y-%m-%dT%H:%MZ") if section.created else "unsigned"
+            section.key = f"{section.heading} @ {created}"
+        return section
 
 
 def _comments(starts: list[int], owners: list[int] | None, users: dict[int, str], start: int,
@@ -397,6 +464,18 @@ def _comments(starts: list[int], owners: list[int] | None, users: dict[int, str]
 def followup_key(section_key: str, revision: int) -> str:
     """The identity of a follow-up: its section's and the revision that added it."""
     return f"{section_key} / r{revision}"
+
+
+def is_followup_key(key: str) -> bool:
+    """Whether *key* is a follow-up's identity (:func:`followup_key`), not a section's."""
+    return _FOLLOWUP_KEY.fullmatch(key) is not None
+
+
+def key_origin(key: str) -> int | None:
+    """The revision that added the heading of the section whose identity is *key* (``heading @ r<revision>``,
+    maybe ``#n``); ``None`` for a follow-up's key or one the history did not give."""
+    found = _SECTION_KEY.fullmatch(key)
+    return int(found[1]) if found and not is_followup_key(key) else None
 
 
 def thread_users(section: Section) -> set[str]:
@@ -433,6 +512,13 @@ def summary_section(section: Section) -> str:
                             (r"~(?=~)", "~ "), (r"\*/", "* /")):
         text = re.sub(pattern, spaced, text)
     return text[:150]
+
+
+def relinked(summary: str, section: Section) -> str:
+    """*summary* (``/* … */ what``, as :func:`bot.render.edit_summary` writes it) linking *section* instead: the
+    reply went to another section than the one it was written for (a question merged into another thread)."""
+    linked, found, what = summary.partition(" */ ")
+    return f"/* {summary_section(section)} */ {what}" if found and linked.startswith("/* ") else summary
 
 
 def heading_level(line: str, space: str = " \t") -> int:

@@ -15,13 +15,14 @@ that module has not already located, and every scan stays linear in the page siz
 
 from __future__ import annotations
 
+import dataclasses
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from bot.forum import (
-    CHANGED, Comment, FollowUp, Reading, Section, find_section, heading_level, mentions, normalize_user,
-    parse_sections, posts, queries_in,
+    CHANGED, Comment, FollowUp, Reading, Section, find_section, heading_level, is_followup_key, key_origin,
+    mentions, normalize_user, parse_sections, parse_subsections, posts, queries_in,
 )
 from bot.history import Attribution, OwnEdit
 from bot.wikiparse import brace_spans, inert_spans, inside, merged
@@ -53,17 +54,63 @@ def mark_answered(sections: list[Section], bot: str, own: Callable[[], list[OwnE
 
 
 def locate_after_change(attribution: Attribution, text: str, key: str, bot: str, reading: Reading | None = None,
-                        own: Callable[[], list[OwnEdit]] | None = None) -> Section | None:
+                        own: Callable[[], list[OwnEdit]] | None = None, question: str | None = None) -> Section | None:
     """The section *key* in *text*, a newer text of the page than the one *attribution* describes.
 
     Lines changed since are attributed to :data:`CHANGED` (someone, not
     known who), so a section added meanwhile cannot take this one's identity.
     *reading* is MediaWiki's reading of *text*, *own* the bot's revisions.
+    With *question* (the section's :attr:`Section.question`), a section gone because its question was merged
+    into another thread is found where it went (:func:`merged_question`).
     """
     current = attribution if text == attribution.text else attribution.advance(CHANGED, "", text)
-    sections = parse_sections(text, current, reading)
+    return locate(text, key, bot, current, reading, own, question)
+
+
+def locate(text: str, key: str, bot: str, attribution: Attribution | None = None, reading: Reading | None = None,
+           own: Callable[[], list[OwnEdit]] | None = None, question: str | None = None) -> Section | None:
+    """The section *key* in *text* (whose attribution is *attribution*, if known), answered or not; with
+    *question*, where its question went when it was merged into another thread as a subsection."""
+    sections = parse_sections(text, attribution, reading)
     mark_answered(sections, bot, own)
-    return find_section(sections, key)
+    found = find_section(sections, key)
+    if found is not None or question is None:
+        return found
+    subsections = parse_subsections(text, attribution, reading, sections)
+    mark_answered(subsections, bot, own)
+    return merged_question(sections, subsections, key, question)
+
+
+def merged_question(sections: list[Section], subsections: list[Section], key: str,
+                    question: str | None) -> Section | None:
+    """Where the question of the level-2 section *key*, no longer on the page, went: the subsection (of
+    :func:`parse_subsections`) whose opening and first signature are the question's (the same
+    :attr:`Section.question`, whatever its heading says now), else the one whose opening lines the history
+    attributes to the revision that asked it (they keep their owner when moved); read under *key*.
+
+    ``None`` when a level-2 section still holds the question as its own opening (renamed, not merged): that
+    section is the question, and a subheading in it is no merged copy.
+    """
+    origin = key_origin(key)
+
+    def asked_by_origin(section: Section) -> bool:
+        """Whether the section's own opening (before its first signature and its first subheading) holds lines
+        the question's revision added."""
+        body = section.text.find("\n") + 1 or len(section.text)
+        subheading = _SUBHEADING.search(section.masked, body)
+        opening_end = min(section.signatures[0].end if section.signatures else section.end,
+                          section.start + subheading.start() if subheading else section.end)
+        return origin is not None and any(comment.owner == origin and comment.start < opening_end
+                                          for comment in section.comments)
+
+    if is_followup_key(key) or origin is None and question is None:
+        return None
+    if any(question is not None and section.question == question or asked_by_origin(section)
+           for section in sections):
+        return None
+    found = next((section for section in subsections if question is not None and section.question == question),
+                 None) or next((section for section in subsections if asked_by_origin(section)), None)
+    return dataclasses.replace(found, key=key) if found is not None else None
 
 
 @dataclass(frozen=True)
@@ -129,9 +176,13 @@ def reply_depth(indent: int) -> int:
     return min(max(indent + 1, 2), MAX_DEPTH)
 
 
-def pending_followup(section: Section, bot: str, read: int | None = None) -> FollowUp | None:
+def pending_followup(section: Section, bot: str, read: int | None = None,
+                     claimed: Sequence[tuple[int, int]] = ()) -> FollowUp | None:
     """The newest follow-up under the bot's last reply in *section*, if any: a signed comment by the asker,
     one that pings the bot, or a question merged into the thread under a subheading.
+
+    Comments within *claimed* (page spans: the subsections where questions the bot recorded in sections of
+    their own were merged, each answered there as its own question) are none: one question, one reply.
 
     Only comments the history attributes to a user other than the bot count,
     so the bot never answers its own text, and a comment is identified by
@@ -155,7 +206,8 @@ def pending_followup(section: Section, bot: str, read: int | None = None) -> Fol
     found = None
     for comment in section.comments:
         if comment.start < replies[-1].end or not comment.user or comment.user == wanted \
-                or comment.owner < uncovered:
+                or comment.owner < uncovered \
+                or any(comment.start < end and start < comment.end for start, end in claimed):
             continue
         text = section.masked[comment.start - section.start:comment.end - section.start]
         # A question moved here under a subheading of its own (a thread merged into this one) is signed by

@@ -44,6 +44,8 @@ class AddRecord:
     fingerprint: str | None = None
     #: The key of the section this one copies (its settled status taken over), logged when the record is added.
     copy_of: str | None = None
+    #: What the section asks (:attr:`bot.forum.Section.question`): it is found by it if merged into another thread.
+    question: str | None = None
 
 
 @dataclass(frozen=True)
@@ -141,18 +143,19 @@ class PlannedRecords:
                       if record.fingerprint == fingerprint and record.key not in on_page]
         return max(candidates, key=lambda record: (record.status in SETTLED, record.updated), default=None)
 
-    def _new(self, key: str, heading: str, status: SectionStatus, fingerprint: str | None) -> SectionRecord:
+    def _new(self, key: str, heading: str, status: SectionStatus, fingerprint: str | None,
+             question: str | None = None) -> SectionRecord:
         """A record as :meth:`bot.state.State.add` writes it."""
         return SectionRecord(self.page, key, heading, status, 0, None, 0.0, None, None, fingerprint,
-                             updated=time.time())
+                             updated=time.time(), question=question)
 
     def decide(self, change: Change) -> None:
         """Record *change* and lay it over the records."""
         self.changes.append(change)
         now, records = time.time(), self.records
         match change:
-            case AddRecord(key, heading, status, fingerprint):
-                records.setdefault(key, self._new(key, heading, status, fingerprint))
+            case AddRecord(key, heading, status, fingerprint, _, question):
+                records.setdefault(key, self._new(key, heading, status, fingerprint, question))
             case SetStatus(key, status, reason):
                 records[key] = replace(records[key], status=status, last_error=reason, updated=now)
             case AlreadyAnswered(key):
@@ -163,8 +166,8 @@ class PlannedRecords:
             case Adopt(key=key, old=old):
                 records[key] = replace(records.pop(old), key=key, updated=now)
             case Fail(section, error):  # as State.record_failure writes it (the error is not transient)
-                record = (records.get(section.key)
-                          or self._new(section.key, section.heading, SectionStatus.PENDING, section.fingerprint))
+                record = (records.get(section.key) or self._new(section.key, section.heading, SectionStatus.PENDING,
+                                                                section.fingerprint, section.question))
                 status, wait = after_failure(record.attempts + 1, self.retry_seconds, self.max_attempts)
                 records[section.key] = replace(record, status=status, attempts=record.attempts + 1,
                                                last_error=error[:2000], next_attempt=now + wait, updated=now)

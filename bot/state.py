@@ -26,7 +26,9 @@ record of its own, keyed ``<section key> / r<revision>``.
 Each section's record keeps its fingerprint (heading, opening and first
 signature, :attr:`bot.forum.Section.fingerprint`): a section that comes back
 under another key (restored by someone else, after its lines were forgotten)
-takes the status of its earlier record (:meth:`State.earlier`).
+takes the status of its earlier record (:meth:`State.earlier`).  It keeps its
+question too (the same without the heading): a question merged into another
+thread as a subsection is found there, and answered under the record's key.
 
 A state file that is not a SQLite database, or cannot be opened, raises
 :class:`StateUnreadable` and is left as it is.
@@ -65,6 +67,7 @@ CREATE TABLE IF NOT EXISTS sections (
     fingerprint TEXT,
     refused_revision INTEGER,
     read_revision INTEGER,
+    question TEXT,
     PRIMARY KEY (page, key)
 );
 """
@@ -107,12 +110,15 @@ class SectionRecord:
     updated: float = 0.0
     #: The page's revision the answer was written from (what it covered); ``None`` when not known.
     read_revision: int | None = None
+    #: What the section asked when it was recorded (:attr:`bot.forum.Section.question`, its heading left out): found
+    #: by it where it went when it is merged into another thread as a subsection.
+    question: str | None = None
 
 
 #: The longest wait before retrying a section that failed for a passing reason.
 MAX_RETRY_SECONDS = 6 * 3600
 _COLUMNS = ("page, key, heading, status, attempts, last_error, next_attempt, answered_revision, trace, fingerprint, "
-            "refused_revision, updated, read_revision")
+            "refused_revision, updated, read_revision, question")
 
 
 def after_failure(attempts: int, retry_seconds: float, max_attempts: int,
@@ -125,7 +131,8 @@ def after_failure(attempts: int, retry_seconds: float, max_attempts: int,
 
 def _record(row: tuple) -> SectionRecord:
     return SectionRecord(*row[:3], SectionStatus(row[3]), *row[4:8], trace=json.loads(row[8]) if row[8] else None,
-                         fingerprint=row[9], refused_revision=row[10], updated=row[11], read_revision=row[12])
+                         fingerprint=row[9], refused_revision=row[10], updated=row[11], read_revision=row[12],
+                         question=row[13])
 
 
 class StateUnreadable(RuntimeError):
@@ -147,7 +154,8 @@ class State:
                 for table, column, kind in (("pages", "text", "TEXT"), ("pages", "attribution", "TEXT"),
                                             ("sections", "fingerprint", "TEXT"),
                                             ("sections", "refused_revision", "INTEGER"),
-                                            ("sections", "read_revision", "INTEGER")):
+                                            ("sections", "read_revision", "INTEGER"),
+                                            ("sections", "question", "TEXT")):
                     columns = {row[1] for row in self.connection.execute(f"PRAGMA table_info({table})")}
                     if column not in columns:
                         self.connection.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
@@ -202,11 +210,12 @@ class State:
         return [_record(row) for row in
                 self.connection.execute(f"SELECT {_COLUMNS} FROM sections WHERE page = ?", (page,))]
 
-    def add(self, page: str, key: str, heading: str, status: SectionStatus, fingerprint: str | None = None) -> None:
+    def add(self, page: str, key: str, heading: str, status: SectionStatus, fingerprint: str | None = None,
+            question: str | None = None) -> None:
         with self.connection:
             self.connection.execute(
-                "INSERT OR IGNORE INTO sections (page, key, heading, status, updated, fingerprint) "
-                "VALUES (?, ?, ?, ?, ?, ?)", (page, key, heading, status, time.time(), fingerprint))
+                "INSERT OR IGNORE INTO sections (page, key, heading, status, updated, fingerprint, question) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)", (page, key, heading, status, time.time(), fingerprint, question))
 
     def move(self, page: str, old: str, key: str) -> SectionRecord:
         """The record of the section *old* moved to *key*, which the section is read under now.

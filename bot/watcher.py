@@ -33,7 +33,7 @@ import sqlite3
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import pywikibot
@@ -48,9 +48,11 @@ from bot.config import BotConfig
 from bot.edit_check import EditRefused
 from bot.forum import (
     MAX_REQUEST_CHARS, FollowUp, Reading, Request, Section, extract_followup, extract_request, followup_key, in_forum,
-    normalize_user, parse_sections, previous_query, summary_section,
+    is_followup_key, normalize_user, parse_sections, parse_subsections, previous_query, summary_section,
 )
-from bot.forum_decisions import MAX_DEPTH, addressee, answered_by_human, mark_answered, pending_followup, ping_in
+from bot.forum_decisions import (
+    MAX_DEPTH, addressee, answered_by_human, mark_answered, merged_question, pending_followup, ping_in,
+)
 from bot.history import Attribution, Revision, latest_revisions, revisions_after
 from bot.outcomes import changes, snapshot
 from bot.planner import (
@@ -163,7 +165,7 @@ class Watcher:
         try:
             sections = parse_sections(text, attribution, reading)
             mark_answered(sections, self.bot, lambda: self.forum.own_edits(revision))
-            plan = self.plan(text, sections, revision, reading, backlog_until)
+            plan = self.plan(text, sections, revision, reading, backlog_until, attribution)
             self.apply(plan.changes)
         except Exception:
             log.exception("cannot parse %s; nothing on it is answered this pass", page)
@@ -232,11 +234,15 @@ class Watcher:
         return current
 
     def plan(self, text: str, sections: list[Section], revision: int, reading: Reading | None = None,
-             backlog_until: int | None = None) -> Plan:
-        """The tasks due on this page (*text*, at *revision*), at most ``max_sections_per_pass``, with skip
-        rules applied, and the state changes decided with them: nothing is written (:meth:`apply` writes
-        them).  Sections new to the state that were added up to revision *backlog_until* (or whose revision
-        is not known) are backlog."""
+             backlog_until: int | None = None, attribution: Attribution | None = None) -> Plan:
+        """The tasks due on this page (*text*, at *revision*, whose lines *attribution* attributes), at most
+        ``max_sections_per_pass``, with skip rules applied, and the state changes decided with them: nothing
+        is written (:meth:`apply` writes them).  Sections new to the state that were added up to revision
+        *backlog_until* (or whose revision is not known) are backlog.
+
+        A question waiting for its answer whose section is gone because someone merged it into another thread
+        as a subsection is answered there, under its own key; the thread it went to takes it for no follow-up
+        of its own."""
         page = self.forum.title
         if refusal := self.forum.refusal(text, reading=reading):
             log.info("%s: nothing on %s is answered", refusal, page)
@@ -245,14 +251,25 @@ class Watcher:
                                  self.config.max_attempts)
         seen: set[str] = set()  # the keys of the sections and follow-ups on the page now
         on_page = {section.key for section in sections}
+        merged = self._merged_questions(records, text, sections, revision, reading, attribution, on_page)
+        claimed = [(view.start, view.end) for view in merged]
         tasks: list[Task] = []
         for section in sections:
             seen.add(section.key)
             try:
                 backlog = backlog_until is not None and section.origin <= backlog_until
-                task = self._task_for(records, section, backlog, seen, revision, on_page)
+                task = self._task_for(records, section, backlog, seen, revision, on_page, claimed)
             except Exception as error:  # one pathological section: recorded, the others go on
                 records.decide(Fail(section, f"{type(error).__name__}: {error}", error))
+                continue
+            if task is not None and task.key not in self.previewed:
+                tasks.append(task)
+        for view in merged:
+            seen.add(view.key)
+            try:
+                task = self._merged_task(records, view)
+            except Exception as error:
+                records.decide(Fail(view, f"{type(error).__name__}: {error}", error))
                 continue
             if task is not None and task.key not in self.previewed:
                 tasks.append(task)
@@ -265,8 +282,51 @@ class Watcher:
         tasks.sort(key=lambda task: task.key in refused)
         return Plan(tasks[:self.config.max_sections_per_pass], records.changes)
 
+    def _merged_questions(self, records: PlannedRecords, text: str, sections: list[Section], revision: int,
+                          reading: Reading | None, attribution: Attribution | None,
+                          on_page: set[str]) -> list[Section]:
+        """The subsections where questions still to answer went, each read under its record's key: the question
+        of a pending or waiting section no longer on the page, merged by someone into another thread
+        (:func:`bot.forum_decisions.merged_question`).  The page's subsections are read only when such a
+        record exists."""
+        waiting = [record for record in records.sections()
+                   if record.status in (SectionStatus.PENDING, SectionStatus.WAITING) and record.key not in on_page
+                   and not is_followup_key(record.key)]
+        if not waiting:
+            return []
+        subsections = parse_subsections(text, attribution, reading, sections)
+        mark_answered(subsections, self.bot, lambda: self.forum.own_edits(revision))
+        found: list[Section] = []
+        for record in waiting:
+            view = merged_question(sections, subsections, record.key, record.question)
+            if view is not None and all(view.start != other.start for other in found):
+                found.append(view)
+        return found
+
+    def _merged_task(self, records: PlannedRecords, view: Section) -> Task | None:
+        """The task of a question merged into another thread (*view*, the subsection it stands in, read under
+        its record's key), with the skip rules of any question; answered already there, it is recorded so."""
+        record = records.section(view.key)
+        if view.answered:
+            records.decide(AlreadyAnswered(view.key))
+            return None
+        reason = self.skip_reason(view)
+        if reason == "no signature yet":
+            if record.status != SectionStatus.WAITING:
+                records.decide(SetStatus(view.key, SectionStatus.WAITING, reason))
+            return None
+        if record.status == SectionStatus.WAITING:
+            records.decide(SetStatus(view.key, SectionStatus.PENDING))
+            record = records.section(view.key)
+        if reason:
+            records.decide(Skip(view.key, reason, view.heading))
+            return None
+        if record.next_attempt > time.time():
+            return None
+        return Task(view.key, view, "too-long" if len(view.opening) > MAX_REQUEST_CHARS else "question")
+
     def _task_for(self, records: PlannedRecords, section: Section, backlog: bool, seen: set[str], revision: int,
-                  on_page: set[str]) -> Task | None:
+                  on_page: set[str], claimed: Sequence[tuple[int, int]] = ()) -> Task | None:
         bot = self.bot
         record = records.section(section.key)
         earlier = None
@@ -282,7 +342,8 @@ class Watcher:
         if record is None:
             status = (earlier.status if earlier is not None else SectionStatus.BACKLOG if backlog
                       else SectionStatus.PENDING)
-            records.decide(AddRecord(section.key, section.heading, status, section.fingerprint, copy_of))
+            records.decide(AddRecord(section.key, section.heading, status, section.fingerprint, copy_of,
+                                     section.question))
             record = records.section(section.key)
         elif record.status in (SectionStatus.GONE, SectionStatus.WAITING) or (
                 record.status == SectionStatus.REFUSED and record.refused_revision != revision):
@@ -293,7 +354,8 @@ class Watcher:
             if record.status not in (SectionStatus.ANSWERED, SectionStatus.BACKLOG):
                 records.decide(AlreadyAnswered(section.key))
             read = records.read_for(section.replies[-1].owner) if section.replies else None
-            return self._followup_task(records, section, pending_followup(section, bot, read), seen, revision)
+            return self._followup_task(records, section, pending_followup(section, bot, read, claimed), seen,
+                                       revision)
         if record.status in (SectionStatus.BACKLOG, SectionStatus.SKIPPED, SectionStatus.FAILED):
             ping = ping_in(section, bot)
             if ping is None:
@@ -342,10 +404,10 @@ class Watcher:
         page = self.forum.title
         for change in changes:
             match change:
-                case AddRecord(key, heading, status, fingerprint, copy_of):
+                case AddRecord(key, heading, status, fingerprint, copy_of, question):
                     if copy_of is not None:
                         log.info("%r is a copy of %r: it stays %s", key, copy_of, status)
-                    self.state.add(page, key, heading, status, fingerprint)
+                    self.state.add(page, key, heading, status, fingerprint, question)
                 case SetStatus(key, status, reason):
                     self.state.set_status(page, key, status, reason)
                 case AlreadyAnswered(key):
@@ -364,7 +426,8 @@ class Watcher:
                              record.status)
                 case Fail(section, error, cause):
                     log.error("%r: cannot decide what to do", section.heading, exc_info=cause)
-                    self.state.add(page, section.key, section.heading, SectionStatus.PENDING, section.fingerprint)
+                    self.state.add(page, section.key, section.heading, SectionStatus.PENDING, section.fingerprint,
+                                   section.question)
                     self._fail(Task(section.key, section, "question"), error)
 
     def skip_reason(self, section: Section) -> str | None:
@@ -383,7 +446,8 @@ class Watcher:
 
     def treat(self, section: Section) -> None:
         """Answer *section*'s question now (``--section``), under the same error boundary as a pass."""
-        self.state.add(self.forum.title, section.key, section.heading, SectionStatus.PENDING, section.fingerprint)
+        self.state.add(self.forum.title, section.key, section.heading, SectionStatus.PENDING, section.fingerprint,
+                       section.question)
         kind = "too-long" if len(section.opening) > MAX_REQUEST_CHARS else "question"
         self.handle(Task(section.key, section, kind), None, None)
 
@@ -460,13 +524,20 @@ class Watcher:
                 self.show(f"--- draft of the reply to {section.heading!r} (dry run: nothing was saved) ---\n{reply}")
                 self.previewed.add(task.key)
             return
-        outcome = self.forum.post_reply(task.key, reply, summary, attribution, plain=plain)
+        # A question of its own (not a follow-up) is found by what it asks if it was merged into another thread.
+        question = section.question if task.followup is None and not is_followup_key(task.key) else None
+        outcome = self.forum.post_reply(task.key, reply, summary, attribution, question=question, plain=plain)
         if outcome.markup == Markup.LINKS and plain is not None:
             reply = plain
         if outcome.status == "posted":  # the answer covered the thread as the pass read it
             self.state.record_answered(page, task.key, outcome.revision,
                                        attribution.revision if attribution is not None else None)
             self.counter["written"] += 1
+            if outcome.merged is not None and outcome.merged.within is not None:
+                record = self.state.section(page, task.key)
+                log.info("%r was merged into %r as a subsection (revision %d): answered there",
+                         record.heading if record is not None else section.heading, outcome.merged.within.heading,
+                         outcome.merged.origin)
         elif outcome.status == "previewed":
             form = (f" in its plain form (items as links, the query as a text block and a link), as MediaWiki's check "
                     f"refuses its normal form: {outcome.why_plain}" if outcome.markup == Markup.LINKS else "")

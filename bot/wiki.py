@@ -55,6 +55,7 @@ write, applies ``put_throttle`` and ``maxlag`` from ``user-config.py``.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import logging
 import re
@@ -70,9 +71,9 @@ from pywikibot.site import Namespace
 
 from bot.edit_check import (Allowance, CheckedEdit, EditRefused, checked_text, measure_allowance, pre_save_transform,
                              sections_of, template_causes)
-from bot.forum import Reading, Section, find_section, normalize_user, page_lead, parse_sections, thread_users
+from bot.forum import Reading, Section, normalize_user, page_lead, parse_sections, relinked, thread_users
 from bot.forum_decisions import (
-    SavedMeanwhile, insert_reply, locate_after_change, mark_answered, reply_points, saved_meanwhile,
+    SavedMeanwhile, insert_reply, locate, locate_after_change, reply_points, saved_meanwhile,
 )
 from bot.history import Attribution, OwnEdit, own_revisions
 from bot.render import Markup
@@ -98,6 +99,10 @@ class PostOutcome:
     #: The form of the reply posted (or previewed), and why it is the plain one ("" for the normal form).
     markup: Markup = Markup.TEMPLATES
     why_plain: str = ""
+    #: The section replied in, when it is not the one the reply was written for: a subsection where the question
+    #: was merged into another thread (its ``origin`` the revision it was found in, when the merge is newer than
+    #: the revision the watcher read).
+    merged: Section | None = None
 
 
 class _Fragment(pywikibot.Page):
@@ -289,6 +294,10 @@ class ForumPage:
             return "the page opts out of bots"
         if section is not None and not _bots_allow(self.site, self.title, section.text):
             return "the section opts out of bots"
+        # A question merged into another thread under a subheading: that thread's opt-out holds for it too.
+        if section is not None and section.within is not None and page_text is not None and not _bots_allow(
+                self.site, self.title, page_text[section.within.start:section.within.end]):
+            return "the section opts out of bots"
         return None
 
     def ensure_login(self) -> None:
@@ -337,27 +346,30 @@ class ForumPage:
         return self._own[1]
 
     def locate(self, text: str, key: str, attribution: Attribution | None = None,
-               reading: Reading | None = None, revision: int | None = None) -> Section | None:
+               reading: Reading | None = None, revision: int | None = None,
+               question: str | None = None) -> Section | None:
         """The section *key* in *text* (revision *revision*, newer than *attribution* describes, if given),
-        answered or not."""
+        answered or not; with *question* (its :attr:`Section.question`), where the question went when the
+        section was merged into another thread as a subsection
+        (:func:`bot.forum_decisions.merged_question`)."""
         own = (lambda: self.own_edits(revision)) if revision is not None else None
         if attribution is not None:
-            return locate_after_change(attribution, text, key, self.username, reading, own)
-        sections = parse_sections(text, reading=reading)
-        mark_answered(sections, self.username, own)
-        return find_section(sections, key)
+            return locate_after_change(attribution, text, key, self.username, reading, own, question)
+        return locate(text, key, self.username, None, reading, own, question)
 
     def post_reply(self, key: str, reply: str, summary: str, attribution: Attribution | None = None, *,
-                   plain: str | None = None) -> PostOutcome:
+                   question: str | None = None, plain: str | None = None) -> PostOutcome:
         """Add *reply* to the section whose identity is *key*, once; where MediaWiki's check refuses it, *plain*,
         the same reply in its plain form (:class:`bot.render.Markup`), if it accepts that.
 
         *attribution* is who added which line as of the revision the watcher read (see
-        :mod:`bot.history`); without it the section is found by its text alone.  An
-        :class:`EditRefused` carries the revision it was decided on (``revision``).
+        :mod:`bot.history`); without it the section is found by its text alone.  With *question* (the
+        section's :attr:`Section.question`), a section whose question was merged into another thread as a
+        subsection is answered there, *summary* linking that subsection.  An :class:`EditRefused` carries the
+        revision it was decided on (``revision``).
         """
         try:
-            return self._post_reply(key, reply, summary, attribution, plain=plain)
+            return self._post_reply(key, reply, summary, attribution, question=question, plain=plain)
         except EditRefused as refused:
             refused.revision = self.page().latest_revision_id
             raise
@@ -373,7 +385,7 @@ class ForumPage:
         return self._post_reply(found[0].key, note, summary, None, again=True)
 
     def _post_reply(self, key: str, reply: str, summary: str, attribution: Attribution | None,
-                    again: bool = False, plain: str | None = None) -> PostOutcome:
+                    again: bool = False, question: str | None = None, plain: str | None = None) -> PostOutcome:
         """:meth:`post_reply`; *again*: in a section the bot has written in already."""
         for attempt in range(MAX_CONFLICT_RETRIES + 1):
             page = self.page()
@@ -382,9 +394,12 @@ class ForumPage:
             if page.content_model != "wikitext":
                 raise EditRefused(f"the content model of {self.title} is {page.content_model}, not wikitext: "
                                   "the bot edits wikitext pages only")
-            section = self.locate(old, key, attribution, self.reading(old, base), base)
+            section = self.locate(old, key, attribution, self.reading(old, base), base, question)
             if section is None:
                 return PostOutcome("section-gone")
+            merged = section if section.within is not None else None
+            if merged is not None and merged.origin <= 0:  # merged since the revision read: found in *base*
+                merged = dataclasses.replace(merged, origin=base)
             if section.answered and not again:
                 return PostOutcome("already-answered")
             if again and reply.rsplit("~~~~", 1)[0].rstrip() in section.text:  # a save answered too late
@@ -393,8 +408,10 @@ class ForumPage:
                 return PostOutcome("opted-out")
             # A dry run asks MediaWiki too (read-only): it shows what a live run would refuse.
             checked, diff, markup, why = self._checked_forms(old, base, section, reply, plain)
+            if merged is not None:
+                summary = relinked(summary, section)
             if not self.writes:
-                return PostOutcome("previewed", diff=diff, markup=markup, why_plain=why)
+                return PostOutcome("previewed", diff=diff, markup=markup, why_plain=why, merged=merged)
             if self.stopped():
                 raise EmergencyStop(f"{self.stop_title} is not empty")
             # pywikibot's own {{bots}} check (run by the text setter and by save) parses the whole page, unbounded
@@ -409,11 +426,12 @@ class ForumPage:
                 log.info("edit conflict on %s (try %d), reading the page again", self.title, attempt + 1)
                 continue
             revision = self._saved_revision(page, base)
-            if self._confirm(revision, base, checked.text, section, checked.reply, attribution):
+            if self._confirm(revision, base, checked.text, section, checked.reply, attribution, question):
                 meanwhile = saved_meanwhile(old, section)
                 if meanwhile is not None and checked.point <= meanwhile.read_end:
                     self._say_above(old, section, meanwhile)
-                return PostOutcome("posted", revision=revision, diff=diff, markup=markup, why_plain=why)
+                return PostOutcome("posted", revision=revision, diff=diff, markup=markup, why_plain=why,
+                                   merged=merged)
         raise EditConflictError(self.page())
 
     def _say_above(self, old: str, section: Section, meanwhile: SavedMeanwhile) -> None:
@@ -615,7 +633,7 @@ class ForumPage:
         return answer["query"]["pages"][0]["revisions"][0]
 
     def _confirm(self, revision: int, base: int, sent: str, section: Section, signed_reply: str,
-                 attribution: Attribution | None = None) -> bool:
+                 attribution: Attribution | None = None, question: str | None = None) -> bool:
         """Read back *revision*: ``True`` when it holds exactly our edit; otherwise undo it.
 
         A parent other than *base* means someone saved in between and MediaWiki merged; the merge is
@@ -628,7 +646,7 @@ class ForumPage:
         if saved["parentid"] != base:
             parent = self._revision(saved["parentid"])["slots"]["main"]["content"]
             moved = self.locate(parent, section.key, attribution, self.reading(parent, saved["parentid"]),
-                                saved["parentid"]) if section.key else None
+                                saved["parentid"], question) if section.key else None
             merged = moved is not None and any(text == insert_reply(parent, moved, signed_reply, point)
                                                for point in reply_points(parent, moved))
             if merged:

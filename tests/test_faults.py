@@ -10,6 +10,9 @@ killed or runs as the watcher, in the test process otherwise):
   another section or the same one; in the same second as the revision the bot read): no human character lost,
   the reply once, in its section, above the lines saved in its thread after the bot read it; a follow-up saved
   so is answered at the next pass, below it (with the state lost, it is not: nothing twice);
+* a question merged by an editor into an older thread as a subsection (while the agent answers it, renamed or
+  not, or between two passes, into a thread the bot had answered or not): one reply, under the subsection, after
+  the question, shown there; the question recorded answered, and a later pass changes nothing;
 * faults injected while the watcher runs (model, query service, wiki): the watcher stays alive, every failure
   is recorded and retried, every question is answered once the fault has passed; the stop page halts edits
   within one pass and edits resume when it is emptied; a session the wiki forgot, and a login that then
@@ -31,6 +34,7 @@ found) are printed at the end.
 from __future__ import annotations
 
 import base64
+import re
 import signal
 import sqlite3
 import subprocess
@@ -460,6 +464,119 @@ def test_with_the_state_file_lost_a_follow_up_saved_while_the_reply_was_written_
     replies = count_replies(text, "Euler")
     FIGURES["double replies"] += max(0, replies - 1)
     assert replies == 1, done.stderr[-3000:]
+
+
+# --- a question merged into an older thread as a subsection ---------------------------------------------------
+
+MERGED_QUESTION = "Who advised Euler?"
+
+
+def merged_into(text: str, asked: str, into: str, heading: str | None = None) -> str:
+    """*text* with the section *asked* moved to the end of the section *into* as a subsection (titled *heading*,
+    else its own heading), as an editor merges two threads about one thing: its lines cut and pasted, nothing
+    else changed."""
+    parts = re.split(r"(?m)^(?=== [^=])", text)
+    moved = next(part for part in parts if part.startswith(f"== {asked} =="))
+    parts.remove(moved)
+    body = moved.split("\n", 1)[1].rstrip("\n")
+    index = next(index for index, part in enumerate(parts) if part.startswith(f"== {into} =="))
+    parts[index] = parts[index].rstrip("\n") + f"\n\n=== {heading or asked} ===\n{body}\n\n"
+    return "".join(parts).rstrip("\n") + "\n"
+
+
+def assert_answered_under_the_subsection(rig, page: str, subheading: str, asked: str, replies: int = 1) -> str:
+    """The page holds *replies* replies of the bot, the last one under the subsection *subheading*, after the
+    question *asked*, before anything that follows the subsection, in the wikitext and on the rendered page;
+    the page's text is returned."""
+    text = rig.mediawiki.page_text(page)
+    assert text.count(SIGNATURE) == replies, text
+    start = text.index(f"\n=== {subheading} ===\n")
+    end = text.find("\n==", start + 1)
+    thread = text[start:end if end != -1 else len(text)]
+    assert asked in thread and SIGNATURE in thread.split(asked, 1)[1], thread
+    assert thread.count(SIGNATURE) == 1, thread
+    assert thread.split(asked, 1)[1].split("\n", 1)[1].startswith(":"), thread  # the next line replies to it
+    html = rig.mediawiki.rendered_html(page)
+    shown = html.index(f'id="{subheading.replace(" ", "_")}"')
+    after = html[shown:]
+    later_heading = re.search(r"<h[1-3][ >]", after)
+    visible = after[:later_heading.start()] if later_heading else after
+    assert f"User:{BOT_USER}" in visible.split(asked, 1)[1], visible
+    return text
+
+
+@pytest.mark.parametrize("renamed", [None, "Students of Euler"])
+def test_a_question_merged_into_an_older_thread_while_the_bot_answers_it_is_answered_there_once(rig, renamed):
+    page = f"Wikidata:Faults/merged while answered {renamed or 'as it was'}"
+    human = rig.mediawiki.human()
+    older = question("Older", "Who advised Gauss?", 1) + question("Other", "{{nobots}} Another one, for humans.", 2)
+    human.edit(page, LEAD + older)
+    assert rig.run(page, "--once", "--live").code == 0  # both older sections: backlog
+    human.edit(page, rig.mediawiki.page_text(page) + question("Euler", MERGED_QUESTION, 3))
+    merges: list[dict] = []
+
+    def merge() -> None:  # while the agent answers, an editor merges the question into the older thread
+        rig.hooks.pop("model")
+        merges.append(human.edit(page, merged_into(rig.mediawiki.page_text(page), "Euler", "Older", renamed),
+                                 "merge the Euler thread into Older"))
+
+    rig.hooks["model"] = merge
+    done = rig.run(page, "--once", "--live")
+    stderr = done.stderr
+    assert done.code == 0, stderr[-3000:]
+    assert merges, "the merge was not made while the agent answered"
+    subheading = renamed or "Euler"
+    text = assert_answered_under_the_subsection(rig, page, subheading, MERGED_QUESTION)
+    lost = sum(len(snippet) for snippet in ("Who advised Gauss?", "Another one, for humans.", MERGED_QUESTION)
+               if snippet not in text)
+    FIGURES["lost human characters"] += lost
+    FIGURES["double replies"] += max(0, text.count(SIGNATURE) - 1)
+    assert lost == 0 and "\n== Euler ==" not in text
+    assert f"'Euler' was merged into 'Older' as a subsection (revision {merges[0]['newrevid']}): answered there" \
+        in stderr, stderr[-3000:]
+    reply = rig.bot.bot_edits(page)[0]
+    assert reply["comment"].startswith(f"/* {subheading} */"), reply
+    statuses = rig.statuses(page)
+    assert [status for key, (status, _) in statuses.items() if key.startswith("Euler @ r")] == ["answered"], statuses
+    again = rig.run(page, "--once", "--live")  # nothing more, not as the older thread's follow-up either
+    assert again.code == 0 and rig.mediawiki.page_text(page) == text, again.stderr[-3000:]
+    assert rig.statuses(page) == statuses
+    FIGURES["human edits racing"] += 1
+
+
+@pytest.mark.parametrize("older", ["backlog", "answered by the bot"])
+def test_a_question_merged_into_an_older_thread_between_two_passes_is_answered_there_once(rig, older):
+    page = f"Wikidata:Faults/merged between passes, older {older}"
+    human = rig.mediawiki.human()
+    human.edit(page, LEAD + question("Older", "Who advised Gauss?", 1)
+               + question("Other", "{{nobots}} Another one, for humans.", 2))
+    assert rig.run(page, "--once", "--live", *(["--backlog"] if older == "answered by the bot" else [])).code == 0
+    before = 1 if older == "answered by the bot" else 0
+    assert rig.mediawiki.page_text(page).count(SIGNATURE) == before
+    # Asked unsigned: the pass records it waiting.
+    human.edit(page, rig.mediawiki.page_text(page) + f"\n== Euler ==\n{MERGED_QUESTION}\nAnd whom did they "
+               "advise?\n")
+    assert rig.run(page, "--once", "--live").code == 0
+    assert [status for key, (status, _) in rig.statuses(page).items() if key.startswith("Euler @ r")] == ["waiting"]
+    # Signed, then merged into the older thread (whose asker is the same), both before the next pass.
+    human.edit(page, rig.mediawiki.page_text(page).replace(
+        "And whom did they advise?", "And whom did they advise? [[User:Alice|Alice]] ([[User talk:Alice|talk]]) "
+        "12:05, 20 November 2026 (UTC)"), "sign")
+    merge = human.edit(page, merged_into(rig.mediawiki.page_text(page), "Euler", "Older"), "merge into Older")
+    done = rig.run(page, "--once", "--live")
+    stderr = done.stderr
+    assert done.code == 0, stderr[-3000:]
+    text = assert_answered_under_the_subsection(rig, page, "Euler", "And whom did they advise?", before + 1)
+    FIGURES["double replies"] += max(0, text.count(SIGNATURE) - before - 1)
+    assert "Who advised Gauss?" in text and MERGED_QUESTION in text and "Another one, for humans." in text
+    assert f"'Euler' was merged into 'Older' as a subsection (revision {merge['newrevid']}): answered there" \
+        in stderr, stderr[-3000:]
+    statuses = rig.statuses(page)
+    assert [status for key, (status, _) in statuses.items() if key.startswith("Euler @ r")] == ["answered"], statuses
+    assert not any(" / r" in key for key in statuses), statuses  # never a follow-up of the older thread
+    again = rig.run(page, "--once", "--live")
+    assert again.code == 0 and rig.mediawiki.page_text(page) == text, again.stderr[-3000:]
+    FIGURES["faults injected"] += 1
 
 
 # --- faults with the watcher running -------------------------------------------------------------------------

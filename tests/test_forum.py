@@ -519,3 +519,34 @@ def test_heading_offsets_counted_in_bytes_or_in_code_points_each_find_every_head
     assert heading_starts(text, in_bytes) == heads
     assert heading_starts(text, heads) == heads
     assert heading_starts(text, [*in_bytes, 3]) == [*heads, None]  # an offset at no heading start: left out
+
+
+def test_a_question_merged_as_a_subsection_is_found_there_and_a_renamed_one_is_not():
+    older = "Header\n\n== Older ==\nWho advised Gauss? " + sign("Ann") + "\n"
+    asked = "\n== Euler ==\nWho advised Euler?\nAnd whom did they advise? " + sign("Bob", 3) + "\n"
+    base = history(("Admin", "Header\n"), ("Ann", older), ("Bob", older + asked))
+    key = parse_sections(base.text, base)[1].key
+    question = parse_sections(base.text, base)[1].question
+    merged = older + "\n=== Students of Euler ===\n" + asked.split("\n", 2)[2].replace("Who advised Euler?",
+                                                                                         "Who advised Euler??")
+    after = base.advance(4, "Cid", merged)
+    found = locate_after_change(base, merged, key, BOT, question=question)  # the question's lines, by history
+    assert found is not None and found.key == key and found.heading == "Students of Euler"
+    assert found.author == "Bob" and found.within.heading == "Older"
+    assert found.start == merged.index("=== Students") and found.end == len(merged)
+    assert locate_after_change(after, merged, key, BOT) is None  # without its question: gone, as before
+    # Renamed, not merged: the section still asks it, and a subheading in it written with it is no merged copy.
+    renamed = older + asked.replace("== Euler ==", "== Euler's advisors ==").replace(
+        "And whom", "=== Details ===\nAnd whom")
+    assert locate_after_change(base, renamed, key, BOT, question=question) is None
+    # Below the bot's reply in the older thread, by that thread's asker, the merged question reads as a follow-up of
+    # the thread; where its record claims it, it is none.
+    replied = older + ":Gauss's. " + sign(BOT, 4) + "\n"
+    again = history(("Admin", "Header\n"), ("Ann", older), (BOT, replied),
+                    ("Ann", replied + asked.replace("Bob", "Ann")))
+    key, question = parse_sections(again.text, again)[1].key, parse_sections(again.text, again)[1].question
+    merged = again.text.replace("\n== Euler ==", "\n=== Euler ===")
+    thread = sections_of(again.advance(5, "Cid", merged))[0]
+    assert pending_followup(thread, BOT) is not None
+    view = locate_after_change(again, merged, key, BOT, question=question)
+    assert view is not None and pending_followup(thread, BOT, claimed=[(view.start, view.end)]) is None

@@ -276,6 +276,27 @@ def test_mediawiki_refuses_a_reply_a_reader_would_not_see_in_the_askers_section(
                         measure_allowance(site, forum.title), section_start=old.index("== Euler")).reply
 
 
+def test_a_reply_to_a_question_merged_as_a_subsection_must_show_under_that_subsection(forum, mediawiki, site):
+    """A question merged into an older thread under a subheading: the reply must read as under its subheading, not
+    merely under the older thread's heading (below another subsection of the same thread, it answers nothing)."""
+    from bot.edit_check import checked_text, measure_allowance
+
+    merged = QUESTION.replace("== Euler's advisors ==", "=== Euler's advisors ===")
+    other = "=== Gauss ===\nAnd Gauss? [[User:Alice|Alice]] ([[User talk:Alice|talk]]) 12:02, 20 November 2026 (UTC)\n"
+    old = PAGE.replace(QUESTION, "== Older ==\nAn older question. [[User:Alice|Alice]] ([[User talk:Alice|talk]]) "
+                       "11:00, 20 November 2026 (UTC)\n\n" + merged + "\n" + other)
+    mediawiki.edit_as_human(forum.title, old)
+    base = mediawiki.revisions(forum.title)[0]["revid"]
+    start = old.index("=== Euler")
+    question = old.index("(UTC)", start) + len("(UTC)")
+    below_gauss = old.index("(UTC)", old.index("=== Gauss")) + len("(UTC)")
+    with pytest.raises(EditRefused, match="under another heading"):
+        checked_text(site, forum.title, old, base, below_gauss, ":Answered by a bot. ~~~~",
+                     measure_allowance(site, forum.title), section_start=start, answers=question)
+    assert checked_text(site, forum.title, old, base, question, ":Answered by a bot. ~~~~",
+                        measure_allowance(site, forum.title), section_start=start, answers=question).reply
+
+
 OVERLAY = ('<div style="position:fixed;top:0;left:0;width:100%;height:100%;z-index:99;background:#fff">'
            'Douglas Adams died in 2020.</div>')
 
