@@ -614,6 +614,9 @@ def checked_text(site: pywikibot.site.APISite, title: str, old: str, base: int |
     parsed = parse(site, title, text=marked.rstrip())
     after = Rendering.from_parse(parsed)
     found = differences(before, after, allowance, len(COLLAPSIBLE.findall(reply)), added_sections, addressed)
+    if found and base:  # the stored parse of the revision may predate a change of a template it uses: parse afresh
+        before = Rendering.from_parse(parse(site, title, text=old))
+        found = differences(before, after, allowance, len(COLLAPSIBLE.findall(reply)), added_sections, addressed)
     alone = parse(site, title, text=signed + "\n\n" + SENTINEL, props="text")["text"]
     found += trace_problems(site, title, signed, alone)
     found += box_problems(alone, allowance)

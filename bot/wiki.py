@@ -448,7 +448,8 @@ class ForumPage:
     def _checked_forms(self, old: str, base: int, section: Section, reply: str,
                        plain: str | None) -> tuple[CheckedEdit, str, Markup, str]:
         """The edit adding *reply* to *section* as MediaWiki's check lets it be saved (:meth:`_checked_reply`), or,
-        where it refuses that at every place, *plain* (the reply in its plain form) where it accepts that: the
+        where it refuses that at every place for what one of the reply's templates brings in, *plain* (the reply in
+        its plain form) where it accepts that: the
         edit, its diff, the form and why the plain one (a template of the reply's, named by
         :meth:`_refusal_reason`).  Raises :class:`EditRefused` with both forms' reasons when it refuses both."""
         try:
@@ -457,7 +458,8 @@ class ForumPage:
         except EditRefused as refused:
             reason, causes = self._refusal_reason(refused, reply)
             unexpected = refused.unexpected
-            if plain is None or plain == reply:
+            # The plain form helps only where one of the reply's own templates brings in what was refused.
+            if plain is None or plain == reply or not causes:
                 raise EditRefused(reason, unexpected) from refused
         try:
             checked, diff = self._checked_reply(old, base, section, plain)

@@ -22,7 +22,7 @@ import pytest
 
 from bot.render import Markup, final_query_wikitext
 from tests.support.euler import EULER_ADVISORS_QUERY, euler_entities
-from tests.support.bot_rig import SECRET_KEY, BotRig, Endpoint, LogReader, wait_for
+from tests.support.bot_rig import PATIENCE, SECRET_KEY, BotRig, Endpoint, LogReader, wait_for
 from tests.support.llm_server import ErrorReply, ToolCallReply
 from tests.support.loopback import LoopbackServer
 from tests.support.mediawiki import BOT_USER, PYWIKIBOT_DIR
@@ -247,9 +247,9 @@ def test_the_watcher_answers_on_schedule_and_stops_cleanly_on_sigterm(mediawiki,
     (rig.directory / "bot.ini").write_text("[bot]\ninterval_minutes = 0.02\nmax_sections_per_pass = 1\n")
     watcher = rig.start(forum, "--live", "--config", str(rig.directory / "bot.ini"))
     log = LogReader(watcher)
-    wait_for(lambda: rig.bot_edits(forum), 60, "the reply", log.death)
+    wait_for(lambda: rig.bot_edits(forum), PATIENCE, "the reply", log.death)
     passes = log.count("unchanged")
-    wait_for(lambda: log.count("unchanged") >= passes + 3, 60, "three more passes", log.death)
+    wait_for(lambda: log.count("unchanged") >= passes + 3, PATIENCE, "three more passes", log.death)
     watcher.send_signal(signal.SIGTERM)
     watcher.wait(timeout=60)
     stderr = log.close()
@@ -458,7 +458,7 @@ def test_with_a_store_a_second_live_process_is_told_of_the_first_and_can_wait_fo
         assert "open in another process" not in refused.stderr
         waiting = rig.start(forum, "--once", "--live", "--kb", str(store), "--wait-for-lock", "120")
         log = LogReader(waiting)
-        wait_for(lambda: log.count("waiting up to 120 s"), 120, "the second process to wait", log.death)
+        wait_for(lambda: log.count("waiting up to 120 s"), PATIENCE, "the second process to wait", log.death)
     finally:
         kb.close()
         held.release()

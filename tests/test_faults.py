@@ -48,7 +48,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.bot_rig import SECRET_KEY, BotRig, BotRun, Endpoint, LogReader, wait_for
+from tests.support.bot_rig import PATIENCE, SECRET_KEY, BotRig, BotRun, Endpoint, LogReader, wait_for
 from tests.support.euler import EULER_ADVISORS_QUERY, euler_entities
 from tests.support.fault_proxy import (
     EchoHeader, ExpireSession, Fault, FaultProxy, Reply, Rewrite, api_error, path_contains, wiki_action,
@@ -211,7 +211,7 @@ def _kill_in_the_next_state_write(process: subprocess.Popen, state: Path, hits: 
 
     def kill_in_the_write() -> None:
         try:
-            wait_for(lambda: journal.exists() or process.poll() is not None, 120, "a state write")
+            wait_for(lambda: journal.exists() or process.poll() is not None, PATIENCE, "a state write")
             if process.poll() is None:
                 process.kill()
                 hits["killed during a state write"] += 1
@@ -635,7 +635,7 @@ def _query_faults() -> list[list[Fault]]:
 def _passes(log: LogReader, more: int, what: str) -> None:
     """Wait until the watcher has made *more* passes (its log says so) from now."""
     done = log.count("pass over")
-    wait_for(lambda: log.count("pass over") >= done + more, 60, f"{more} passes ({what})", log.death)
+    wait_for(lambda: log.count("pass over") >= done + more, PATIENCE, f"{more} passes ({what})", log.death)
 
 
 def test_the_watcher_survives_injected_faults_and_answers_every_question(rig):
@@ -647,7 +647,7 @@ def test_the_watcher_survives_injected_faults_and_answers_every_question(rig):
     watcher = rig.start(page, "--live", "--config", str(rig.bot.directory / "bot.ini"))
     log = LogReader(watcher)
     try:
-        wait_for(lambda: log.count("pass over"), 60, "the first pass", log.death)
+        wait_for(lambda: log.count("pass over"), PATIENCE, "the first pass", log.death)
         rounds = []
         for number in range(13):  # two wiki faults a round: the second meets the retry of the first
             wiki, model, query = _wiki_faults(page), _model_faults(), _query_faults()  # fresh, unfired
@@ -701,7 +701,7 @@ def test_the_watcher_survives_injected_faults_and_answers_every_question(rig):
         text = rig.mediawiki.page_text(page)
         human.edit(page, text.rstrip("\n") + "\n" + question("Stopped mid-run", "Who advised Euler?", 58))
         headings.append("Stopped mid-run")
-        wait_for(lambda: not stop_now, 60, "the agent to run", log.death)
+        wait_for(lambda: not stop_now, PATIENCE, "the agent to run", log.death)
         _passes(log, 3, "stopped during a run")
         assert count_replies(rig.mediawiki.page_text(page), "Stopped mid-run") == 0
         rig.hooks.pop("model")
@@ -741,7 +741,7 @@ def test_backlog_is_kept_when_the_first_pass_cannot_reach_the_wiki(rig):
     watcher = rig.start(page, "--live", "--backlog", "--config", str(rig.bot.directory / "bot.ini"))
     log = LogReader(watcher)
     try:
-        wait_for(lambda: outage.fired >= 3, 60, "the first passes to meet the outage", log.death)
+        wait_for(lambda: outage.fired >= 3, PATIENCE, "the first passes to meet the outage", log.death)
         rig.wiki.clear()
         FIGURES["faults injected"] += outage.fired
         wait_for(lambda: count_replies(rig.mediawiki.page_text(page), "Old question") >= 1, 120,
@@ -763,13 +763,13 @@ def test_a_second_stop_signal_during_a_save_stops_cleanly_and_the_save_is_record
     def two_signals(params) -> None:  # a supervisor repeating its SIGTERM, while the wiki stores the reply
         current["process"].send_signal(signal.SIGTERM)
         # The second once the first was taken (two signals pending together are delivered once).
-        wait_for(lambda: log.count("then stopping"), 120, "the first SIGTERM to be taken", log.death)
+        wait_for(lambda: log.count("then stopping"), PATIENCE, "the first SIGTERM to be taken", log.death)
         current["process"].send_signal(signal.SIGTERM)
 
     watcher = current["process"] = rig.start(page, "--live", "--config", str(rig.bot.directory / "bot.ini"))
     log = LogReader(watcher)
     try:
-        wait_for(lambda: log.count("pass over") >= 1, 60, "the first look", log.death)
+        wait_for(lambda: log.count("pass over") >= 1, PATIENCE, "the first look", log.death)
         signals = rig.wiki.add(Fault("two SIGTERMs during the save", wiki_action("edit", title=page), two_signals))
         rig.mediawiki.human().edit(page, LEAD + question("Euler", "Who advised Euler?", 5))
         watcher.wait(timeout=120)
@@ -914,13 +914,13 @@ def test_a_session_the_wiki_forgot_and_a_failed_login_heal_and_questions_asked_m
     watcher = rig.start(page, "--live", "--config", str(rig.bot.directory / "bot.ini"))
     log = LogReader(watcher)
     try:
-        wait_for(lambda: log.count("pass over"), 60, "the first pass", log.death)
+        wait_for(lambda: log.count("pass over"), PATIENCE, "the first pass", log.death)
         # The wiki forgets the bot's session: its next save is refused (assert=user), pywikibot's own re-login
         # reuses the login token of the forgotten session and fails ("Unable to continue login").
         expired = rig.wiki.add(Fault("wiki forgot the session", lambda path, params: True, ExpireSession(),
                                      times=100_000))
         human.edit(page, rig.mediawiki.page_text(page) + question("Before", "Who advised Euler?", 1))
-        wait_for(lambda: log.count("Unable to continue login"), 120, "the failed re-login", log.death)
+        wait_for(lambda: log.count("Unable to continue login"), PATIENCE, "the failed re-login", log.death)
         human.edit(page, rig.mediawiki.page_text(page) + question("Meanwhile", "Who advised Euler?", 2))
         for heading in ("Before", "Meanwhile"):
             wait_for(lambda heading=heading: count_replies(rig.mediawiki.page_text(page), heading) >= 1, 120,
@@ -1212,7 +1212,7 @@ def test_a_draft_whose_save_lands_after_the_restarted_bot_looked_for_lost_drafts
     def land_the_held_save() -> None:  # the restarted bot has looked for lost drafts; its agent is at work
         rig.hooks.pop("model")
         release.set()
-        wait_for(stored.is_set, 120, "the held save")
+        wait_for(stored.is_set, PATIENCE, "the held save")
 
     rig.hooks["model"] = land_the_held_save
     rig.logs.append(review.run())

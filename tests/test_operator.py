@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from bot.config import BotConfig
-from tests.support.bot_rig import BotRig, LogReader, wait_for
+from tests.support.bot_rig import PATIENCE, BotRig, LogReader, wait_for
 from tests.support.euler import euler_entities
 from tests.support.llm_server import SlowReply
 from tests.support.wikidata_server import select
@@ -103,9 +103,9 @@ def test_the_watchers_log_names_the_endpoints_model_and_holds_no_scheduler_chatt
     (tmp_path / "bot.ini").write_text("[bot]\ninterval_minutes = 0.01\n")
     watcher = rig.start(forum, "--live", "--config", str(tmp_path / "bot.ini"))
     log = LogReader(watcher)
-    wait_for(lambda: rig.bot_edits(forum), 120, "the reply", log.death)
+    wait_for(lambda: rig.bot_edits(forum), PATIENCE, "the reply", log.death)
     passes = log.count("unchanged")
-    wait_for(lambda: log.count("unchanged") >= passes + 2, 60, "two more passes", log.death)
+    wait_for(lambda: log.count("unchanged") >= passes + 2, PATIENCE, "two more passes", log.death)
     watcher.send_signal(signal.SIGTERM)
     watcher.wait(timeout=60)
     stderr = log.close()

@@ -125,7 +125,7 @@ class BotRig:
 
     def run_process(self, page: str, *options: str, state: str = "state.sqlite", llm: Any = None) -> BotRun:
         process = self.start(page, *options, state=state, llm=llm)
-        stdout, stderr = process.communicate(timeout=300)
+        stdout, stderr = process.communicate(timeout=PATIENCE)
         return self._checked(BotRun(process.returncode, stdout, stderr))
 
     def _checked(self, run: BotRun) -> BotRun:
@@ -187,6 +187,12 @@ class LogReader:
         """The whole log, once the process has ended."""
         self._thread.join(timeout=30)
         return self.text()
+
+
+#: How long a test waits for what it made happen (a reply, a pass, a log line): only a bot that died (``alive``)
+#: ends the wait sooner, so this is for a hung bot, never a timing: a machine with other work running took
+#: minutes for a pass that takes seconds on a quiet one.
+PATIENCE = 600.0
 
 
 def wait_for(predicate: Callable[[], Any], seconds: float, what: str,
