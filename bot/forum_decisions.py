@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 from bot.forum import (
     CHANGED, Comment, FollowUp, Reading, Section, find_section, heading_level, mentions, normalize_user,
-    parse_sections, posts, queries_in,
+    parse_sections, posts, queries_in, thread_users,
 )
 from bot.history import Attribution, OwnEdit
 from bot.wikiparse import brace_spans, inert_spans, inside, merged
@@ -70,14 +70,20 @@ def answered_by_human(section: Section, bot: str) -> bool:
     return any(post.user not in (section.author, wanted) and queries_in(post.text) for post in posts(section))
 
 
-def addressee(section: Section, key: str) -> str | None:
-    """Whom the reply to *key* answers, as the page's history names them (anyone can type a signature): the
-    author of the follow-up *key* names (its revision), else the section's author; ``None`` when not known."""
+def addressees(section: Section, key: str, bot: str) -> tuple[str, ...]:
+    """Whom the reply to *key* addresses, as a regular would, each once and in this order: the section's asker,
+    then the one whose comment the reply answers (a follow-up, or a ping of the bot in a question it had not
+    answered).  Only users the page's history names as writers of *section* (anyone can type a signature), never
+    the bot itself; empty when none is known.  The reply's ``{{re|…}}`` and MediaWiki's check of the edit (which
+    lets the reply link exactly these users once more) both read this."""
     section_key, _, revision = key.rpartition(" / r")
+    asked = None
     if section_key == section.key and revision.isdigit():
-        return next((comment.user for comment in section.comments if comment.owner == int(revision) and comment.user),
-                    None)
-    return section.author
+        asked = next((comment.user for comment in section.comments if comment.owner == int(revision) and comment.user),
+                     None)
+    writers, wanted = thread_users(section), normalize_user(bot)
+    return tuple(user for user in dict.fromkeys((section.author, asked))
+                 if user and user != wanted and user in writers)
 
 
 def reply_depth(indent: int) -> int:

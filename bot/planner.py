@@ -13,9 +13,24 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
+from enum import StrEnum
 
 from bot.forum import FollowUp, Section
 from bot.state import SETTLED, SectionRecord, SectionStatus, after_failure
+
+
+class TaskKind(StrEnum):
+    """What a reply answers: it decides the request the model reads, whom the reply addresses, the log line and
+    the edit summary (:func:`bot.render.edit_summary`)."""
+
+    #: A new section's question.
+    QUESTION = "question"
+    #: A comment under the bot's reply: the asker's, or someone's who mentions the bot.
+    FOLLOW_UP = "follow-up"
+    #: A ping of the bot in a question it has not answered (an old one included): its first answer there.
+    PING = "ping"
+    #: A question too long to read: a fixed note.
+    TOO_LONG = "too-long"
 
 
 @dataclass(frozen=True)
@@ -25,8 +40,7 @@ class Task:
     #: The state record of this task: the section's key, or ``<section key> / r<revision>`` for a follow-up.
     key: str
     section: Section
-    #: question | follow-up | too-long
-    kind: str
+    kind: TaskKind
     followup: FollowUp | None = None
 
     @property

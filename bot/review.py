@@ -76,7 +76,7 @@ from bot.approved import Rerendered, rerender
 from bot.drafts import CLOSED, WAITING, Draft, Drafts, DraftStatus
 from bot.edit_check import elements_around, parse
 from bot.forum import Section, mask_inert, normalize_user, parse_sections, plain_text
-from bot.forum_decisions import addressee, answered_by_human
+from bot.forum_decisions import addressees, answered_by_human
 from bot.history import UNKNOWN, Attribution, Revision, latest_revisions, own_revisions
 from bot.messages import messages_for
 from bot.render import address_reply
@@ -668,9 +668,10 @@ class Review:
         page_text, revision = self.forum.read()
         section = self.forum.locate(page_text, draft.key, attribution, self.forum.reading(page_text, revision),
                                     revision)
-        asker = addressee(section, draft.key) if self.ping_asker and section is not None else None
+        bot = normalize_user(self.forum.username)
+        addressed = addressees(section, draft.key, bot) if self.ping_asker and section is not None else ()
         again = rerender(draft.reply, approval.draft, messages_for(draft.language or "")["try_it"])
-        posted = address_reply(again.text.rstrip(), asker)
+        posted = address_reply(again.text.rstrip(), addressed)
         if section is not None and section.answered and posted in section.text:
             # Posted before the bot could record it (killed after the save): recorded now, never posted twice.
             revision = section.replies[-1].owner if section.replies[-1].owner > 0 else None
@@ -684,8 +685,7 @@ class Review:
             self._note(draft, DraftStatus.DROPPED, f": {stale}; nothing was posted{anew}.")
             return DraftStatus.DROPPED
         try:
-            outcome = self.forum.post_reply(draft.key, posted + SIGNATURE, draft.summary,
-                                            attribution)
+            outcome = self.forum.post_reply(draft.key, posted + SIGNATURE, draft.summary, attribution, addressed)
         except EditRefused as refused:
             self._close(draft, DraftStatus.REFUSED, f"refused by the edit check: {refused}", SectionStatus.REFUSED)
             self._note(draft, DraftStatus.REFUSED, f" by the edit check: {_plain(str(refused))}; nothing was "

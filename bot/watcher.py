@@ -50,11 +50,11 @@ from bot.forum import (
     MAX_REQUEST_CHARS, FollowUp, Reading, Request, Section, extract_followup, extract_request, followup_key, in_forum,
     normalize_user, parse_sections, previous_query, summary_section,
 )
-from bot.forum_decisions import MAX_DEPTH, addressee, answered_by_human, mark_answered, pending_followup, ping_in
+from bot.forum_decisions import MAX_DEPTH, addressees, answered_by_human, mark_answered, pending_followup, ping_in
 from bot.history import Attribution, Revision, latest_revisions, revisions_after
 from bot.outcomes import changes, snapshot
 from bot.planner import (
-    AddRecord, AlreadyAnswered, Adopt, Change, Fail, Plan, PlannedRecords, SetStatus, Skip, Task,
+    AddRecord, AlreadyAnswered, Adopt, Change, Fail, Plan, PlannedRecords, SetStatus, Skip, Task, TaskKind,
 )
 from bot.messages import reply_language
 from bot.render import Credit, EarlierRequest, edit_summary, header_ids, render_reply, reply_kind
@@ -94,6 +94,8 @@ class Watcher:
     short_links: ShortLinks | None = None
     #: The knowledge base the agent answers from: it names the preview's columns in the reply's language.
     kb: KnowledgeBase | None = None
+    #: What each task this process handled answers, by its key: the pass's log line names it so.
+    kinds: dict[str, TaskKind] = field(default_factory=dict)
 
     @property
     def bot(self) -> str:
@@ -114,10 +116,18 @@ class Watcher:
             return self.counter
         finally:
             done = self.counter - before
-            said = changes(records, self.state.sections(self.forum.title))
+            said = changes(records, self.state.sections(self.forum.title), self._kind_of)
             log.info("pass over %s: %s%s", self.forum.title,
                      ", ".join(f"{name} {count}" for name, count in sorted(done.items())) or "nothing done",
                      "; " + "; ".join(said) if said else "")
+
+    def _kind_of(self, key: str) -> str | None:
+        """What the reply recorded under *key* answers (``ping``, ``follow-up``…), when this process or a draft
+        knows it."""
+        if key in self.kinds:
+            return self.kinds[key]
+        draft = self.review.drafts.latest(self.forum.title, key) if self.review is not None else None
+        return draft.kind if draft is not None else None
 
     def _review(self, step: Callable[[], Counter]) -> None:
         """One step of the review page's (take up drafts, post what reviewers approved, drop what they
@@ -300,7 +310,8 @@ class Watcher:
             text = section.masked[ping.start - section.start:ping.end - section.start]
             indent = len(text) - len(text.lstrip(":*#"))
             return self._followup_task(records, section, FollowUp(ping.owner, ping.user, ping.start, ping.end,
-                                                                  min(indent + 1, MAX_DEPTH)), seen, revision)
+                                                                  min(indent + 1, MAX_DEPTH)), seen, revision,
+                                       TaskKind.PING)
         if record.status != SectionStatus.PENDING or record.next_attempt > time.time():
             return None
         reason = self.skip_reason(section)
@@ -310,11 +321,13 @@ class Watcher:
         if reason:
             records.decide(Skip(section.key, reason, section.heading))
             return None
-        kind = "too-long" if len(section.opening) > MAX_REQUEST_CHARS else "question"
+        kind = TaskKind.TOO_LONG if len(section.opening) > MAX_REQUEST_CHARS else TaskKind.QUESTION
         return Task(section.key, section, kind)
 
     def _followup_task(self, records: PlannedRecords, section: Section, followup: FollowUp | None, seen: set[str],
-                       revision: int) -> Task | None:
+                       revision: int, kind: TaskKind = TaskKind.FOLLOW_UP) -> Task | None:
+        """The task of answering *followup* (a comment under the bot's reply, or, as *kind* ``ping``, a ping of the
+        bot in a question it has not answered), if it is due."""
         if followup is None:
             return None
         key = followup_key(section.key, followup.revision)
@@ -333,7 +346,7 @@ class Watcher:
         if section.answered and answered >= self.config.max_followups:
             records.decide(Skip(key, f"follow-up limit reached (max_followups = {self.config.max_followups})"))
             return None
-        return Task(key, section, "follow-up", followup)
+        return Task(key, section, kind, followup)
 
     def apply(self, changes: list[Change]) -> None:
         """Write the state changes a plan decided (:meth:`plan`), in the order they were decided, with the log
@@ -364,7 +377,7 @@ class Watcher:
                 case Fail(section, error, cause):
                     log.error("%r: cannot decide what to do", section.heading, exc_info=cause)
                     self.state.add(page, section.key, section.heading, SectionStatus.PENDING, section.fingerprint)
-                    self._fail(Task(section.key, section, "question"), error)
+                    self._fail(Task(section.key, section, TaskKind.QUESTION), error)
 
     def skip_reason(self, section: Section) -> str | None:
         if not section.signatures:
@@ -383,7 +396,7 @@ class Watcher:
     def treat(self, section: Section) -> None:
         """Answer *section*'s question now (``--section``), under the same error boundary as a pass."""
         self.state.add(self.forum.title, section.key, section.heading, SectionStatus.PENDING, section.fingerprint)
-        kind = "too-long" if len(section.opening) > MAX_REQUEST_CHARS else "question"
+        kind = TaskKind.TOO_LONG if len(section.opening) > MAX_REQUEST_CHARS else TaskKind.QUESTION
         self.handle(Task(section.key, section, kind), None, None)
 
     def handle(self, task: Task, attribution: Attribution | None, revision: int | None) -> bool:
@@ -395,6 +408,7 @@ class Watcher:
         once the stop page is emptied.
         """
         self.counter["read"] += 1
+        self.kinds[task.key] = task.kind
         try:
             self._reply(task, attribution)
         except EmergencyStop as stop:
@@ -415,24 +429,25 @@ class Watcher:
         page, section = self.forum.title, task.section
         holds = "no_query"  # what the reply holds (bot.render.reply_kind)
         language = ""
-        if task.kind == "too-long":
+        addressed: tuple[str, ...] = ()  # whom the reply addresses: MediaWiki's check lets it link them
+        if task.kind == TaskKind.TOO_LONG:
             log.info("%r is too long to read: replying with a note", section.heading)
             reply = TOO_LONG_NOTE
         else:
-            request = (extract_request(section) if task.kind == "question"
+            request = (extract_request(section) if task.kind == TaskKind.QUESTION
                        else extract_followup(section, task.followup, self._previous_query(task)))
             if self.short_links is not None:
                 asked = (section.opening if task.followup is None
                          else section.text[task.followup.start - section.start:task.followup.end - section.start])
                 request = self.short_links.resolve(request, asked)
-            earlier = self._recall(request, task.kind == "question")
+            earlier = self._recall(request, task.kind == TaskKind.QUESTION)
             result = self._refused_answer(task, request)
             if result is None:
                 log.info("answering %r (%s)", section.heading, task.kind)
                 result = self.answer(request)
                 # Scrubbed before it is stored: an endpoint's error may echo a secret into the stop message.
                 self.state.record_trace(page, task.key, scrub(result.to_dict()))
-            if not result.language and task.kind == "follow-up":  # the model named none: the thread's language
+            if not result.language and task.kind == TaskKind.FOLLOW_UP:  # the model named none: the thread's language
                 result.language = self._previous(task, "language") or ""
             if result.stop_reason in SERVICE_FAILURES:
                 self._fail(task, f"{result.stop_reason}: {result.stop_message}", transient=True)
@@ -443,12 +458,13 @@ class Watcher:
                                           f"no query found ({result.stop_reason}); staying silent")
                 self.counter["no answer"] += 1
                 return
-            # With the review step the asker is addressed when the approved draft is posted, never in the draft.
-            asker = addressee(section, task.key) if self.config.ping_asker and self.review is None else None
+            # With the review step the people answered are addressed when the approved draft is posted, never in
+            # the draft.
+            if self.config.ping_asker and self.review is None:
+                addressed = addressees(section, task.key, self.bot)
             reply = render_reply(result, depth=task.depth, max_chars=self.config.reply_max_chars, credit=self.credit,
-                                 earlier=earlier, asker=asker, headers=self._headers(result))
-        # A ping in a thread the bot has not answered is its first answer there, not a revision of one.
-        summary = edit_summary(summary_section(section), task.kind if section.answered else "question", holds)
+                                 earlier=earlier, addressed=addressed, headers=self._headers(result))
+        summary = edit_summary(summary_section(section), task.kind, holds)
         if self.review is not None:
             status = self.review.submit(task.key, section, task.kind, reply, summary, language)
             self.counter[status] += 1
@@ -456,7 +472,7 @@ class Watcher:
                 self.show(f"--- draft of the reply to {section.heading!r} (dry run: nothing was saved) ---\n{reply}")
                 self.previewed.add(task.key)
             return
-        outcome = self.forum.post_reply(task.key, reply, summary, attribution)
+        outcome = self.forum.post_reply(task.key, reply, summary, attribution, addressed)
         if outcome.status == "posted":
             self.state.record_answered(page, task.key, outcome.revision)
             self.counter["written"] += 1

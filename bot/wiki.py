@@ -50,6 +50,7 @@ import difflib
 import logging
 import re
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import pywikibot
@@ -326,15 +327,18 @@ class ForumPage:
         mark_answered(sections, self.username, own)
         return find_section(sections, key)
 
-    def post_reply(self, key: str, reply: str, summary: str, attribution: Attribution | None = None) -> PostOutcome:
+    def post_reply(self, key: str, reply: str, summary: str, attribution: Attribution | None = None,
+                   addressed: Sequence[str] = ()) -> PostOutcome:
         """Add *reply* to the section whose identity is *key*, once.
 
         *attribution* is who added which line as of the revision the watcher read (see
-        :mod:`bot.history`); without it the section is found by its text alone.  An
+        :mod:`bot.history`); without it the section is found by its text alone.  *addressed* are the users the
+        reply addresses (:func:`bot.forum_decisions.addressees`): MediaWiki's check lets it link each of them once
+        more, those the history names as writers of the section, and no one else.  An
         :class:`EditRefused` carries the revision it was decided on (``revision``).
         """
         try:
-            return self._post_reply(key, reply, summary, attribution)
+            return self._post_reply(key, reply, summary, attribution, addressed=addressed)
         except EditRefused as refused:
             refused.revision = self.page().latest_revision_id
             raise
@@ -350,7 +354,7 @@ class ForumPage:
         return self._post_reply(found[0].key, note, summary, None, again=True)
 
     def _post_reply(self, key: str, reply: str, summary: str, attribution: Attribution | None,
-                    again: bool = False) -> PostOutcome:
+                    again: bool = False, addressed: Sequence[str] = ()) -> PostOutcome:
         """:meth:`post_reply`; *again*: in a section the bot has written in already."""
         for attempt in range(MAX_CONFLICT_RETRIES + 1):
             page = self.page()
@@ -369,7 +373,7 @@ class ForumPage:
             if self.refusal(old, section, self.reading(old, base)):
                 return PostOutcome("opted-out")
             # A dry run asks MediaWiki too (read-only): it shows what a live run would refuse.
-            checked, diff = self._checked_reply(old, base, section, reply)
+            checked, diff = self._checked_reply(old, base, section, reply, addressed)
             if not self.writes:
                 return PostOutcome("previewed", diff=diff)
             if self.stopped():
@@ -390,7 +394,8 @@ class ForumPage:
                 return PostOutcome("posted", revision=revision, diff=diff)
         raise EditConflictError(self.page())
 
-    def _checked_reply(self, old: str, base: int, section: Section, reply: str) -> tuple[CheckedEdit, str]:
+    def _checked_reply(self, old: str, base: int, section: Section, reply: str,
+                       addressed: Sequence[str] = ()) -> tuple[CheckedEdit, str]:
         """The edit adding *reply* to *section* of *old* (revision *base*) as MediaWiki's check lets it be saved,
         and its diff: at the end of the thread, or, where the check refuses that, right after the text the reply
         answers (:func:`bot.forum_decisions.reply_points`), so nothing someone saved below a question keeps the
@@ -399,13 +404,15 @@ class ForumPage:
         # The end of the text the reply answers, when a signature ends it: the reply may show under its heading.
         answers = section.reply_after if any(signature.end == section.reply_after
                                              for signature in section.signatures) else None
+        writers = thread_users(section)
+        linked = frozenset(f"User:{user}" for user in addressed if user in writers)
         for point in reply_points(old, section):
             new = insert_reply(old, section, reply, point)
             verify_only_added(old, new, section, reply)
             try:
                 checked = checked_text(self.site, self.title, old, base, point, reply, self.allowance(),
                                        section_start=section.start,
-                                       addressed=frozenset(f"User:{user}" for user in thread_users(section)),
+                                       addressed=linked,
                                        answers=answers)
             except EditRefused as refused:
                 refusals.append(str(refused))
