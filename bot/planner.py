@@ -92,6 +92,16 @@ class Adopt:
 
 
 @dataclass(frozen=True)
+class DropDraft:
+    """A question whose draft waits on the review page, which its asker said is settled: the draft is dropped with
+    *reason*, and the question is not drafted again (skipped)."""
+
+    key: str
+    heading: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class Fail:
     """A section the planner could not decide about: recorded (pending, if it was not) with one failed try."""
 
@@ -101,7 +111,7 @@ class Fail:
     cause: BaseException
 
 
-Change = AddRecord | SetStatus | AlreadyAnswered | Skip | Adopt | Fail
+Change = AddRecord | SetStatus | AlreadyAnswered | Skip | Adopt | DropDraft | Fail
 
 
 @dataclass
@@ -164,7 +174,7 @@ class PlannedRecords:
             case AlreadyAnswered(key):
                 records[key] = replace(records[key], status=SectionStatus.ANSWERED, answered_revision=None,
                                        last_error=None, updated=now)
-            case Skip(key, reason):
+            case Skip(key, reason) | DropDraft(key, _, reason):
                 records[key] = replace(records[key], status=SectionStatus.SKIPPED, last_error=reason, updated=now)
             case Adopt(key=key, old=old):
                 records[key] = replace(records.pop(old), key=key, updated=now)

@@ -76,7 +76,7 @@ from bot.approved import Rerendered, rerender
 from bot.drafts import CLOSED, WAITING, Draft, Drafts, DraftStatus
 from bot.edit_check import elements_around, parse
 from bot.forum import Section, mask_inert, normalize_user, parse_sections, plain_text
-from bot.forum_decisions import addressees, answered_by_human
+from bot.forum_decisions import addressees, answered_by_human, answered_until, settled_by_asker
 from bot.history import UNKNOWN, Attribution, Revision, latest_revisions, own_revisions
 from bot.messages import messages_for
 from bot.render import address_reply
@@ -713,6 +713,18 @@ class Review:
                    f"[[Special:Diff/{approval.revision}|this edit]]{_as_rendered(again)}.")
         return DraftStatus.POSTED
 
+    def drop(self, key: str, reason: str) -> bool:
+        """Drop the draft waiting for the forum section *key* because its asker said the question is settled
+        (*reason*): the outcome is written into the draft's section, and the question is not drafted again.
+        Whether a draft was waiting."""
+        draft = self.drafts.latest(self.forum.title, key)
+        if draft is None or draft.status not in WAITING:
+            return False
+        self._close(draft, DraftStatus.DROPPED, reason, SectionStatus.SKIPPED)
+        self._note(draft, DraftStatus.DROPPED, f": {_plain(reason)}; nothing was posted, and the question will not "
+                   "be drafted again.")
+        return True
+
     def _stale(self, draft: Draft, section: Section | None) -> str | None:
         """Why the forum section no longer wants this draft, or ``None``."""
         if section is None:
@@ -721,6 +733,8 @@ class Review:
             return "the bot has replied there meanwhile"
         if marked_resolved(section.text):
             return "the section was marked resolved meanwhile"
+        if settled := settled_by_asker(section, answered_until(section, draft.key)):
+            return settled
         if draft.kind == "question" and answered_by_human(section, normalize_user(self.forum.username)):
             return "someone posted a query there meanwhile"
         if draft.digest not in (digest(section), _digest_with_heading(section)):

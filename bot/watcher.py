@@ -50,11 +50,13 @@ from bot.forum import (
     MAX_REQUEST_CHARS, FollowUp, Reading, Request, Section, extract_followup, extract_request, followup_key, in_forum,
     normalize_user, parse_sections, previous_query, summary_section,
 )
-from bot.forum_decisions import MAX_DEPTH, addressees, answered_by_human, mark_answered, pending_followup, ping_in
+from bot.forum_decisions import (
+    MAX_DEPTH, addressees, answered_by_human, mark_answered, pending_followup, ping_in, settled_by_asker,
+)
 from bot.history import Attribution, Revision, latest_revisions, revisions_after
 from bot.outcomes import changes, snapshot
 from bot.planner import (
-    AddRecord, AlreadyAnswered, Adopt, Change, Fail, Plan, PlannedRecords, SetStatus, Skip, Task, TaskKind,
+    AddRecord, AlreadyAnswered, Adopt, Change, DropDraft, Fail, Plan, PlannedRecords, SetStatus, Skip, Task, TaskKind,
 )
 from bot.messages import reply_language
 from bot.render import Credit, EarlierRequest, edit_summary, header_ids, render_reply, reply_kind
@@ -312,6 +314,9 @@ class Watcher:
             return self._followup_task(records, section, FollowUp(ping.owner, ping.user, ping.start, ping.end,
                                                                   min(indent + 1, MAX_DEPTH)), seen, revision,
                                        TaskKind.PING)
+        if record.status == SectionStatus.DRAFTED and (settled := settled_by_asker(section)):
+            records.decide(DropDraft(section.key, section.heading, settled))  # nobody needs the waiting draft
+            return None
         if record.status != SectionStatus.PENDING or record.next_attempt > time.time():
             return None
         reason = self.skip_reason(section)
@@ -368,6 +373,11 @@ class Watcher:
                     self.counter["skipped"] += 1
                     if heading is not None:
                         log.info("skipping %r: %s", heading, reason)
+                case DropDraft(key, heading, reason):
+                    if self.review is None or not self.review.drop(key, reason):
+                        self.state.record_skipped(page, key, reason)
+                        log.info("skipping %r: %s", heading, reason)
+                    self.counter["skipped"] += 1
                 case Adopt(heading, key, old):
                     record = self.state.move(page, old, key)
                     if self.review is not None:
@@ -388,6 +398,8 @@ class Watcher:
             return refusal
         if marked_resolved(section.text):
             return "the section is marked resolved"
+        if settled := settled_by_asker(section):
+            return settled
         if (self.config.skip_human_answered and len(section.opening) <= MAX_REQUEST_CHARS
                 and answered_by_human(section, self.bot)):
             return "someone already posted a query in a reply"

@@ -478,3 +478,20 @@ def test_a_third_partys_follow_up_addresses_the_asker_and_its_author(mediawiki, 
     assert lead.startswith(":::{{re|1=Alice|2=Bob}} "), lead
     assert user_pages_linked(mediawiki, forum, lead) == {"User:Alice", "User:Bob"}
     assert "answering 'Euler' (follow-up)" in done.stderr
+
+
+def test_a_question_its_asker_settled_before_the_bot_came_is_skipped_with_the_reason(mediawiki, forum, rig):
+    mediawiki.edit_as_human(forum, "Ask here.", "the forum")
+    assert rig.run(forum, "--once", "--live").code == 0
+    page = "Ask here." + new_section("Euler", "Who advised Euler?") + new_section("Students", "Who did Euler teach?")
+    mediawiki.edit_as_human(forum, page, "two questions")
+    page = page.replace("Who advised Euler? " + signed("Alice", 0), "Who advised Euler? " + signed("Alice", 0)
+                        + "\n:Solved, thanks. " + signed("Alice", 10))
+    page += ":And their students' students? " + signed("Alice", 11) + "\n"
+    mediawiki.edit_as_human(forum, page, "one settled, one asked further")
+    done = rig.run(forum, "--once", "--live")
+    assert done.code == 0, done.stderr[-3000:]
+    [edit] = rig.bot_edits(forum)
+    assert edit["comment"].startswith("/* Students */")
+    assert "skipping 'Euler': the asker said the question is settled (\"solved\")" in done.stderr
+    assert rig.records()[next(key for key in rig.records() if key.startswith("Euler @"))].status == "skipped"

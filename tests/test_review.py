@@ -491,3 +491,46 @@ def test_a_strangers_change_to_a_drafts_structure_is_undone_and_the_draft_still_
     assert review.drafts()["Euler"][0] == "posted"
     posted = section_text(mediawiki.page_text(forum), "Euler")
     assert "Looks good" not in posted and posted.count("{{SPARQL|") == 1
+
+
+# --- an asker who found the answer themselves -----------------------------------------------------------------
+
+def answer_in_thread(mediawiki, forum: str, comments: dict[str, str]) -> None:
+    """Alice writes *comments* (by the heading of her question, asked by :func:`ask`) below her questions."""
+    page = mediawiki.page_text(forum)
+    for minute, (heading, comment) in enumerate(comments.items()):
+        question = f"== {heading} ==\nWho advised Euler? {signature(minute=minute)}\n"
+        assert question in page + "\n", heading
+        page = (page + "\n").replace(question, question + f":{comment} {signature(minute=30 + minute)}\n", 1)
+    mediawiki.edit_as_human(forum, page, "the asker answers in the threads")
+
+
+SETTLED = {"Euler": ("Never mind, I found it myself: SELECT ?advisor WHERE { wd:Q7604 wdt:P184 ?advisor }",
+                     'the asker said the question is settled ("never mind")'),
+           "Euler de": ("Erledigt, danke! Ich habe es selbst gefunden.",
+                        'the asker said the question is settled ("erledigt")'),
+           "Euler query": (f"This works: {{{{SPARQL|query={EULER_ADVISORS_QUERY}}}}}",
+                           "the asker posted a query in the thread")}
+
+
+def test_an_asker_who_found_the_answer_has_the_waiting_draft_dropped_and_never_drafted_again(
+        mediawiki, forum, rig, request):
+    review = drafted(rig, forum, request.node.name, *SETTLED, "Euler more")
+    assert [status for status, _ in review.drafts().values()] == ["drafted"] * 4
+    answer_in_thread(mediawiki, forum, {**{heading: said for heading, (said, _) in SETTLED.items()},
+                                        "Euler more": "Thanks. And who were their own advisors?"})
+    review.mark(4, "{{approved}}")  # approved as the thread changed: dropped, and drafted anew
+    log = review.run()
+    for run in range(2):
+        log += review.run()
+    assert rig.bot_edits(forum) == []
+    drafts = review.drafts()
+    for number, (heading, (_, reason)) in enumerate(SETTLED.items(), 1):
+        assert drafts[heading] == ("dropped", reason)
+        assert review.sections()[heading] == "skipped"
+        assert f"'''Dropped''': {reason}; nothing was posted" in review.draft(number), review.draft(number)
+        assert f"draft {number} for {heading!r} dropped: {reason}" in log
+    # the follow-up that asks something new is drafted anew, once; nothing else is drafted again
+    assert drafts["Euler more"] == ("drafted", None)
+    assert "== Draft 5" in review.text() and "== Draft 6" not in review.text()
+    assert "And who were their own advisors?" in review.draft(5)
