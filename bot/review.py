@@ -4,7 +4,7 @@ With ``review = true`` in ``bot.ini`` the bot writes each finished reply as a
 draft, one section per draft, at the end of the review page (default
 ``User:<bot>/Review``)::
 
-    == Draft 12 ==
+    == Draft 12: Euler (waiting) ==
     Reply to [[Wikidata:Request a query#Euler|Euler]] … (the bot's signature)
     <!-- draft 12 begins: the reply as it will be posted (its signature is added then) -->
     :The query below finds 3 results.
@@ -55,7 +55,10 @@ addressed (``{{re|…}}``) when the draft is posted, never in the draft, so the
 review page notifies no one.  What became of each draft
 (posted, with a link to the forum's diff and what showed as text; rejected,
 by whom; dropped or refused, and why) is written into its section, signed by
-the bot.  The drafts' statuses are kept in the state file
+the bot, and its heading's status changes in the same edit (``waiting`` to
+``posted``, ``rejected``, ``dropped`` or ``refused``), so the page's table of
+contents reads like a board; a heading a reviewer renamed is left as they
+named it.  The drafts' statuses are kept in the state file
 (:mod:`bot.drafts`); the review page is never cleaned up by the bot.
 """
 
@@ -202,6 +205,24 @@ class Origin:
             return None
 
 
+#: How a draft's heading names its status, so that the review page's table of contents reads like a board.
+HEADING_STATUS = {DraftStatus.DRAFTED: "waiting", DraftStatus.APPROVED: "waiting", DraftStatus.POSTED: "posted",
+                  DraftStatus.REJECTED: "rejected", DraftStatus.DROPPED: "dropped", DraftStatus.REFUSED: "refused",
+                  DraftStatus.VOIDED: "dropped"}
+#: How much of the forum's heading a draft's heading shows.
+HEADING_CHARS = 80
+
+
+def draft_heading(number: int, heading: str, status: DraftStatus) -> str:
+    """The heading line of draft *number*'s section: its number, the forum section's heading *heading* (a
+    stranger's text, escaped like any other, ``=`` too, so it can neither end the heading nor add markup) and the
+    draft's status in words: ``== Draft 12: Euler (waiting) ==``."""
+    words = " ".join(heading.split())
+    words = words if len(words) <= HEADING_CHARS else words[:HEADING_CHARS - 1] + "…"
+    shown = encode(words, cell=True).replace("]", "&#93;").replace("=", "&#61;")
+    return f"== Draft {number}: {shown} ({HEADING_STATUS[status]}) =="
+
+
 def draft_section(number: int, forum_title: str, heading: str, reply: str, origin: Origin, news: str = "") -> str:
     """The review page's section for one draft: a heading, a signed line linking the forum section (and *news*,
     what the thread gained since an earlier draft, below it), what the draft answers (a comment), the draft."""
@@ -216,7 +237,8 @@ def draft_section(number: int, forum_title: str, heading: str, reply: str, origi
              "query and its table's rows: the bot posts them as text, as it renders every reply (other markup "
              "shows as text too). ~~~~")
     news = f"{news}\n" if news else ""
-    return (f"== Draft {number} ==\n{intro}\n{news}{origin.comment(number)}\n{_begins(number)}\n"
+    return (f"{draft_heading(number, heading, DraftStatus.DRAFTED)}\n{intro}\n{news}{origin.comment(number)}\n"
+            f"{_begins(number)}\n"
             f"{reply[:-len(SIGNATURE)]}\n{_ends(number)}")
 
 
@@ -230,7 +252,9 @@ class DraftView:
     marks: dict[str, int]
 
 
-_DRAFT_HEADING = re.compile(r"^==\s*Draft (\d+)\s*==[ \t]*$", re.MULTILINE)
+#: A draft's heading as the bot writes it (``Draft 12: Euler (waiting)``, or ``Draft 12`` in drafts written before
+#: headings named their status).
+_DRAFT_HEADING = re.compile(r"^==\s*Draft (\d+)(?::[^\n]*)?\s*==[ \t]*$", re.MULTILINE)
 #: A section's heading line (level 2, or 1), read on text whose inert parts are blanked.
 _HEADING = re.compile(r"^==?[^=].*$")
 
@@ -426,8 +450,6 @@ class Review:
         self.reviewers = [normalize_user(name) for name in self.reviewers]
         #: Each waiting draft's number, with the review page's revision whose history showed nothing to do.
         self._unchanged: dict[int, int] = {}
-        #: Each draft's section's heading as it stands (a reviewer may rename it), where its outcome is written.
-        self._headings: dict[int, str] = {}
 
     def next_number(self) -> int:
         """A number no draft ever had: above the state's, the review page's and the bot's edit summaries there
@@ -559,8 +581,6 @@ class Review:
                                              since=min(item.review_revision or 0 for item in waiting))
             history = read_history([item for item in revisions if item.id >= (draft.review_revision or 0)],
                                    draft.number, trusted, normalize_user(self.page.username))
-            if history.now is not None:
-                self._headings[draft.number] = history.now.heading
             if history.removed_by is not None:  # a reviewer took it away
                 self._close(draft, DraftStatus.DROPPED, f"a reviewer ({normalize_user(history.removed_by.user)}) "
                             f"removed the draft's section or its begin marker from {self.page.title}",
@@ -751,9 +771,12 @@ class Review:
         the review page, signed.  The outcome is recorded first: a note that cannot be written is logged, and
         the outcome stands."""
         line = f":'''{outcome.capitalize()}'''{words}{SIGNATURE}"
+        # The heading says the outcome too, in the same edit; one a reviewer renamed is theirs, and left alone.
+        retitle = (draft_heading(draft.number, draft.heading, DraftStatus.DRAFTED),
+                   draft_heading(draft.number, draft.heading, outcome))
         try:
-            written = self.page.add_note(self._headings.get(draft.number, f"Draft {draft.number}"), line,
-                                         f"/* Draft {draft.number} */ {outcome}")
+            written = self.page.add_note(_begins(draft.number), line, f"/* Draft {draft.number} */ {outcome}",
+                                         retitle)
         except (EditRefused, EmergencyStop, Error) as error:
             log.warning("draft %d: its outcome could not be written on %s: %s", draft.number, self.page.title,
                         error)

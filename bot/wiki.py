@@ -343,19 +343,35 @@ class ForumPage:
             refused.revision = self.page().latest_revision_id
             raise
 
-    def add_note(self, heading: str, note: str, summary: str) -> PostOutcome:
-        """Add *note* (a signed line) to the one section headed *heading*, a section the bot wrote itself (a
-        draft's on the review page), checked like a reply."""
+    def add_note(self, marker: str, note: str, summary: str, retitle: tuple[str, str] | None = None) -> PostOutcome:
+        """Add *note* (a signed line) to the one section holding *marker* (a draft's begin marker on the review
+        page: the section the bot wrote, whatever its heading says now), checked like a reply.  With *retitle*
+        (the heading line the bot wrote, and the one it writes now) the section's heading changes in the same
+        edit, when it is still the bot's own line: a heading someone renamed is left alone."""
         text, revision = self.read()
         found = [section for section in parse_sections(text, reading=self.reading(text, revision))
-                 if section.heading == heading]
+                 if marker in section.text]
         if len(found) != 1:
             return PostOutcome("section-gone")
-        return self._post_reply(found[0].key, note, summary, None, again=True)
+        return self._post_reply(found[0].key, note, summary, None, again=True, retitle=retitle)
+
+    def _retitled(self, checked: CheckedEdit, section: Section, retitle: tuple[str, str]) -> CheckedEdit:
+        """*checked* with *section*'s heading line changed from ``retitle[0]`` to ``retitle[1]`` (both the bot's
+        own rendering), when the line is still the first; MediaWiki must read the new line as one heading."""
+        old, new = retitle
+        line_end = checked.text.find("\n", section.start)
+        line_end = len(checked.text) if line_end < 0 else line_end
+        if checked.text[section.start:line_end].rstrip() != old:
+            return checked
+        if len(sections_of(self.site, self.title, new)) != 1:
+            raise EditRefused(f"the heading {new!r} would not make one section")
+        return CheckedEdit(checked.text[:section.start] + new + checked.text[line_end:], checked.reply)
 
     def _post_reply(self, key: str, reply: str, summary: str, attribution: Attribution | None,
-                    again: bool = False, addressed: Sequence[str] = ()) -> PostOutcome:
-        """:meth:`post_reply`; *again*: in a section the bot has written in already."""
+                    again: bool = False, addressed: Sequence[str] = (),
+                    retitle: tuple[str, str] | None = None) -> PostOutcome:
+        """:meth:`post_reply`; *again*: in a section the bot has written in already; *retitle*: see
+        :meth:`add_note`."""
         for attempt in range(MAX_CONFLICT_RETRIES + 1):
             page = self.page()
             old = page.get(force=True)
@@ -374,6 +390,8 @@ class ForumPage:
                 return PostOutcome("opted-out")
             # A dry run asks MediaWiki too (read-only): it shows what a live run would refuse.
             checked, diff = self._checked_reply(old, base, section, reply, addressed)
+            if retitle is not None:
+                checked = self._retitled(checked, section, retitle)
             if not self.writes:
                 return PostOutcome("previewed", diff=diff)
             if self.stopped():
