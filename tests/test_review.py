@@ -221,7 +221,8 @@ def test_a_section_marked_resolved_is_not_drafted_and_its_waiting_draft_is_dropp
     review.run()
     review.run()
     assert rig.bot_edits(forum) == [] and "== Draft 2:" not in review.text()
-    assert review.drafts()["Euler"] == ("dropped", "stale: the section was marked resolved meanwhile")
+    # the asker said so in words too: the draft is dropped at once, with their reason, approved or not
+    assert review.drafts()["Euler"] == ("dropped", 'the asker said the question is settled ("found it")')
     assert review.sections()["Euler"] == "skipped"
 
 
