@@ -41,7 +41,7 @@ CREATE TABLE IF NOT EXISTS drafts (
     page TEXT NOT NULL,             -- the forum page
     key TEXT NOT NULL,              -- the task's key in the sections table
     heading TEXT NOT NULL,
-    kind TEXT NOT NULL,             -- question | follow-up | too-long
+    kind TEXT NOT NULL,             -- question | follow-up | ping | too-long (bot.planner.TaskKind)
     status TEXT NOT NULL,           -- a DraftStatus
     reply TEXT NOT NULL,            -- the reply as drafted, its signature left out
     summary TEXT NOT NULL,          -- the forum edit's summary

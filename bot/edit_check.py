@@ -16,8 +16,9 @@ that will store the edit is asked, through pywikibot's API request:
   what they transclude), the "Try it!" link to the query service, entity
   links, a link to the forum page itself or one of its archive pages (the
   "earlier request" line), the bot's signature links and one more link to
-  a user the history names as a writer of the section (the ``{{re|…}}``
-  that notifies the asker);
+  each user the reply addresses (the ``{{re|…}}`` that notifies the asker,
+  and whoever the reply answers besides), if the history names them as
+  writers of the section;
 * the reply's collapsible block must come out of the parser closed;
 * the reply must render where a reader of the asker's section sees it: a
   word added after the reply's signature (only in the text that is parsed,
@@ -234,8 +235,8 @@ def differences(old: Rendering, new: Rendering, allowance: Allowance, reply_coll
                 added_sections: tuple[tuple[str, str], ...] = (), addressed: frozenset[str] = frozenset()) -> list[str]:
     """Every way *new* differs from *old* beyond what a reply may add (and *added_sections* at the end), in words.
 
-    *addressed* holds the user pages the reply may link once more: the users of the thread it answers, whom a
-    reply addresses (``{{re|…}}``) to notify them."""
+    *addressed* holds the user pages the reply may link once more: the users of the thread it answers whom the
+    reply addresses (``{{re|…}}``) to notify them, and no one else."""
     found = []
     if new.sections != old.sections + added_sections:
         added = [line for _, line in new.sections if (_, line) not in old.sections]

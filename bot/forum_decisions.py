@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from bot.forum import (
     CHANGED, Comment, FollowUp, Reading, Section, find_section, heading_level, is_followup_key, key_origin,
-    mentions, normalize_user, parse_sections, parse_subsections, posts, queries_in,
+    mentions, normalize_user, parse_sections, parse_subsections, posts, queries_in, thread_users,
 )
 from bot.history import Attribution, OwnEdit
 from bot.wikiparse import brace_spans, inert_spans, inside, merged
@@ -161,14 +161,94 @@ def answered_by_human(section: Section, bot: str) -> bool:
     return any(post.user not in (section.author, wanted) and queries_in(post.text) for post in posts(section))
 
 
-def addressee(section: Section, key: str) -> str | None:
-    """Whom the reply to *key* answers, as the page's history names them (anyone can type a signature): the
-    author of the follow-up *key* names (its revision), else the section's author; ``None`` when not known."""
+def addressees(section: Section, key: str, bot: str) -> tuple[str, ...]:
+    """Whom the reply to *key* addresses, as a regular would, each once and in this order: the section's asker,
+    then the one whose comment the reply answers (a follow-up, or a ping of the bot in a question it had not
+    answered).  Only users the page's history names as writers of *section* (anyone can type a signature), never
+    the bot itself; empty when none is known.  The reply's ``{{re|…}}`` and MediaWiki's check of the edit (which
+    lets the reply link exactly these users once more) both read this."""
     section_key, _, revision = key.rpartition(" / r")
+    asked = None
     if section_key == section.key and revision.isdigit():
-        return next((comment.user for comment in section.comments if comment.owner == int(revision) and comment.user),
-                    None)
-    return section.author
+        asked = next((comment.user for comment in section.comments if comment.owner == int(revision) and comment.user),
+                     None)
+    writers, wanted = thread_users(section), normalize_user(bot)
+    return tuple(user for user in dict.fromkeys((section.author, asked))
+                 if user and user != wanted and user in writers)
+
+
+#: Words with which an asker says their question is settled, by the languages the bot answers in: a small table,
+#: read only in a comment the asker wrote and signed (:func:`settled_by_asker`).
+SETTLED_PHRASES = {
+    "en": ("found it", "found the answer", "found a solution", "found the solution", "figured it out",
+           "never mind", "nevermind", "solved", "resolved", "sorted it out", "works now", "no longer needed"),
+    "de": ("gefunden", "erledigt", "gelöst", "hat sich erledigt", "funktioniert jetzt", "nicht mehr nötig"),
+    "fr": ("trouvé", "résolu", "réglé", "laissez tomber", "ça marche maintenant", "plus besoin"),
+    "es": ("encontré", "lo encontré", "resuelto", "solucionado", "ya funciona", "olvídalo", "ya no hace falta"),
+    "ru": ("нашёл", "нашел", "нашла", "решено", "решил", "решила", "разобрался", "разобралась", "уже не нужно"),
+}
+_SETTLED = re.compile(r"(?<!\w)(" + "|".join(sorted((re.escape(phrase) for phrases in SETTLED_PHRASES.values()
+                                                     for phrase in phrases), key=len, reverse=True)) + r")(?!\w)",
+                      re.IGNORECASE)
+#: A word that, just before a phrase, turns it around ("not solved", "noch nicht gefunden", "pas trouvé").
+_NEGATION = re.compile(r"(?:\b(?:not|no|nicht|nie|kein\w*|pas|jamais|ne|не|ни|ещё|еще|still|noch|yet|todavía|aún)|n't)"
+                       r"\W*(?:\w+\W+)?$", re.IGNORECASE)
+#: A question asked in words: a question mark not starting a SPARQL variable (``?item``), or Spanish's opening one.
+_ASKS = re.compile(r"\?(?![\w$])|¿")
+#: How much of a comment is read for its words: a settled question is said in a line or two.
+SETTLED_CHARS = 2000
+
+
+def says_settled(words: str) -> str | None:
+    """The phrase with which *words* (a comment's text, comments and code blanked) say the question is settled,
+    ``None`` when they do not, or when they ask something (a question mark in words: a follow-up asks anew).
+    Only the first :data:`SETTLED_CHARS` characters are read, with one linear scan each."""
+    words = words[:SETTLED_CHARS]
+    if _ASKS.search(words):
+        return None
+    for found in _SETTLED.finditer(words):
+        if not _NEGATION.search(words[max(0, found.start() - 40):found.start()]):
+            return found.group(1).lower()
+    return None
+
+
+def answered_until(section: Section, key: str) -> int | None:
+    """Where the text the reply to *key* answers ends in the page: the follow-up's (or ping's) comment that *key*
+    names, ``None`` for the section's own question (it ends at its first signature)."""
+    section_key, _, revision = key.rpartition(" / r")
+    if section_key != section.key or not revision.isdigit():
+        return None
+    return max((comment.end for comment in section.comments if comment.owner == int(revision)), default=None)
+
+
+def settled_by_asker(section: Section, after: int | None = None) -> str | None:
+    """Why *section*'s question needs no answer from the bot, in the asker's own words: the last comment the asker
+    wrote (by the page's history) and signed after page offset *after* (by default the end of the question)
+    posts a query, or says the question is settled (:func:`says_settled`); ``None`` otherwise, or when that
+    comment asks something new.
+
+    Structure first: a query the asker posted in a reply; then a small table of phrases.  Text anyone else
+    wrote, a signature anyone typed, or an asker's comment followed by a newer one of theirs settles nothing."""
+    if not section.author or not section.signatures:
+        return None
+    after = section.signatures[0].end if after is None else after
+    last = None
+    for comment in section.comments:
+        if comment.end <= after or comment.user != section.author:
+            continue
+        if any(max(comment.start, after) <= signature.start < comment.end and signature.user == section.author
+               for signature in section.signatures):
+            last = comment
+    if last is None:
+        return None
+    start = max(last.start, after) - section.start
+    masked = section.masked[start:last.end - section.start]
+    if _ASKS.search(masked[:SETTLED_CHARS]):
+        return None
+    if queries_in(section.text[start:last.end - section.start]):
+        return "the asker posted a query in the thread"
+    phrase = says_settled(masked)
+    return f'the asker said the question is settled ("{phrase}")' if phrase else None
 
 
 def reply_depth(indent: int) -> int:

@@ -8,6 +8,8 @@ changed is named with its new status and the reason the state records.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from bot.state import SectionRecord, SectionStatus
 
 #: How each new status reads in the log.
@@ -21,14 +23,18 @@ def snapshot(records: list[SectionRecord]) -> dict[str, tuple[str, int, str | No
     return {record.key: (record.status, record.attempts, record.last_error) for record in records}
 
 
-def changes(before: dict[str, tuple[str, int, str | None]], after: list[SectionRecord]) -> list[str]:
-    """Each section whose record a pass changed: ``answered "Heading"``, ``skipped "Heading" (why)``, …"""
+def changes(before: dict[str, tuple[str, int, str | None]], after: list[SectionRecord],
+            kind_of: Callable[[str], str | None] = lambda key: None) -> list[str]:
+    """Each section whose record a pass changed: ``answered "Heading"``, ``skipped "Heading" (why)``, …; a reply
+    to a comment in the thread is named by what it answers (*kind_of* its key: ``follow-up``, ``ping``), a
+    follow-up when that is not known."""
     said = []
     for record in after:
         old = before.get(record.key)
         if old == (record.status, record.attempts, record.last_error):
             continue
-        name = f'"{record.heading}"' + (" (follow-up)" if " / r" in record.key else "")
+        kind = kind_of(record.key) or ("follow-up" if " / r" in record.key else None)
+        name = f'"{record.heading}"' + (f" ({kind})" if kind and kind != "question" else "")
         if record.status == SectionStatus.PENDING and record.attempts > (old[1] if old else 0):
             said.append(f"failed {name}, retried later ({(record.last_error or '')[:200]})")
         elif record.status in VERBS and (old is None or old[0] != record.status):

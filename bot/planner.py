@@ -13,9 +13,24 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
+from enum import StrEnum
 
 from bot.forum import FollowUp, Section
 from bot.state import SETTLED, SectionRecord, SectionStatus, after_failure
+
+
+class TaskKind(StrEnum):
+    """What a reply answers: it decides the request the model reads, whom the reply addresses, the log line and
+    the edit summary (:func:`bot.render.edit_summary`)."""
+
+    #: A new section's question.
+    QUESTION = "question"
+    #: A comment under the bot's reply: the asker's, or someone's who mentions the bot.
+    FOLLOW_UP = "follow-up"
+    #: A ping of the bot in a question it has not answered (an old one included): its first answer there.
+    PING = "ping"
+    #: A question too long to read: a fixed note.
+    TOO_LONG = "too-long"
 
 
 @dataclass(frozen=True)
@@ -25,8 +40,7 @@ class Task:
     #: The state record of this task: the section's key, or ``<section key> / r<revision>`` for a follow-up.
     key: str
     section: Section
-    #: question | follow-up | too-long
-    kind: str
+    kind: TaskKind
     followup: FollowUp | None = None
 
     @property
@@ -80,6 +94,16 @@ class Adopt:
 
 
 @dataclass(frozen=True)
+class DropDraft:
+    """A question whose draft waits on the review page, which its asker said is settled: the draft is dropped with
+    *reason*, and the question is not drafted again (skipped)."""
+
+    key: str
+    heading: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class Fail:
     """A section the planner could not decide about: recorded (pending, if it was not) with one failed try."""
 
@@ -89,7 +113,7 @@ class Fail:
     cause: BaseException
 
 
-Change = AddRecord | SetStatus | AlreadyAnswered | Skip | Adopt | Fail
+Change = AddRecord | SetStatus | AlreadyAnswered | Skip | Adopt | DropDraft | Fail
 
 
 @dataclass
@@ -161,7 +185,7 @@ class PlannedRecords:
             case AlreadyAnswered(key):
                 records[key] = replace(records[key], status=SectionStatus.ANSWERED, answered_revision=None,
                                        read_revision=None, last_error=None, updated=now)
-            case Skip(key, reason):
+            case Skip(key, reason) | DropDraft(key, _, reason):
                 records[key] = replace(records[key], status=SectionStatus.SKIPPED, last_error=reason, updated=now)
             case Adopt(key=key, old=old):
                 records[key] = replace(records.pop(old), key=key, updated=now)

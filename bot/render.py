@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -531,22 +531,24 @@ def _paragraphs(text: str) -> list[str]:
     return [paragraph for line in text.splitlines() if (paragraph := encode(" ".join(line.split())))]
 
 
-def address_reply(reply: str, asker: str | None, markup: Markup = Markup.TEMPLATES) -> str:
-    """*reply* with *asker* addressed at the start of its first line, after its indentation (a draft approved on
-    the review page is addressed when it is posted, so that the review page notifies no asker)."""
+def address_reply(reply: str, users: Sequence[str], markup: Markup = Markup.TEMPLATES) -> str:
+    """*reply* with *users* addressed at the start of its first line, after its indentation (a draft approved on
+    the review page is addressed when it is posted, so that the review page notifies no one)."""
     indent = len(reply) - len(reply.lstrip(":"))
-    return reply[:indent] + addressing(asker, markup) + reply[indent:]
+    return reply[:indent] + addressing(users, markup) + reply[indent:]
 
 
-def addressing(asker: str | None, markup: Markup = Markup.TEMPLATES) -> str:
-    """``{{re|Asker}} ``, which the forum's regulars write to notify the asker (in the plain *markup*, a link to
-    their user page, which notifies them as well); "" for no one, or for a name that cannot be a user name."""
-    if not asker or _TITLE_UNSAFE.search(asker) or not asker.strip():
+def addressing(users: Sequence[str], markup: Markup = Markup.TEMPLATES) -> str:
+    """``{{re|1=Asker|2=Other}} ``, which the forum's regulars write to notify the people they answer (each once,
+    in order; in the plain *markup*, links to their user pages, which notify them as well); "" for no one.  A
+    name that cannot be a user name is left out."""
+    names = [name for name in dict.fromkeys(" ".join(user.split()) for user in users)
+             if name and not _TITLE_UNSAFE.search(name)]
+    if not names:
         return ""
-    name = " ".join(asker.split())
     if markup == Markup.LINKS:
-        return f"[[User:{_in_link(name)}|{_in_link(name)}]]: "
-    return "{{re|1=" + encode(name) + "}} "
+        return ", ".join(f"[[User:{_in_link(name)}|{_in_link(name)}]]" for name in names) + ": "
+    return "{{re|" + "|".join(f"{number}={encode(name)}" for number, name in enumerate(names, 1)) + "}} "
 
 
 def shows_query(result: AgentResult) -> bool:
@@ -613,11 +615,12 @@ def earlier_request_line(earlier: EarlierRequest, words: Words) -> str:
 
 
 def render_reply(result: AgentResult, *, depth: int = 1, max_chars: int = 20000, credit: Credit | None = None,
-                 earlier: EarlierRequest | None = None, asker: str | None = None,
+                 earlier: EarlierRequest | None = None, addressed: Sequence[str] = (),
                  headers: dict[str, str] | None = None, markup: Markup = Markup.TEMPLATES) -> str:
     """The whole reply to one question (*depth* 1) or follow-up (2 or more), signed, under *max_chars*.
 
-    Words first, as the forum's regulars write: *asker* addressed (``{{re|…}}``, which notifies them), the
+    Words first, as the forum's regulars write: *addressed* (the asker, and whoever the reply answers besides,
+    :func:`bot.forum_decisions.addressees`) addressed with ``{{re|…}}``, which notifies them; the
     model's explanation (its first sentences; with the asker's draft, its diagnosis) and how many results the
     query finds; then the query, the first rows, the rest of the explanation, the steps collapsed, who wrote it.
     *earlier* is an archived thread about the same request, linked in one line.  *headers* name the preview's
@@ -644,7 +647,7 @@ def render_reply(result: AgentResult, *, depth: int = 1, max_chars: int = 20000,
     title = encode(words["steps_title"].format(steps=counted(words, "steps", len(shown_steps(result))),
                                          calls=counted(words, "calls", result.usage.llm_calls)))
     footer = _footer(credit, answered, words)
-    address = addressing(asker, markup)
+    address = addressing(addressed, markup)
 
     def render(query: str, rows: int, trace: str, explained: str) -> str:
         if answered:
@@ -679,24 +682,29 @@ def render_reply(result: AgentResult, *, depth: int = 1, max_chars: int = 20000,
         cut //= 2
 
 
-#: What a reply holds, in its edit summary, by :func:`reply_kind`; a follow-up's says it is one.
+#: What a reply holds, in its edit summary, by :func:`reply_kind` and by what it answers (:data:`_ANSWERS`).
 _HOLDS = {"query": ("reply with a SPARQL query written by an automated agent (please check it)",
-                    "follow-up: a revised SPARQL query written by an automated agent (please check it)"),
-          "no_query": ("automated reply: no query found", "follow-up: automated reply, no query found"),
+                    "follow-up: a revised SPARQL query written by an automated agent (please check it)",
+                    "answer to a ping: a SPARQL query written by an automated agent (please check it)"),
+          "no_query": ("automated reply: no query found", "follow-up: automated reply, no query found",
+                       "answer to a ping: automated reply, no query found"),
           "cannot_answer": ("automated reply: this cannot be answered from Wikidata",
-                            "follow-up: automated reply, this cannot be answered from Wikidata")}
+                            "follow-up: automated reply, this cannot be answered from Wikidata",
+                            "answer to a ping: automated reply, this cannot be answered from Wikidata")}
+#: The task kinds (:class:`bot.planner.TaskKind`) whose summary says what they answer, by their place in _HOLDS.
+_ANSWERS = {"question": 0, "follow-up": 1, "ping": 2}
 
 
 def edit_summary(section: str, kind: str, holds: str) -> str:
     """The summary of a reply's edit: it links the section, says an automated agent wrote the reply and what
     it holds (*holds*, by :func:`reply_kind`: a query to check, none, or the model's judgement that Wikidata
-    cannot answer), and names a follow-up as one.
+    cannot answer), and names what it answers: a follow-up, or a ping of the bot, as one.
 
     *section* is the section's name as a summary links it (:func:`bot.forum.summary_section`); *kind* is
-    ``question``, ``follow-up`` or ``too-long``.
+    ``question``, ``follow-up``, ``ping`` or ``too-long``.
     """
     if kind == "too-long":
         what = "automated reply: the question is too long to read"
     else:
-        what = _HOLDS[holds][kind == "follow-up"]
+        what = _HOLDS[holds][_ANSWERS[kind]]
     return f"/* {section} */ {what}"

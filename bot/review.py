@@ -4,7 +4,7 @@ With ``review = true`` in ``bot.ini`` the bot writes each finished reply as a
 draft, one section per draft, at the end of the review page (default
 ``User:<bot>/Review``)::
 
-    == Draft 12 ==
+    == Draft 12: Euler (waiting) ==
     Reply to [[Wikidata:Request a query#Euler|Euler]] … (the bot's signature)
     <!-- draft 12 begins: the reply as it will be posted (its signature is added then) -->
     :The query below finds 3 results.
@@ -55,7 +55,10 @@ addressed (``{{re|…}}``) when the draft is posted, never in the draft, so the
 review page notifies no one.  What became of each draft
 (posted, with a link to the forum's diff and what showed as text; rejected,
 by whom; dropped or refused, and why) is written into its section, signed by
-the bot.  The drafts' statuses are kept in the state file
+the bot, and its heading's status changes in the same edit (``waiting`` to
+``posted``, ``rejected``, ``dropped`` or ``refused``), so the page's table of
+contents reads like a board; a heading a reviewer renamed is left as they
+named it.  The drafts' statuses are kept in the state file
 (:mod:`bot.drafts`); the review page is never cleaned up by the bot.
 """
 
@@ -76,7 +79,7 @@ from bot.approved import Rerendered, rerender
 from bot.drafts import CLOSED, WAITING, Draft, Drafts, DraftStatus
 from bot.edit_check import elements_around, parse
 from bot.forum import Section, mask_inert, normalize_user, parse_sections, plain_text
-from bot.forum_decisions import addressee, answered_by_human
+from bot.forum_decisions import addressees, answered_by_human, answered_until, settled_by_asker
 from bot.history import UNKNOWN, Attribution, Revision, latest_revisions, own_revisions
 from bot.messages import messages_for
 from bot.render import Markup, address_reply
@@ -202,6 +205,24 @@ class Origin:
             return None
 
 
+#: How a draft's heading names its status, so that the review page's table of contents reads like a board.
+HEADING_STATUS = {DraftStatus.DRAFTED: "waiting", DraftStatus.APPROVED: "waiting", DraftStatus.POSTED: "posted",
+                  DraftStatus.REJECTED: "rejected", DraftStatus.DROPPED: "dropped", DraftStatus.REFUSED: "refused",
+                  DraftStatus.VOIDED: "dropped"}
+#: How much of the forum's heading a draft's heading shows.
+HEADING_CHARS = 80
+
+
+def draft_heading(number: int, heading: str, status: DraftStatus) -> str:
+    """The heading line of draft *number*'s section: its number, the forum section's heading *heading* (a
+    stranger's text, escaped like any other, ``=`` too, so it can neither end the heading nor add markup) and the
+    draft's status in words: ``== Draft 12: Euler (waiting) ==``."""
+    words = " ".join(heading.split())
+    words = words if len(words) <= HEADING_CHARS else words[:HEADING_CHARS - 1] + "…"
+    shown = encode(words, cell=True).replace("]", "&#93;").replace("=", "&#61;")
+    return f"== Draft {number}: {shown} ({HEADING_STATUS[status]}) =="
+
+
 def draft_section(number: int, forum_title: str, heading: str, reply: str, origin: Origin, news: str = "") -> str:
     """The review page's section for one draft: a heading, a signed line linking the forum section (and *news*,
     what the thread gained since an earlier draft, below it), what the draft answers (a comment), the draft."""
@@ -216,7 +237,8 @@ def draft_section(number: int, forum_title: str, heading: str, reply: str, origi
              "query and its table's rows: the bot posts them as text, as it renders every reply (other markup "
              "shows as text too). ~~~~")
     news = f"{news}\n" if news else ""
-    return (f"== Draft {number} ==\n{intro}\n{news}{origin.comment(number)}\n{_begins(number)}\n"
+    return (f"{draft_heading(number, heading, DraftStatus.DRAFTED)}\n{intro}\n{news}{origin.comment(number)}\n"
+            f"{_begins(number)}\n"
             f"{reply[:-len(SIGNATURE)]}\n{_ends(number)}")
 
 
@@ -230,7 +252,9 @@ class DraftView:
     marks: dict[str, int]
 
 
-_DRAFT_HEADING = re.compile(r"^==\s*Draft (\d+)\s*==[ \t]*$", re.MULTILINE)
+#: A draft's heading as the bot writes it (``Draft 12: Euler (waiting)``, or ``Draft 12`` in drafts written before
+#: headings named their status).
+_DRAFT_HEADING = re.compile(r"^==\s*Draft (\d+)(?::[^\n]*)?\s*==[ \t]*$", re.MULTILINE)
 #: A section's heading line (level 2, or 1), read on text whose inert parts are blanked.
 _HEADING = re.compile(r"^==?[^=].*$")
 
@@ -426,8 +450,6 @@ class Review:
         self.reviewers = [normalize_user(name) for name in self.reviewers]
         #: Each waiting draft's number, with the review page's revision whose history showed nothing to do.
         self._unchanged: dict[int, int] = {}
-        #: Each draft's section's heading as it stands (a reviewer may rename it), where its outcome is written.
-        self._headings: dict[int, str] = {}
 
     def next_number(self) -> int:
         """A number no draft ever had: above the state's, the review page's and the bot's edit summaries there
@@ -572,8 +594,6 @@ class Review:
                                              since=min(item.review_revision or 0 for item in waiting))
             history = read_history([item for item in revisions if item.id >= (draft.review_revision or 0)],
                                    draft.number, trusted, normalize_user(self.page.username))
-            if history.now is not None:
-                self._headings[draft.number] = history.now.heading
             if history.removed_by is not None:  # a reviewer took it away
                 self._close(draft, DraftStatus.DROPPED, f"a reviewer ({normalize_user(history.removed_by.user)}) "
                             f"removed the draft's section or its begin marker from {self.page.title}",
@@ -681,12 +701,13 @@ class Review:
         page_text, revision = self.forum.read()
         section = self.forum.locate(page_text, draft.key, attribution, self.forum.reading(page_text, revision),
                                     revision)
-        asker = addressee(section, draft.key) if self.ping_asker and section is not None else None
+        bot = normalize_user(self.forum.username)
+        addressed = addressees(section, draft.key, bot) if self.ping_asker and section is not None else ()
         try_it = messages_for(draft.language or "")["try_it"]
         again = rerender(draft.reply, approval.draft, try_it)
-        posted = address_reply(again.text.rstrip(), asker)
+        posted = address_reply(again.text.rstrip(), addressed)
         # The same reply without templates, for a wiki whose templates the edit check refuses (bot.render.Markup).
-        plain = address_reply(rerender(draft.reply, approval.draft, try_it, Markup.LINKS).text.rstrip(), asker,
+        plain = address_reply(rerender(draft.reply, approval.draft, try_it, Markup.LINKS).text.rstrip(), addressed,
                               Markup.LINKS)
         if section is not None and section.answered and (posted in section.text or plain in section.text):
             # Posted before the bot could record it (killed after the save): recorded now, never posted twice.
@@ -702,7 +723,7 @@ class Review:
             return DraftStatus.DROPPED
         try:
             outcome = self.forum.post_reply(draft.key, posted + SIGNATURE, draft.summary, attribution,
-                                            plain=plain + SIGNATURE)
+                                            addressed=addressed, plain=plain + SIGNATURE)
         except EditRefused as refused:
             self._close(draft, DraftStatus.REFUSED, f"refused by the edit check: {refused}", SectionStatus.REFUSED)
             self._note(draft, DraftStatus.REFUSED, f" by the edit check: {_plain(str(refused))}; nothing was "
@@ -738,6 +759,18 @@ class Review:
                       "check refused its templates" if markup == Markup.LINKS else "") + ".")
         return DraftStatus.POSTED
 
+    def drop(self, key: str, reason: str) -> bool:
+        """Drop the draft waiting for the forum section *key* because its asker said the question is settled
+        (*reason*): the outcome is written into the draft's section, and the question is not drafted again.
+        Whether a draft was waiting."""
+        draft = self.drafts.latest(self.forum.title, key)
+        if draft is None or draft.status not in WAITING:
+            return False
+        self._close(draft, DraftStatus.DROPPED, reason, SectionStatus.SKIPPED)
+        self._note(draft, DraftStatus.DROPPED, f": {_plain(reason)}; nothing was posted, and the question will not "
+                   "be drafted again.")
+        return True
+
     def _stale(self, draft: Draft, section: Section | None) -> str | None:
         """Why the forum section no longer wants this draft, or ``None``."""
         if section is None:
@@ -746,6 +779,8 @@ class Review:
             return "the bot has replied there meanwhile"
         if marked_resolved(section.text):
             return "the section was marked resolved meanwhile"
+        if settled := settled_by_asker(section, answered_until(section, draft.key)):
+            return settled
         if draft.kind == "question" and answered_by_human(section, normalize_user(self.forum.username)):
             return "someone posted a query there meanwhile"
         if draft.digest not in (digest(section), _digest_with_heading(section)):
@@ -762,9 +797,12 @@ class Review:
         the review page, signed.  The outcome is recorded first: a note that cannot be written is logged, and
         the outcome stands."""
         line = f":'''{outcome.capitalize()}'''{words}{SIGNATURE}"
+        # The heading says the outcome too, in the same edit; one a reviewer renamed is theirs, and left alone.
+        retitle = (draft_heading(draft.number, draft.heading, DraftStatus.DRAFTED),
+                   draft_heading(draft.number, draft.heading, outcome))
         try:
-            written = self.page.add_note(self._headings.get(draft.number, f"Draft {draft.number}"), line,
-                                         f"/* Draft {draft.number} */ {outcome}")
+            written = self.page.add_note(_begins(draft.number), line, f"/* Draft {draft.number} */ {outcome}",
+                                         retitle)
         except (EditRefused, EmergencyStop, Error) as error:
             log.warning("draft %d: its outcome could not be written on %s: %s", draft.number, self.page.title,
                         error)

@@ -51,12 +51,13 @@ from bot.forum import (
     is_followup_key, normalize_user, parse_sections, parse_subsections, previous_query, summary_section,
 )
 from bot.forum_decisions import (
-    MAX_DEPTH, addressee, answered_by_human, mark_answered, merged_question, pending_followup, ping_in,
+    MAX_DEPTH, addressees, answered_by_human, mark_answered, merged_question, pending_followup, ping_in,
+    settled_by_asker,
 )
 from bot.history import Attribution, Revision, latest_revisions, revisions_after
 from bot.outcomes import changes, snapshot
 from bot.planner import (
-    AddRecord, AlreadyAnswered, Adopt, Change, Fail, Plan, PlannedRecords, SetStatus, Skip, Task,
+    AddRecord, AlreadyAnswered, Adopt, Change, DropDraft, Fail, Plan, PlannedRecords, SetStatus, Skip, Task, TaskKind,
 )
 from bot.messages import reply_language
 from bot.render import Credit, EarlierRequest, Markup, edit_summary, header_ids, render_reply, reply_kind
@@ -96,6 +97,8 @@ class Watcher:
     short_links: ShortLinks | None = None
     #: The knowledge base the agent answers from: it names the preview's columns in the reply's language.
     kb: KnowledgeBase | None = None
+    #: What each task this process handled answers, by its key: the pass's log line names it so.
+    kinds: dict[str, TaskKind] = field(default_factory=dict)
 
     @property
     def bot(self) -> str:
@@ -116,10 +119,18 @@ class Watcher:
             return self.counter
         finally:
             done = self.counter - before
-            said = changes(records, self.state.sections(self.forum.title))
+            said = changes(records, self.state.sections(self.forum.title), self._kind_of)
             log.info("pass over %s: %s%s", self.forum.title,
                      ", ".join(f"{name} {count}" for name, count in sorted(done.items())) or "nothing done",
                      "; " + "; ".join(said) if said else "")
+
+    def _kind_of(self, key: str) -> str | None:
+        """What the reply recorded under *key* answers (``ping``, ``follow-up``…), when this process or a draft
+        knows it."""
+        if key in self.kinds:
+            return self.kinds[key]
+        draft = self.review.drafts.latest(self.forum.title, key) if self.review is not None else None
+        return draft.kind if draft is not None else None
 
     def _review(self, step: Callable[[], Counter]) -> None:
         """One step of the review page's (take up drafts, post what reviewers approved, drop what they
@@ -323,7 +334,7 @@ class Watcher:
             return None
         if record.next_attempt > time.time():
             return None
-        return Task(view.key, view, "too-long" if len(view.opening) > MAX_REQUEST_CHARS else "question")
+        return Task(view.key, view, TaskKind.TOO_LONG if len(view.opening) > MAX_REQUEST_CHARS else TaskKind.QUESTION)
 
     def _task_for(self, records: PlannedRecords, section: Section, backlog: bool, seen: set[str], revision: int,
                   on_page: set[str], claimed: Sequence[tuple[int, int]] = ()) -> Task | None:
@@ -363,7 +374,11 @@ class Watcher:
             text = section.masked[ping.start - section.start:ping.end - section.start]
             indent = len(text) - len(text.lstrip(":*#"))
             return self._followup_task(records, section, FollowUp(ping.owner, ping.user, ping.start, ping.end,
-                                                                  min(indent + 1, MAX_DEPTH)), seen, revision)
+                                                                  min(indent + 1, MAX_DEPTH)), seen, revision,
+                                       TaskKind.PING)
+        if record.status == SectionStatus.DRAFTED and (settled := settled_by_asker(section)):
+            records.decide(DropDraft(section.key, section.heading, settled))  # nobody needs the waiting draft
+            return None
         if record.status != SectionStatus.PENDING or record.next_attempt > time.time():
             return None
         reason = self.skip_reason(section)
@@ -373,11 +388,13 @@ class Watcher:
         if reason:
             records.decide(Skip(section.key, reason, section.heading))
             return None
-        kind = "too-long" if len(section.opening) > MAX_REQUEST_CHARS else "question"
+        kind = TaskKind.TOO_LONG if len(section.opening) > MAX_REQUEST_CHARS else TaskKind.QUESTION
         return Task(section.key, section, kind)
 
     def _followup_task(self, records: PlannedRecords, section: Section, followup: FollowUp | None, seen: set[str],
-                       revision: int) -> Task | None:
+                       revision: int, kind: TaskKind = TaskKind.FOLLOW_UP) -> Task | None:
+        """The task of answering *followup* (a comment under the bot's reply, or, as *kind* ``ping``, a ping of the
+        bot in a question it has not answered), if it is due."""
         if followup is None:
             return None
         key = followup_key(section.key, followup.revision)
@@ -396,7 +413,7 @@ class Watcher:
         if section.answered and answered >= self.config.max_followups:
             records.decide(Skip(key, f"follow-up limit reached (max_followups = {self.config.max_followups})"))
             return None
-        return Task(key, section, "follow-up", followup)
+        return Task(key, section, kind, followup)
 
     def apply(self, changes: list[Change]) -> None:
         """Write the state changes a plan decided (:meth:`plan`), in the order they were decided, with the log
@@ -418,6 +435,11 @@ class Watcher:
                     self.counter["skipped"] += 1
                     if heading is not None:
                         log.info("skipping %r: %s", heading, reason)
+                case DropDraft(key, heading, reason):
+                    if self.review is None or not self.review.drop(key, reason):
+                        self.state.record_skipped(page, key, reason)
+                        log.info("skipping %r: %s", heading, reason)
+                    self.counter["skipped"] += 1
                 case Adopt(heading, key, old):
                     record = self.state.move(page, old, key)
                     if self.review is not None:
@@ -428,7 +450,7 @@ class Watcher:
                     log.error("%r: cannot decide what to do", section.heading, exc_info=cause)
                     self.state.add(page, section.key, section.heading, SectionStatus.PENDING, section.fingerprint,
                                    section.question)
-                    self._fail(Task(section.key, section, "question"), error)
+                    self._fail(Task(section.key, section, TaskKind.QUESTION), error)
 
     def skip_reason(self, section: Section) -> str | None:
         if not section.signatures:
@@ -439,6 +461,8 @@ class Watcher:
             return refusal
         if marked_resolved(section.text):
             return "the section is marked resolved"
+        if settled := settled_by_asker(section):
+            return settled
         if (self.config.skip_human_answered and len(section.opening) <= MAX_REQUEST_CHARS
                 and answered_by_human(section, self.bot)):
             return "someone already posted a query in a reply"
@@ -448,7 +472,7 @@ class Watcher:
         """Answer *section*'s question now (``--section``), under the same error boundary as a pass."""
         self.state.add(self.forum.title, section.key, section.heading, SectionStatus.PENDING, section.fingerprint,
                        section.question)
-        kind = "too-long" if len(section.opening) > MAX_REQUEST_CHARS else "question"
+        kind = TaskKind.TOO_LONG if len(section.opening) > MAX_REQUEST_CHARS else TaskKind.QUESTION
         self.handle(Task(section.key, section, kind), None, None)
 
     def handle(self, task: Task, attribution: Attribution | None, revision: int | None) -> bool:
@@ -460,6 +484,7 @@ class Watcher:
         once the stop page is emptied.
         """
         self.counter["read"] += 1
+        self.kinds[task.key] = task.kind
         try:
             self._reply(task, attribution)
         except EmergencyStop as stop:
@@ -481,24 +506,25 @@ class Watcher:
         holds = "no_query"  # what the reply holds (bot.render.reply_kind)
         language = ""
         plain = None  # the reply in its plain form (bot.render.Markup), where the wiki refuses its templates
-        if task.kind == "too-long":
+        addressed: tuple[str, ...] = ()  # whom the reply addresses: MediaWiki's check lets it link them
+        if task.kind == TaskKind.TOO_LONG:
             log.info("%r is too long to read: replying with a note", section.heading)
             reply = TOO_LONG_NOTE
         else:
-            request = (extract_request(section) if task.kind == "question"
+            request = (extract_request(section) if task.kind == TaskKind.QUESTION
                        else extract_followup(section, task.followup, self._previous_query(task)))
             if self.short_links is not None:
                 asked = (section.opening if task.followup is None
                          else section.text[task.followup.start - section.start:task.followup.end - section.start])
                 request = self.short_links.resolve(request, asked)
-            earlier = self._recall(request, task.kind == "question")
+            earlier = self._recall(request, task.kind == TaskKind.QUESTION)
             result = self._refused_answer(task, request)
             if result is None:
                 log.info("answering %r (%s)", section.heading, task.kind)
                 result = self.answer(request)
                 # Scrubbed before it is stored: an endpoint's error may echo a secret into the stop message.
                 self.state.record_trace(page, task.key, scrub(result.to_dict()))
-            if not result.language and task.kind == "follow-up":  # the model named none: the thread's language
+            if not result.language and task.kind == TaskKind.FOLLOW_UP:  # the model named none: the thread's language
                 result.language = self._previous(task, "language") or ""
             if result.stop_reason in SERVICE_FAILURES:
                 self._fail(task, f"{result.stop_reason}: {result.stop_message}", transient=True)
@@ -509,14 +535,15 @@ class Watcher:
                                           f"no query found ({result.stop_reason}); staying silent")
                 self.counter["no answer"] += 1
                 return
-            # With the review step the asker is addressed when the approved draft is posted, never in the draft.
-            asker = addressee(section, task.key) if self.config.ping_asker and self.review is None else None
+            # With the review step the people answered are addressed when the approved draft is posted, never in
+            # the draft.
+            if self.config.ping_asker and self.review is None:
+                addressed = addressees(section, task.key, self.bot)
             headers = self._headers(result)
             reply, plain = (render_reply(result, depth=task.depth, max_chars=self.config.reply_max_chars,
-                                         credit=self.credit, earlier=earlier, asker=asker, headers=headers,
+                                         credit=self.credit, earlier=earlier, addressed=addressed, headers=headers,
                                          markup=markup) for markup in (Markup.TEMPLATES, Markup.LINKS))
-        # A ping in a thread the bot has not answered is its first answer there, not a revision of one.
-        summary = edit_summary(summary_section(section), task.kind if section.answered else "question", holds)
+        summary = edit_summary(summary_section(section), task.kind, holds)
         if self.review is not None:
             status = self.review.submit(task.key, section, task.kind, reply, summary, language, plain=plain)
             self.counter[status] += 1
@@ -526,7 +553,8 @@ class Watcher:
             return
         # A question of its own (not a follow-up) is found by what it asks if it was merged into another thread.
         question = section.question if task.followup is None and not is_followup_key(task.key) else None
-        outcome = self.forum.post_reply(task.key, reply, summary, attribution, question=question, plain=plain)
+        outcome = self.forum.post_reply(task.key, reply, summary, attribution, addressed=addressed, question=question,
+                                        plain=plain)
         if outcome.markup == Markup.LINKS and plain is not None:
             reply = plain
         if outcome.status == "posted":  # the answer covered the thread as the pass read it

@@ -60,6 +60,7 @@ import difflib
 import logging
 import re
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import pywikibot
@@ -358,35 +359,57 @@ class ForumPage:
         return locate(text, key, self.username, None, reading, own, question)
 
     def post_reply(self, key: str, reply: str, summary: str, attribution: Attribution | None = None, *,
-                   question: str | None = None, plain: str | None = None) -> PostOutcome:
+                   addressed: Sequence[str] = (), question: str | None = None,
+                   plain: str | None = None) -> PostOutcome:
         """Add *reply* to the section whose identity is *key*, once; where MediaWiki's check refuses it, *plain*,
         the same reply in its plain form (:class:`bot.render.Markup`), if it accepts that.
 
         *attribution* is who added which line as of the revision the watcher read (see
-        :mod:`bot.history`); without it the section is found by its text alone.  With *question* (the
+        :mod:`bot.history`); without it the section is found by its text alone.  *addressed* are the users the
+        reply addresses (:func:`bot.forum_decisions.addressees`): MediaWiki's check lets it link each of them once
+        more, those the history names as writers of the section, and no one else.  With *question* (the
         section's :attr:`Section.question`), a section whose question was merged into another thread as a
         subsection is answered there, *summary* linking that subsection.  An :class:`EditRefused` carries the
         revision it was decided on (``revision``).
         """
         try:
-            return self._post_reply(key, reply, summary, attribution, question=question, plain=plain)
+            return self._post_reply(key, reply, summary, attribution, addressed=addressed, question=question,
+                                    plain=plain)
         except EditRefused as refused:
             refused.revision = self.page().latest_revision_id
             raise
 
-    def add_note(self, heading: str, note: str, summary: str) -> PostOutcome:
-        """Add *note* (a signed line) to the one section headed *heading*, a section the bot wrote itself (a
-        draft's on the review page), checked like a reply."""
+    def add_note(self, marker: str, note: str, summary: str, retitle: tuple[str, str] | None = None) -> PostOutcome:
+        """Add *note* (a signed line) to the one section holding *marker* (a draft's begin marker on the review
+        page: the section the bot wrote, whatever its heading says now), checked like a reply.  With *retitle*
+        (the heading line the bot wrote, and the one it writes now) the section's heading changes in the same
+        edit, when it is still the bot's own line: a heading someone renamed is left alone."""
         text, revision = self.read()
         found = [section for section in parse_sections(text, reading=self.reading(text, revision))
-                 if section.heading == heading]
+                 if marker in section.text]
         if len(found) != 1:
             return PostOutcome("section-gone")
-        return self._post_reply(found[0].key, note, summary, None, again=True)
+        return self._post_reply(found[0].key, note, summary, None, again=True, retitle=retitle)
+
+    def _retitled(self, checked: CheckedEdit, section: Section, retitle: tuple[str, str]) -> CheckedEdit:
+        """*checked* with *section*'s heading line changed from ``retitle[0]`` to ``retitle[1]`` (both the bot's
+        own rendering), when the line is still the first; MediaWiki must read the new line as one heading."""
+        old, new = retitle
+        line_end = checked.text.find("\n", section.start)
+        line_end = len(checked.text) if line_end < 0 else line_end
+        if checked.text[section.start:line_end].rstrip() != old:
+            return checked
+        if len(sections_of(self.site, self.title, new)) != 1:
+            raise EditRefused(f"the heading {new!r} would not make one section")
+        # ``point`` stays: it is an offset in the text before the edit, which the new heading does not change.
+        return dataclasses.replace(checked, text=checked.text[:section.start] + new + checked.text[line_end:])
 
     def _post_reply(self, key: str, reply: str, summary: str, attribution: Attribution | None,
-                    again: bool = False, question: str | None = None, plain: str | None = None) -> PostOutcome:
-        """:meth:`post_reply`; *again*: in a section the bot has written in already."""
+                    again: bool = False, addressed: Sequence[str] = (),
+                    retitle: tuple[str, str] | None = None, question: str | None = None,
+                    plain: str | None = None) -> PostOutcome:
+        """:meth:`post_reply`; *again*: in a section the bot has written in already; *retitle*: see
+        :meth:`add_note`."""
         for attempt in range(MAX_CONFLICT_RETRIES + 1):
             page = self.page()
             old = page.get(force=True)
@@ -407,7 +430,9 @@ class ForumPage:
             if self.refusal(old, section, self.reading(old, base)):
                 return PostOutcome("opted-out")
             # A dry run asks MediaWiki too (read-only): it shows what a live run would refuse.
-            checked, diff, markup, why = self._checked_forms(old, base, section, reply, plain)
+            checked, diff, markup, why = self._checked_forms(old, base, section, reply, plain, addressed)
+            if retitle is not None:
+                checked = self._retitled(checked, section, retitle)
             if merged is not None:
                 summary = relinked(summary, section)
             if not self.writes:
@@ -445,15 +470,15 @@ class ForumPage:
                  "goes above %s", section.heading, lines, " was" if lines == 1 else "s were",
                  "it" if lines == 1 else "them")
 
-    def _checked_forms(self, old: str, base: int, section: Section, reply: str,
-                       plain: str | None) -> tuple[CheckedEdit, str, Markup, str]:
+    def _checked_forms(self, old: str, base: int, section: Section, reply: str, plain: str | None,
+                       addressed: Sequence[str] = ()) -> tuple[CheckedEdit, str, Markup, str]:
         """The edit adding *reply* to *section* as MediaWiki's check lets it be saved (:meth:`_checked_reply`), or,
         where it refuses that at every place for what one of the reply's templates brings in, *plain* (the reply in
         its plain form) where it accepts that: the
         edit, its diff, the form and why the plain one (a template of the reply's, named by
         :meth:`_refusal_reason`).  Raises :class:`EditRefused` with both forms' reasons when it refuses both."""
         try:
-            checked, diff = self._checked_reply(old, base, section, reply)
+            checked, diff = self._checked_reply(old, base, section, reply, addressed)
             return checked, diff, Markup.TEMPLATES, ""
         except EditRefused as refused:
             reason, causes = self._refusal_reason(refused, reply)
@@ -462,7 +487,7 @@ class ForumPage:
             if plain is None or plain == reply or not causes:
                 raise EditRefused(reason, unexpected) from refused
         try:
-            checked, diff = self._checked_reply(old, base, section, plain)
+            checked, diff = self._checked_reply(old, base, section, plain, addressed)
         except EditRefused as also:
             raise EditRefused(f"{reason}; and in its plain form (items as links, the query as a text block and a "
                               f"link): {also}", unexpected | also.unexpected) from also
@@ -493,7 +518,8 @@ class ForumPage:
         log.warning("%r: the reply goes in its plain form (items as links, the query as a text block and a link): "
                     "MediaWiki's check refuses its normal form: %s", heading, reason)
 
-    def _checked_reply(self, old: str, base: int, section: Section, reply: str) -> tuple[CheckedEdit, str]:
+    def _checked_reply(self, old: str, base: int, section: Section, reply: str,
+                       addressed: Sequence[str] = ()) -> tuple[CheckedEdit, str]:
         """The edit adding *reply* to *section* of *old* (revision *base*) as MediaWiki's check lets it be saved,
         and its diff: at the end of the thread, or, where the check refuses that, right after the text the reply
         answers (:func:`bot.forum_decisions.reply_points`), so nothing someone saved below a question keeps the
@@ -503,13 +529,15 @@ class ForumPage:
         answers = section.reply_after if any(signature.end == section.reply_after
                                              for signature in section.signatures) else None
         unexpected: frozenset[str] = frozenset()
+        writers = thread_users(section)
+        linked = frozenset(f"User:{user}" for user in addressed if user in writers)
         for point in reply_points(old, section):
             new = insert_reply(old, section, reply, point)
             verify_only_added(old, new, section, reply)
             try:
                 checked = checked_text(self.site, self.title, old, base, point, reply, self.allowance(),
                                        section_start=section.start,
-                                       addressed=frozenset(f"User:{user}" for user in thread_users(section)),
+                                       addressed=linked,
                                        answers=answers)
             except EditRefused as refused:
                 refusals.append(str(refused))

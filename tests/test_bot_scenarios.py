@@ -502,3 +502,74 @@ def test_a_short_link_in_a_request_reaches_the_model_as_the_askers_query(mediawi
     assert "The person asking gave this query:" in asked and EULER_ADVISORS_QUERY in asked
     assert "Your explanation opens your reply" in asked
     assert "does not redirect (HTTP 404)" in done.stderr and "points to www.wikidata.org" in done.stderr
+
+
+# --- whom a reply addresses -------------------------------------------------------------------------------------
+
+def signed(user: str, minute: int) -> str:
+    return f"[[User:{user}|{user}]] ([[User talk:{user}|talk]]) 12:{minute:02d}, 20 November 2026 (UTC)"
+
+
+def user_pages_linked(mediawiki, title: str, wikitext: str) -> set[str]:
+    """The user pages MediaWiki's parser links in *wikitext* (on page *title*): those a mention notifies."""
+    parsed = mediawiki.api(action="parse", title=title, text=wikitext, contentmodel="wikitext", prop="links")
+    return {link["title"] for link in parsed["parse"]["links"] if link["ns"] == 2}
+
+
+def reply_lead(page: str, heading: str, after: str) -> str:
+    """The first line of the bot's reply in section *heading*, below the comment that ends with *after*."""
+    from tests.test_watcher import section_text
+
+    return section_text(page, heading).split(after, 1)[1].strip("\n").split("\n", 1)[0]
+
+
+def test_a_ping_in_an_old_question_addresses_the_asker_and_the_one_who_pinged(mediawiki, forum, rig):
+    bob = mediawiki.editor("Bob")
+    mediawiki.edit_as_human(forum, "Ask here." + new_section("Old question", "Who advised Euler?"), "a question")
+    run = rig.run(forum, "--once", "--live")  # the first look: the question is backlog, never answered
+    assert run.code == 0 and rig.bot_edits(forum) == []
+    bob.edit(forum, mediawiki.page_text(forum) + "\n:{{ping|SpinachBot}} could you help here? " + signed("Bob", 5)
+             + "\n", "a ping")
+    done = rig.run(forum, "--once", "--live")
+    assert done.code == 0, done.stderr[-3000:]
+    [edit] = rig.bot_edits(forum)
+    lead = reply_lead(mediawiki.page_text(forum), "Old question", "could you help here? " + signed("Bob", 5))
+    assert lead.startswith("::{{re|1=Alice|2=Bob}} "), lead  # the asker first, then who asked the bot
+    assert user_pages_linked(mediawiki, forum, lead) == {"User:Alice", "User:Bob"}  # both are notified
+    assert "answering 'Old question' (ping)" in done.stderr and "(follow-up)" not in done.stderr
+    assert edit["comment"].startswith("/* Old question */ answer to a ping: a SPARQL query"), edit["comment"]
+
+
+def test_a_third_partys_follow_up_addresses_the_asker_and_its_author(mediawiki, forum, rig):
+    bob = mediawiki.editor("Bob")
+    mediawiki.edit_as_human(forum, "Ask here.", "the forum")
+    assert rig.run(forum, "--once", "--live").code == 0
+    mediawiki.edit_as_human(forum, mediawiki.page_text(forum) + new_section("Euler", "Who advised Euler?"), "ask")
+    assert rig.run(forum, "--once", "--live").code == 0 and len(rig.bot_edits(forum)) == 1
+    bob.edit(forum, mediawiki.page_text(forum) + "\n::{{ping|SpinachBot}} and who advised them? " + signed("Bob", 30)
+             + "\n", "a follow-up")
+    done = rig.run(forum, "--once", "--live")
+    assert done.code == 0, done.stderr[-3000:]
+    latest = rig.bot_edits(forum)[0]
+    assert len(rig.bot_edits(forum)) == 2 and "follow-up" in latest["comment"], latest["comment"]
+    lead = reply_lead(mediawiki.page_text(forum), "Euler", "and who advised them? " + signed("Bob", 30))
+    assert lead.startswith(":::{{re|1=Alice|2=Bob}} "), lead
+    assert user_pages_linked(mediawiki, forum, lead) == {"User:Alice", "User:Bob"}
+    assert "answering 'Euler' (follow-up)" in done.stderr
+
+
+def test_a_question_its_asker_settled_before_the_bot_came_is_skipped_with_the_reason(mediawiki, forum, rig):
+    mediawiki.edit_as_human(forum, "Ask here.", "the forum")
+    assert rig.run(forum, "--once", "--live").code == 0
+    page = "Ask here." + new_section("Euler", "Who advised Euler?") + new_section("Students", "Who did Euler teach?")
+    mediawiki.edit_as_human(forum, page, "two questions")
+    page = page.replace("Who advised Euler? " + signed("Alice", 0), "Who advised Euler? " + signed("Alice", 0)
+                        + "\n:Solved, thanks. " + signed("Alice", 10))
+    page += ":And their students' students? " + signed("Alice", 11) + "\n"
+    mediawiki.edit_as_human(forum, page, "one settled, one asked further")
+    done = rig.run(forum, "--once", "--live")
+    assert done.code == 0, done.stderr[-3000:]
+    [edit] = rig.bot_edits(forum)
+    assert edit["comment"].startswith("/* Students */")
+    assert "skipping 'Euler': the asker said the question is settled (\"solved\")" in done.stderr
+    assert rig.records()[next(key for key in rig.records() if key.startswith("Euler @"))].status == "skipped"

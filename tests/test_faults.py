@@ -1134,7 +1134,7 @@ def test_a_draft_saved_while_its_answer_is_lost_is_written_once_and_a_reviewers_
     rig.logs.append(log)
     assert lost.fired == 1
     text = review.text()
-    assert text.count("== Draft 1 ==") == 1 and "== Draft 2 ==" not in text, log[-3000:]
+    assert text.count("== Draft 1:") == 1 and "== Draft 2:" not in text, log[-3000:]
     assert note in text, log[-3000:]
     assert not [revision for revision in rig.bot.bot_edits(review.page) if "undo" in revision["comment"]]
     review.mark(1, "{{approved}}")
@@ -1179,7 +1179,7 @@ def test_sigkill_at_every_write_point_of_the_review_step_loses_no_draft_and_doub
         rig.logs.append(review.run())
     rig.logs.append(review.run())  # one more pass: nothing more happens
     text = review.text()
-    assert text.count("== Draft 1 ==") == 1 and "== Draft 2 ==" not in text, rig.logs[-1][-3000:]
+    assert text.count("== Draft 1:") == 1 and "== Draft 2:" not in text, rig.logs[-1][-3000:]
     assert count_replies(rig.mediawiki.page_text(page), "Euler") == 1, rig.logs[-1][-3000:]
     assert review.drafts() == {"Euler": ("posted", None)}
     assert review.sections() == {"Euler": "answered"}
@@ -1219,7 +1219,7 @@ def test_a_draft_whose_save_lands_after_the_restarted_bot_looked_for_lost_drafts
     review.mark(1, "{{approved}}")
     rig.logs.append(review.run())
     text = review.text()
-    assert text.count("== Draft 1 ==") == 1 and "== Draft 2 ==" not in text, rig.logs[-1][-3000:]
+    assert text.count("== Draft 1:") == 1 and "== Draft 2:" not in text, rig.logs[-1][-3000:]
     assert count_replies(rig.mediawiki.page_text(page), "Euler") == 1, rig.logs[-1][-3000:]
 
 

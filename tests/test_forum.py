@@ -12,7 +12,7 @@ from bot.forum import (
 )
 from bot.forum_decisions import (
     MAX_DEPTH, answered_by_human, insert_reply, locate_after_change, mark_answered, pending_followup, ping_in,
-    reply_points, saved_meanwhile,
+    reply_points, saved_meanwhile, says_settled,
 )
 from bot.history import UNKNOWN, Attribution, OwnEdit
 from bot.wikiparse import INERT_TAGS
@@ -550,3 +550,25 @@ def test_a_question_merged_as_a_subsection_is_found_there_and_a_renamed_one_is_n
     assert pending_followup(thread, BOT) is not None
     view = locate_after_change(again, merged, key, BOT, question=question)
     assert view is not None and pending_followup(thread, BOT, claimed=[(view.start, view.end)]) is None
+
+
+@pytest.mark.parametrize("words, phrase", [
+    ("Never mind, I found it myself: SELECT ?x WHERE { ?x wdt:P31 wd:Q5 }", "never mind"),
+    ("Solved, thanks", "solved"),
+    ("Erledigt, danke! Ich habe es selbst gefunden.", "erledigt"),
+    ("J'ai trouvé, merci", "trouvé"),
+    ("Ya lo encontré, gracias", "lo encontré"),
+    ("Нашёл сам, спасибо", "нашёл"),
+    ("Решено", "решено"),
+    ("Not solved yet", None),
+    ("Noch nicht gefunden", None),
+    ("Je n'ai pas trouvé", None),
+    ("I haven't found it", None),
+    ("Found it, but what about the years?", None),  # a follow-up that asks anew
+    ("¿Y los años? Lo encontré", None),
+    ("This is unsolved", None),
+    ("Found it" + " x" * 5000, "found it"),
+    (" x" * 5000 + " found it", None),  # only the start of a long comment is read
+])
+def test_an_askers_words_say_the_question_is_settled_only_without_a_new_question(words, phrase):
+    assert says_settled(words) == phrase

@@ -146,7 +146,7 @@ def test_a_reply_leads_with_words_then_the_query_rows_rest_trace_and_a_signature
                                 final="SELECT ?x WHERE { ?x wdt:P31 wd:Q5 }",
                                 explanation="The query lists humans (P31 = Q5). It reads every item. Items without "
                                             "a class are left out.\nSome humans lack P31."),
-                         credit=Credit("User:SpinachBot/About", "Alice"), asker="Bob")
+                         credit=Credit("User:SpinachBot/About", "Alice"), addressed=("Bob",))
     lines = reply.splitlines()
     assert lines[0] == (":{{re|1=Bob}} The query lists humans (P31 = Q5). It reads every item. "
                         "The query below finds 7 results, the first 3 in the table.")
@@ -169,10 +169,16 @@ def test_without_an_explanation_the_reply_opens_with_how_many_results():
 
 
 def test_the_asker_is_addressed_only_by_a_name_a_user_can_have():
-    assert render_reply(result(label="l", final="SELECT ?x {}"), asker="A=B").startswith(":{{re|1=A=B}} ")
-    for name in (None, "", "Bob]] [[Category:X", "{{x}}"):
-        assert "{{re" not in render_reply(result(label="l", final="SELECT ?x {}"), asker=name)
-    assert render_reply(result(label="l", final="SELECT ?x {}"), asker="Bob", depth=3).startswith(":::{{re|1=Bob}} ")
+    assert render_reply(result(label="l", final="SELECT ?x {}"), addressed=("A=B",)).startswith(":{{re|1=A=B}} ")
+    for names in ((), ("",), ("Bob]] [[Category:X",), ("{{x}}",)):
+        assert "{{re" not in render_reply(result(label="l", final="SELECT ?x {}"), addressed=names)
+    assert render_reply(result(label="l", final="SELECT ?x {}"), addressed=("Bob",), depth=3).startswith(
+        ":::{{re|1=Bob}} ")
+
+
+def test_the_people_a_reply_answers_are_addressed_each_once_in_order():
+    reply = render_reply(result(label="l", final="SELECT ?x {}"), addressed=("Alice", "Bob", "Alice", "{{x}}"))
+    assert reply.startswith(":{{re|1=Alice|2=Bob}} ")
 
 
 def test_a_diagnosis_of_the_askers_draft_leads_the_reply():
@@ -212,7 +218,9 @@ def test_the_edit_summary_says_what_the_reply_is():
         "/* Euler */ automated reply: this cannot be answered from Wikidata")
     for holds in ("query", "no_query", "cannot_answer"):
         assert "follow-up" in edit_summary("Euler", "follow-up", holds)
-    for kind in ("question", "follow-up", "too-long"):
+        assert "answer to a ping" in edit_summary("Euler", "ping", holds)
+        assert "follow-up" not in edit_summary("Euler", "ping", holds)
+    for kind in ("question", "follow-up", "ping", "too-long"):
         for holds in ("no_query", "cannot_answer"):
             assert "SPARQL query" not in edit_summary("E", kind, holds)
 
@@ -222,8 +230,8 @@ def test_the_plain_form_calls_no_template_and_shows_the_same_rows_and_query():
     showing the row's label, the query as a text block and a link, the asker as a link; nothing else changes."""
     run = result(thought="Look up the answer", label="Douglas [[Adams]] | {{x}}",
                  final="SELECT ?x WHERE { ?x wdt:P31 wd:Q5 }", explanation="The query lists humans.")
-    normal = render_reply(run, asker="Bob")
-    plain = render_reply(run, asker="Bob", markup=Markup.LINKS)
+    normal = render_reply(run, addressed=("Bob",))
+    plain = render_reply(run, addressed=("Bob",), markup=Markup.LINKS)
     assert "{{" in normal and mwparserfromhell.parse(plain).filter_templates() == []
     lines = plain.splitlines()
     assert lines[0] == (":[[User:Bob|Bob]]: The query lists humans. The query below finds 7 results, the first 3 "

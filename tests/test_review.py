@@ -8,6 +8,8 @@ signs as Bob is still hers.
 from __future__ import annotations
 
 import hashlib
+import html
+import re
 import sqlite3
 
 import pytest
@@ -19,6 +21,12 @@ from tests.support.wikidata_server import select
 from tests.test_watcher import new_section, scripted, section_text, signature
 
 pytestmark = pytest.mark.mediawiki
+
+
+def draft_heading_line(text: str, number: int) -> str:
+    """The heading line of draft *number*'s section in the review page's *text*: the bot's (``== Draft 1: …``), or
+    one a reviewer renamed (``== Draft 1 (checked) ==``)."""
+    return next(line for line in text.split("\n") if re.match(rf"==\s*Draft {number}\b[^\n]*==\s*$", line))
 
 
 def unique(name: str) -> str:
@@ -59,15 +67,20 @@ class Reviewing:
     def text(self) -> str:
         return self.rig.mediawiki.page_text(self.page)
 
+    def heading(self, number: int) -> str:
+        """Draft *number*'s heading line as it stands (``== Draft 1: Euler (waiting) ==``, or as renamed)."""
+        return draft_heading_line(self.text(), number)
+
     def draft(self, number: int) -> str:
-        return self.text().split(f"== Draft {number} ==\n", 1)[1].split("\n== ", 1)[0]
+        return self.text().split(self.heading(number) + "\n", 1)[1].split("\n== ", 1)[0]
 
     def edit_draft(self, number: int, change, summary: str = "review") -> None:
         """Alice edits the section of draft *number* with *change* (a function of its text)."""
         text = self.text()
-        head, rest = text.split(f"== Draft {number} ==\n", 1)
+        heading = draft_heading_line(text, number)
+        head, rest = text.split(heading + "\n", 1)
         section, _, tail = rest.partition("\n== ")
-        self.rig.mediawiki.edit_as_human(self.page, head + f"== Draft {number} ==\n" + change(section)
+        self.rig.mediawiki.edit_as_human(self.page, head + heading + "\n" + change(section)
                                          + (("\n== " + tail) if tail else ""), summary)
 
     def mark(self, number: int, mark: str, user: str = "Alice") -> None:
@@ -129,7 +142,7 @@ def test_a_draft_is_posted_when_a_reviewer_approves_it_and_dropped_when_one_reje
     assert 'answered "Euler"' in log and 'rejected by a reviewer "Euler again"' in log
 
     review.run()  # nothing is drafted or posted again
-    assert len(rig.bot_edits(forum)) == 1 and "== Draft 3 ==" not in review.text()
+    assert len(rig.bot_edits(forum)) == 1 and "== Draft 3:" not in review.text()
 
 
 def test_the_edited_draft_is_posted_and_still_checked_by_mediawiki(mediawiki, forum, rig, request):
@@ -185,7 +198,7 @@ def test_a_stale_draft_is_checked_again_and_dropped_with_its_reason(mediawiki, f
     assert "'''Dropped''': someone posted a query there meanwhile" in review.draft(1)
     assert "drafted anew" in review.draft(2)
     review.run()  # the changed question is drafted anew, with its thread as it is now, shown to the reviewers
-    assert "== Draft 3 ==" in review.text() and review.drafts()["Euler again"] == ("drafted", None)
+    assert "== Draft 3:" in review.text() and review.drafts()["Euler again"] == ("drafted", None)
     news = review.draft(3).split("<!-- draft 3 answers", 1)[0]
     assert "The thread changed since draft 2" in news and "Also their years?" in news
     assert "Try" not in news  # the other section's new comment is not this thread's
@@ -207,8 +220,9 @@ def test_a_section_marked_resolved_is_not_drafted_and_its_waiting_draft_is_dropp
     review.mark(1, "{{approved}}")
     review.run()
     review.run()
-    assert rig.bot_edits(forum) == [] and "== Draft 2 ==" not in review.text()
-    assert review.drafts()["Euler"] == ("dropped", "stale: the section was marked resolved meanwhile")
+    assert rig.bot_edits(forum) == [] and "== Draft 2:" not in review.text()
+    # the asker said so in words too: the draft is dropped at once, with their reason, approved or not
+    assert review.drafts()["Euler"] == ("dropped", 'the asker said the question is settled ("found it")')
     assert review.sections()["Euler"] == "skipped"
 
 
@@ -235,9 +249,10 @@ def edit_as_stranger(mediawiki, title: str, text: str, summary: str = "an edit")
 def change_draft(review: Reviewing, number: int, change, editor) -> None:
     """*editor* (a function of title, text, summary) saves the review page with draft *number*'s section changed."""
     text = review.text()
-    head, rest = text.split(f"== Draft {number} ==\n", 1)
+    heading = draft_heading_line(text, number)
+    head, rest = text.split(heading + "\n", 1)
     section, _, tail = rest.partition("\n== ")
-    editor(review.page, head + f"== Draft {number} ==\n" + change(section) + (("\n== " + tail) if tail else ""),
+    editor(review.page, head + heading + "\n" + change(section) + (("\n== " + tail) if tail else ""),
            "an edit")
 
 
@@ -273,7 +288,7 @@ def test_a_change_to_the_draft_by_someone_not_a_reviewer_is_undone_and_never_pos
     [edit] = rig.bot_edits(forum)
     assert "INSERTED" not in mediawiki.page_text(forum) and review.drafts()["Euler"][0] == "posted"
     assert "'''Posted'''" in review.draft(1) and f"[[Special:Diff/{edit['revid']}|" in review.draft(1)
-    assert "== Draft 2 ==" not in review.text()  # the question kept its draft: nothing drafted anew
+    assert "== Draft 2:" not in review.text()  # the question kept its draft: nothing drafted anew
 
 
 def test_the_draft_is_posted_as_it_stood_when_the_reviewer_approved_it(mediawiki, forum, rig, request):
@@ -315,8 +330,8 @@ def test_a_copied_section_or_a_moved_mark_approves_nothing(mediawiki, forum, rig
     edit_as_stranger(mediawiki, review.page, moved.rstrip("\n") + "\n" + mark + "\n")
     # A copy of draft 1's section, with other words, above the real one.
     text = review.text()
-    copy = "== Draft 1 ==\n" + review.draft(1).replace(":Here is a query", ":COPIED Here is a query") + "\n"
-    edit_as_stranger(mediawiki, review.page, text.replace("== Draft 1 ==", copy + "== Draft 1 ==", 1))
+    copy = review.heading(1) + "\n" + review.draft(1).replace(":Here is a query", ":COPIED Here is a query") + "\n"
+    edit_as_stranger(mediawiki, review.page, text.replace(review.heading(1), copy + review.heading(1), 1))
     review.run()
     assert "COPIED" not in mediawiki.page_text(forum)
     drafts = review.drafts()
@@ -338,12 +353,12 @@ def test_with_the_state_lost_waiting_drafts_are_taken_up_numbers_never_reused_an
     text = mediawiki.page_text(forum)
     assert section_text(text, "Euler").count("[[User:SpinachBot|SpinachBot]]") == 1, log[-3000:]
     assert "[[User:SpinachBot" not in section_text(text, "Euler again") + section_text(text, "Euler third")
-    assert "== Draft 4 ==" not in review.text()  # nothing drafted twice
+    assert "== Draft 4:" not in review.text()  # nothing drafted twice
     assert review.drafts() == {"Euler": ("posted", None), "Euler again": ("drafted", None),
                                "Euler third": ("rejected", None)}
     ask(mediawiki, forum, "Euler four")
     review.run()
-    assert review.text().count("== Draft 1 ==") == 1 and "Euler four" in review.draft(4)
+    assert review.text().count("== Draft 1:") == 1 and "Euler four" in review.draft(4)
     review.mark(2, "{{approved}}")
     review.run()
     text = mediawiki.page_text(forum)
@@ -364,7 +379,7 @@ def test_a_removed_marker_silences_nothing_unless_a_reviewer_removed_it(mediawik
         assert status == "drafted" and "<!-- draft 1 ends -->" in review.draft(1)
         review.mark(1, "{{approved}}")
         review.run()
-        assert review.drafts()["Euler"][0] == "posted" and "== Draft 2 ==" not in review.text()
+        assert review.drafts()["Euler"][0] == "posted" and "== Draft 2:" not in review.text()
     else:
         assert status == "dropped" and "end marker" in reason and review.sections()["Euler"] == "skipped"
         assert rig.bot_edits(forum) == []
@@ -416,7 +431,7 @@ def test_an_element_a_stranger_left_open_above_a_draft_is_undone_and_the_draft_p
     assert review.drafts()["Euler again"][0] == "drafted" and review.text().count("'''Restored'''") == 1
     review.mark(2, "{{approved}}")
     review.run()
-    assert review.drafts()["Euler again"][0] == "posted" and "== Draft 3 ==" not in review.text()
+    assert review.drafts()["Euler again"][0] == "posted" and "== Draft 3:" not in review.text()
 
 
 def test_an_element_open_above_a_draft_before_it_was_written_gets_it_refused_until_a_reviewer_closes_it(
@@ -439,7 +454,7 @@ def test_an_element_open_above_a_draft_before_it_was_written_gets_it_refused_unt
 
 def test_a_reviewer_may_rename_a_drafts_section_while_approving_it(mediawiki, forum, rig, request):
     review = drafted(rig, forum, request.node.name, "Euler")
-    text = review.text().replace("== Draft 1 ==", "== Draft 1 (checked) ==", 1)
+    text = review.text().replace(review.heading(1), "== Draft 1 (checked) ==", 1)
     mediawiki.edit_as_human(review.page, text.rstrip() + f"\n:{{{{approved}}}} {signature('Alice', 50)}\n", "ok")
     log = review.run()
     assert review.drafts()["Euler"][0] == "posted", log[-3000:]
@@ -457,7 +472,7 @@ def test_with_the_state_lost_a_renamed_forum_section_keeps_its_approved_draft(me
     log = review.run()
     text = mediawiki.page_text(forum)
     assert section_text(text, "Euler's advisors").count("[[User:SpinachBot|SpinachBot]]") == 1, log[-3000:]
-    assert "== Draft 2 ==" not in review.text()
+    assert "== Draft 2:" not in review.text()
 
 
 def test_a_strip_marker_planted_on_the_review_page_silences_no_draft(mediawiki, forum, rig, request):
@@ -469,7 +484,7 @@ def test_a_strip_marker_planted_on_the_review_page_silences_no_draft(mediawiki, 
     review.run()
     ask(mediawiki, forum, "Euler")
     review.run()
-    assert "== Draft 1 ==" in review.text(), review.drafts()
+    assert "== Draft 1:" in review.text(), review.drafts()
     review.mark(1, "{{approved}}")
     review.run()
     assert review.drafts()["Euler"][0] == "posted"
@@ -514,3 +529,100 @@ def test_an_approved_draft_goes_in_its_plain_form_where_the_forums_q_template_no
     finally:
         mediawiki.edit_as_human("Template:Q", "{{{1}}}", "entity template")
         mediawiki.edit_as_human("Q124500", "", "blanked")
+
+
+# --- an asker who found the answer themselves -----------------------------------------------------------------
+
+def answer_in_thread(mediawiki, forum: str, comments: dict[str, str]) -> None:
+    """Alice writes *comments* (by the heading of her question, asked by :func:`ask`) below her questions."""
+    page = mediawiki.page_text(forum)
+    for minute, (heading, comment) in enumerate(comments.items()):
+        question = f"== {heading} ==\nWho advised Euler? {signature(minute=minute)}\n"
+        assert question in page + "\n", heading
+        page = (page + "\n").replace(question, question + f":{comment} {signature(minute=30 + minute)}\n", 1)
+    mediawiki.edit_as_human(forum, page, "the asker answers in the threads")
+
+
+SETTLED = {"Euler": ("Never mind, I found it myself: SELECT ?advisor WHERE { wd:Q7604 wdt:P184 ?advisor }",
+                     'the asker said the question is settled ("never mind")'),
+           "Euler de": ("Erledigt, danke! Ich habe es selbst gefunden.",
+                        'the asker said the question is settled ("erledigt")'),
+           "Euler query": (f"This works: {{{{SPARQL|query={EULER_ADVISORS_QUERY}}}}}",
+                           "the asker posted a query in the thread")}
+
+
+def test_an_asker_who_found_the_answer_has_the_waiting_draft_dropped_and_never_drafted_again(
+        mediawiki, forum, rig, request):
+    review = drafted(rig, forum, request.node.name, *SETTLED, "Euler more")
+    assert [status for status, _ in review.drafts().values()] == ["drafted"] * 4
+    answer_in_thread(mediawiki, forum, {**{heading: said for heading, (said, _) in SETTLED.items()},
+                                        "Euler more": "Thanks. And who were their own advisors?"})
+    review.mark(4, "{{approved}}")  # approved as the thread changed: dropped, and drafted anew
+    log = review.run()
+    for run in range(2):
+        log += review.run()
+    assert rig.bot_edits(forum) == []
+    drafts = review.drafts()
+    for number, (heading, (_, reason)) in enumerate(SETTLED.items(), 1):
+        assert drafts[heading] == ("dropped", reason)
+        assert review.sections()[heading] == "skipped"
+        assert f"'''Dropped''': {reason}; nothing was posted" in review.draft(number), review.draft(number)
+        assert f"draft {number} for {heading!r} dropped: {reason}" in log
+    # the follow-up that asks something new is drafted anew, once; nothing else is drafted again
+    assert drafts["Euler more"] == ("drafted", None)
+    assert "== Draft 5" in review.text() and "== Draft 6" not in review.text()
+    assert "And who were their own advisors?" in review.draft(5)
+
+
+# --- the review page reads like a status board ---------------------------------------------------------------
+
+#: Forum headings a stranger may write, as MediaWiki and the bot read them: heading-shaped, markup-bearing.
+HOSTILE_HEADINGS = ("Euler = two == three", "Euler &#61;&#61; Fake &#61;&#61;",
+                    "Euler &lt;/div&gt;&lt;div style=display:none&gt; [[Category:Spam]] "
+                    "&#123;&#123;Q&#124;Q1&#125;&#125; __NOTOC__ ''x''")
+
+
+def contents(mediawiki, title: str) -> list[str]:
+    """The review page's table of contents as MediaWiki reads it: each section's line as a reader sees it."""
+    sections = mediawiki.api(action="parse", page=title, prop="sections")["parse"]["sections"]
+    return [html.unescape(re.sub(r"<[^>]*>", "", section["line"])) for section in sections]
+
+
+def test_the_review_pages_contents_say_each_drafts_status_and_a_renamed_heading_is_the_reviewers(
+        mediawiki, forum, rig, request):
+    review = drafted(rig, forum, request.node.name, "Euler", "Euler again", "Euler three", "Euler four",
+                     *HOSTILE_HEADINGS)
+    review.run()  # five drafts a pass
+    assert contents(mediawiki, review.page) == [
+        "Draft 1: Euler (waiting)", "Draft 2: Euler again (waiting)", "Draft 3: Euler three (waiting)",
+        "Draft 4: Euler four (waiting)", "Draft 5: Euler = two == three (waiting)",
+        "Draft 6: Euler == Fake == (waiting)",
+        "Draft 7: Euler </div><div style=display:none> Category:Spam {{Q|Q1}} __NOTOC__ x (waiting)"]
+    review.mark(1, "{{approved}}")
+    review.mark(2, "{{rejected}}")
+    page = mediawiki.page_text(forum)
+    three = "== Euler three ==\nWho advised Euler? " + signature(minute=2) + "\n"
+    mediawiki.edit_as_human(forum, page.replace(three, three + ":And their years? " + signature(minute=40) + "\n"),
+                            "a question changed")
+    review.mark(3, "{{approved}}")
+    review.mark(4, "{{approved}}")
+    mediawiki.edit_as_human(review.page, review.text().replace(review.heading(4), "== Checked by Alice ==", 1),
+                            "renamed by its reviewer")
+    review.run()
+    review.run()
+    assert len(rig.bot_edits(forum)) == 2
+    board = contents(mediawiki, review.page)
+    assert board[:4] == ["Draft 1: Euler (posted)", "Draft 2: Euler again (rejected)",
+                         "Draft 3: Euler three (dropped)", "Checked by Alice"]
+    assert all(line.startswith(f"Draft {number}: Euler") and line.endswith(" (waiting)")
+               for number, line in enumerate(board[4:7], 5))  # hostile headings: one section each, still waiting
+    assert board[7:] == ["Draft 8: Euler three (waiting)"]  # drafted anew
+    renamed = review.text().split("== Checked by Alice ==\n", 1)[1].split("\n== ", 1)[0]
+    assert "'''Posted'''" in renamed  # the renamed draft is posted under its reviewer's heading
+    for number in (1, 2, 3):  # a closed draft says "waiting" nowhere
+        assert "waiting" not in review.heading(number) + review.draft(number)
+    assert "waiting" not in renamed
+    assert "Category:Spam" not in " ".join(mediawiki.categories(review.page))
+    rendered = mediawiki.rendered_html(review.page)
+    # the forum heading's markup shows as text: no hidden block, and __NOTOC__ keeps no table of contents away
+    assert not re.search(r"<div[^>]*display:\s*none", rendered) and 'id="toc"' in rendered

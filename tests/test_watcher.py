@@ -192,9 +192,10 @@ def test_a_ping_in_a_backlog_section_is_answered_and_a_human_answered_section_is
     text = mediawiki.page_text(forum)
     answer = section_text(text, "Query times out").split("could you have a look?", 1)[1]
     assert "SpinachBot" in answer and "::{{re|1=Alice}} " in answer  # the one who pinged is addressed
-    # the bot's first answer in that thread: summarised as an answer, not as a revision of an earlier one
-    assert edit["comment"] == ("/* Query times out */ reply with a SPARQL query written by an automated agent "
-                               "(please check it)"), edit["comment"]
+    # the bot's first answer in that thread: summarised as the answer to a ping, not as a revision of an earlier one
+    assert edit["comment"] == ("/* Query times out */ answer to a ping: a SPARQL query written by an automated "
+                               "agent (please check it)"), edit["comment"]
+    assert "answering 'Query times out' (ping)" in done.stderr
     assert "[[User:SpinachBot" not in section_text(text, "Advisors")
     assert any(status == "skipped" and "query" in (error or "")
                for key, (status, _, error) in records(rig).items() if key.startswith("Advisors @")), done.stderr

@@ -120,9 +120,15 @@ def test_mediawiki_refuses_an_edit_that_does_more_than_add_the_reply(forum, medi
     assert mediawiki.revisions(forum.title) == before
 
 
-def test_a_reply_may_address_the_user_who_signed_in_its_thread_once(forum, mediawiki):
+def test_a_reply_may_link_once_more_exactly_the_writers_of_its_thread_it_addresses(forum, mediawiki):
+    key = key_of(PAGE, "Euler's advisors")
     reply = REPLY.replace(":Here is a query:", ":@[[User:Alice|Alice]]: Here is a query:")
-    assert forum.post_reply(key_of(PAGE, "Euler's advisors"), reply, "reply").status == "posted"
+    with pytest.raises(EditRefused, match=re.escape("user links would appear: ['User:Alice']")):
+        forum.post_reply(key, reply, "reply")  # a writer of the thread the reply does not say it addresses
+    mallory = REPLY.replace(":Here is a query:", ":@[[User:Alice|Alice]], @[[User:Mallory|Mallory]]: Here is a query:")
+    with pytest.raises(EditRefused, match=re.escape("user links would appear: ['User:Mallory']")):
+        forum.post_reply(key, mallory, "reply", addressed=("Alice", "Mallory"))  # no writer of the thread
+    assert forum.post_reply(key, reply, "reply", addressed=("Alice",)).status == "posted"
     assert ":@[[User:Alice|Alice]]: Here is a query:" in mediawiki.page_text(forum.title)
 
 

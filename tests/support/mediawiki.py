@@ -49,8 +49,11 @@ HUMAN_USER = "Alice"
 HUMAN_PASSWORD_NAME = "browser"
 HUMAN_PASSWORD = "abcdefghijklmnopqrstuv0123456789"
 
-#: Wikidata's {{re}} (a redirect to {{ping}}) for one user: "@User:", the user page linked, which notifies them.
-RE_TEMPLATE = "@[[User:{{{1}}}|{{{1}}}]]:"
+#: Wikidata's {{re}} (a redirect to {{ping}}) for one or two users: "@User:", each user page linked, which
+#: notifies them.
+RE_TEMPLATE = "@[[User:{{{1}}}|{{{1}}}]]{{#if:{{{2|}}}|, @[[User:{{{2}}}|{{{2}}}]]}}:"
+#: The password of every other person's account (:meth:`MediaWiki.editor`) and of its BotPassword.
+OTHER_PASSWORD = "otherpeople0123456789abcdefghijkl"
 SPARQL_TEMPLATE = (
     "{{#tag:syntaxhighlight|{{{query}}}|lang=sparql}}"
     "<span class=\"try-it\">[https://query.wikidata.org/#{{urlencode:{{{query}}}|PATH}} Try it!]</span>"
@@ -97,6 +100,7 @@ class MediaWiki:
     directory: Path
     config_file: Path
     _human: HumanEditor | None = field(default=None, repr=False)
+    _others: dict[str, HumanEditor] = field(default_factory=dict, repr=False)
 
     def php(self, script: str, *arguments: str, stdin: str | None = None) -> str:
         done = subprocess.run(["php", str(MEDIAWIKI / "maintenance" / script), *arguments], input=stdin,
@@ -109,6 +113,19 @@ class MediaWiki:
     def human(self, api_url: str | None = None) -> HumanEditor:
         """The human account, logged in through the Action API (fast enough to race the bot)."""
         return HumanEditor.login(api_url or self.api_url)
+
+    def editor(self, user: str) -> HumanEditor:
+        """Someone other than Alice (*user*, e.g. Bob), editing through the Action API as a person does: the account
+        is made at first use, once per wiki."""
+        if user not in self._others:
+            try:
+                self.php("createAndPromote.php", user, OTHER_PASSWORD)
+                self.php("createBotPassword.php", "--appid", "edit", "--grants", "basic,editpage,createeditmovepage",
+                         user, OTHER_PASSWORD)
+            except RuntimeError as error:  # made by an earlier test of this wiki
+                assert "exists" in str(error), error
+            self._others[user] = HumanEditor.login(self.api_url, user, "edit", OTHER_PASSWORD)
+        return self._others[user]
 
     def fresh_forum(self, name: str) -> str:
         """A new Request a query page holding the sample forum, and an empty stop page; its title.
