@@ -287,3 +287,37 @@ def test_a_forwarded_address_counts_only_from_a_proxy_the_operator_named(ck25, l
         assert second[0] == 200 and "203.0.113.2" in log
     else:  # one client, this machine, with its one question running: the header is not believed
         assert second[0] == 429 and "refused (429) for 127.0.0.1" in log and "203.0.113" not in log
+
+
+def test_a_client_that_goes_away_frees_its_worker_for_the_next_question(ck25, llm_server, tmp_path):
+    _, store, _ = ck25
+    stop = ToolCallReply("stop", {"thought": "no", "cannot_answer": True, "explanation": "No.", "language": "en"})
+    # The abandoned question's model call is held until its client has gone; its run would go on exploring.
+    held = HeldReply(ToolCallReply("execute_sparql", {"thought": "look", "sparql": "SELECT * WHERE { ?s ?p ?o }"}))
+
+    def script(body):
+        question = re.search(r"^Question: (.*)$", body["messages"][1]["content"], re.MULTILINE).group(1)
+        return held if question == "abandoned" else stop
+
+    llm = llm_server(script)
+    service = start_serve(llm.base_url, {"ck25": store}, tmp_path, {CK25_DATASET: "ck25"}, ("--workers", "1"))
+    try:
+        host, port = service.base.removeprefix("http://").split(":")
+        connection = http.client.HTTPConnection(host, int(port), timeout=60)
+        connection.request("GET", "/text2sparql?" + urllib.parse.urlencode({"question": "abandoned",
+                                                                            "dataset": CK25_DATASET}))
+        _until(held.arrived.is_set, "the abandoned question reaching the model")
+        connection.sock.shutdown(2)  # the client goes away without waiting for its answer
+        connection.close()
+        _until(lambda: "the client went away" in service.log.read_text(), "the server noticing the client left")
+        held.release.set()
+        _until(lambda: "run stopped (cancelled): abandoned" in service.log.read_text(), "the abandoned run's end")
+        status, body = _get(service.base + "/text2sparql?" + urllib.parse.urlencode(
+            {"question": "next", "dataset": CK25_DATASET}))
+    finally:
+        held.release.set()
+        log = service.stop()
+    assert status == 200 and body["question"] == "next"  # the only worker was free for it
+    abandoned = [request for request in llm.requests if "Question: abandoned" in request["messages"][1]["content"]]
+    assert len(abandoned) == 1, "the abandoned run asked the model again"
+    assert "Traceback" not in log
