@@ -52,6 +52,10 @@ class ToolChoiceRefused(RuntimeError):
     """The endpoint failed a tools request for its ``tool_choice``; the message says how (status and text)."""
 
 
+class NotACompletion(ValueError):
+    """An endpoint's answer with status 200 that holds no chat completion (a proxy's page, another shape)."""
+
+
 class ContextTooLong(LLMUnavailable):
     """The prompt does not fit the model's context: the run cannot go on, and asking again will not help."""
 
@@ -195,26 +199,12 @@ class ChatModel:
             raise LLMUnavailable(f"{type(error).__name__}: {error}") from error
         except openai.APIError as error:
             raise LLMUnavailable(f"{type(error).__name__}: {error}") from error
-        if not response.choices:
-            raise LLMUnavailable("the endpoint answered with no choices")
-        message = response.choices[0].message
-        calls = [
-            ToolCall(well_formed(call.function.name or ""), well_formed(call.function.arguments or ""))
-            for call in (message.tool_calls or [])
-            if getattr(call, "function", None) is not None
-        ]
-        usage = response.usage
-        cached = 0
-        if usage is not None and usage.prompt_tokens_details is not None:
-            cached = usage.prompt_tokens_details.cached_tokens or 0
-        return Completion(
-            content=well_formed(message.content or ""),
-            tool_calls=calls,
-            prompt_tokens=usage.prompt_tokens if usage else 0,
-            completion_tokens=usage.completion_tokens if usage else 0,
-            cached_tokens=cached,
-            model=getattr(response, "model", "") or "",
-        )
+        try:
+            return _completion(response)
+        except (NotACompletion, AttributeError, TypeError, IndexError, KeyError) as error:
+            why = error if isinstance(error, NotACompletion) else "of another shape"
+            raise LLMUnavailable(f"the endpoint's answer is not a chat completion ({why}): {_shown(response)}") \
+                from error
 
     def _post(self, request: dict[str, Any], probe: bool) -> ChatCompletion:
         # The body is plain JSON already: ``chat.completions.create`` would first walk every message through
@@ -232,6 +222,41 @@ class ChatModel:
                 if isinstance(error, openai.APITimeoutError):
                     raise
         return self.client.post("/chat/completions", body=request, cast_to=ChatCompletion)
+
+
+def _completion(response: Any) -> Completion:
+    """The :class:`Completion` in an endpoint's answer; an error when the answer is no chat completion (a proxy's
+    HTML page sent with status 200, a JSON object of another shape)."""
+    if not isinstance(response, ChatCompletion):
+        raise NotACompletion("text" if isinstance(response, str) else type(response).__name__)
+    if not response.choices:
+        raise NotACompletion("no choices")
+    message = response.choices[0].message
+    if message is None:
+        raise NotACompletion("a choice without a message")
+    calls = [
+        ToolCall(well_formed(call.function.name or ""), well_formed(call.function.arguments or ""))
+        for call in (message.tool_calls or [])
+        if getattr(call, "function", None) is not None
+    ]
+    usage = response.usage
+    cached = 0
+    if usage is not None and usage.prompt_tokens_details is not None:
+        cached = usage.prompt_tokens_details.cached_tokens or 0
+    return Completion(
+        content=well_formed(message.content or ""),
+        tool_calls=calls,
+        prompt_tokens=usage.prompt_tokens if usage else 0,
+        completion_tokens=usage.completion_tokens if usage else 0,
+        cached_tokens=cached,
+        model=getattr(response, "model", "") or "",
+    )
+
+
+def _shown(response: Any) -> str:
+    """The start of an answer that is no chat completion, on one line, for the one line that reports it."""
+    text = response if isinstance(response, str) else repr(response)
+    return " ".join(text[:200].split()) or "an empty answer"
 
 
 def _error_text(error: openai.APIStatusError) -> str:

@@ -72,6 +72,22 @@ if TYPE_CHECKING:
     from agent.examples import PromptExample
 
 log = logging.getLogger("agent")
+#: The model's explanation is read by a person (the forum's reply, the chat page): longer is cut, a model that ran on.
+MAX_EXPLANATION_CHARS = 6000
+#: A language code (``de``, ``pt-br``, ``zh-hant``) is short; a longer one is a model's run-on, cut.
+MAX_LANGUAGE_CHARS = 20
+
+
+def _bounded(text: str, limit: int) -> str:
+    """*text* within *limit* characters, its lines kept, cut after a word where one ends late enough (``…``)."""
+    if len(text) <= limit:
+        return text
+    kept = text[:limit - 1]
+    space = max(kept.rfind(" "), kept.rfind("\n"))
+    if space > limit // 2:
+        kept = kept[:space]
+    return kept.rstrip() + "…"
+
 
 #: Sent to endpoints without tool calling: a model that goes on to invent the observation is cut there.
 TEXT_STOP = ["\nObservation:"]
@@ -227,8 +243,8 @@ class _Run:
             stop_reason=reason,
             stop_message=message,
             usage=self.usage,
-            explanation=answer.explanation,
-            language=answer.language,
+            explanation=_bounded(answer.explanation, MAX_EXPLANATION_CHARS),
+            language=answer.language[:MAX_LANGUAGE_CHARS],
             best_effort=answer.best_effort,
             end_of_run=answer.changes,
             final_unseen_ids=self.final_unseen_ids,

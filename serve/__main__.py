@@ -20,6 +20,8 @@ that reads as the server's own or reach the operator's terminal raw.
 from __future__ import annotations
 
 import argparse
+import importlib
+import ipaddress
 import logging
 import os
 import sys
@@ -38,7 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog=program_name("serve"),
         description="Serve the agent: a chat page at / and the TEXT2SPARQL API at /text2sparql.",
         epilog="Environment: OPENAI_API_KEY, OPENAI_BASE_URL, SPINACH_MODEL (the language model); "
-               "WIKIDATA_API_URL, WIKIDATA_SPARQL_URL, WIKIDATA_SPARQL_DIALECT, SPINACH_CONTACT (live Wikidata).")
+               "WIKIDATA_API_URL, WIKIDATA_SPARQL_URL, WIKIDATA_SPARQL_DIALECT, SPINACH_CONTACT (live Wikidata). "
+               f"The service needs the package's [serve] extra: {SERVE_EXTRA}.")
     parser.add_argument("--graph", action="append", default=[], metavar="NAME=SOURCE",
                         help=f"a graph to serve: SOURCE is {LIVE} (Wikidata) or a local store's directory "
                              f"(repeatable; default: wikidata={LIVE})")
@@ -46,6 +49,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="a TEXT2SPARQL dataset IRI that selects the graph NAME (repeatable)")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8000, help="port to listen on (default: 8000)")
+    parser.add_argument("--trusted-proxy", action="append", default=[], metavar="ADDRESS",
+                        help="a reverse proxy whose X-Forwarded-For header names the client (repeatable; an "
+                             "address or a network such as 10.0.0.0/8); by default no header is trusted and each "
+                             "connection's own address is the client the per-address limit counts")
     parser.add_argument("--workers", type=int, default=defaults.workers, metavar="N",
                         help=f"questions answered at once (default: {defaults.workers})")
     parser.add_argument("--queue", type=int, default=defaults.queue, metavar="N",
@@ -59,8 +66,36 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: How the service's own dependencies are installed (``pip install`` of the package alone leaves them out).
+SERVE_EXTRA = "pip install -e '.[serve]' (from a clone) or pip install 'spinach-bot[serve]'"
+#: The modules the service runs on, all from the [serve] extra.
+_SERVE_MODULES = ("fastapi", "uvicorn", "sse_starlette")
+
+
+def missing_serve_modules() -> list[str]:
+    """The modules of the [serve] extra that cannot be imported."""
+    missing = []
+    for name in _SERVE_MODULES:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            missing.append(name)
+    return missing
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    for proxy in args.trusted_proxy:
+        try:  # uvicorn would take a misspelt address as a name that never matches, and trust nothing silently
+            ipaddress.ip_network(proxy, strict=False)
+        except ValueError:
+            print(f"error: --trusted-proxy {proxy!r} is not an address or a network (such as 10.0.0.1 or "
+                  "10.0.0.0/8)", file=sys.stderr)
+            return 2
+    if missing := missing_serve_modules():
+        print(f"error: the service needs {', '.join(missing)}, from the package's [serve] extra: {SERVE_EXTRA}",
+              file=sys.stderr)
+        return 2
     for name in ("workers", "queue", "per_client", "timeout"):
         if getattr(args, name) < (0 if name == "queue" else 1):
             print(f"error: --{name.replace('_', '-')} must be at least {0 if name == 'queue' else 1}",
@@ -82,7 +117,10 @@ def main(argv: list[str] | None = None) -> int:
     app = build_app(graphs, llm, PoolLimits(workers=args.workers, queue=args.queue, per_client=args.per_client,
                                             timeout=args.timeout))
     # uvicorn's own lines (the server's, one a request) go to the log above, as every other line does.
-    uvicorn.run(app, host=args.host, port=args.port, log_level="info", log_config=None)
+    # uvicorn trusts X-Forwarded-For from 127.0.0.1 unless told otherwise: then any process on this machine could
+    # claim many addresses and pass the per-address limit.  Only the proxies the operator names are trusted.
+    uvicorn.run(app, host=args.host, port=args.port, log_level="info", log_config=None,
+                proxy_headers=bool(args.trusted_proxy), forwarded_allow_ips=args.trusted_proxy or None)
     return 0
 
 

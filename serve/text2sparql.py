@@ -9,13 +9,18 @@ answered with a query, :data:`NO_ANSWER_QUERY`, whose result is empty, so it
 is scored as an empty answer.  A model or knowledge base that failed is a
 503 with ``Retry-After``, a run past its deadline a 504, a full queue a 503
 and a client over its share a 429: each a JSON ``detail`` and one log line,
-never a traceback.
+never a traceback.  A client that closes its connection before its answer
+stops its run (:func:`unless_gone`): nobody waits for it, and its worker is
+free after the step under way.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
+from collections.abc import Awaitable
+from typing import TypeVar
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
@@ -23,11 +28,34 @@ from pydantic import BaseModel
 
 from agent.examples.queries import shorten_text
 from agent.trace import SERVICE_FAILURES
-from serve.runs import Busy, RunPool
+from serve.runs import Busy, RunPool, Ticket
 
 log = logging.getLogger(__name__)
 
 router = APIRouter()
+
+#: How often a running question looks whether its client is still connected.
+DISCONNECT_POLL_SECONDS = 0.5
+T = TypeVar("T")
+
+
+class ClientGone(Exception):
+    """The client closed its connection before its answer: nobody waits for the run."""
+
+
+async def unless_gone(request: Request, work: Awaitable[T], ticket: Ticket) -> T:
+    """*work*'s result, unless *request*'s client goes away first: then its run is stopped (the worker is free
+    after the step under way) and :class:`ClientGone` is raised."""
+    task = asyncio.ensure_future(work)
+    while True:
+        done, _ = await asyncio.wait({task}, timeout=DISCONNECT_POLL_SECONDS)
+        if done:
+            return task.result()
+        if await request.is_disconnected():
+            ticket.stop.set()
+            task.cancel()
+            raise ClientGone()
+
 
 #: The answer to a question the graph cannot answer: a query with no solutions, valid on any SPARQL 1.1 engine.
 NO_ANSWER_QUERY = "SELECT * WHERE { FILTER(false) }"
@@ -64,12 +92,16 @@ async def text2sparql(request: Request, question: str = Query(min_length=1), dat
     except Busy as busy:
         log.info("text2sparql: refused (%s) for %s: %s", busy.status, client, busy.message)
         return _error(busy.status, busy.message, busy.retry_after)
+    logged = shorten_text(question, 200)  # short, its spaces as spaces; the log escapes what could forge a line
     try:
-        result = await pool.run(ticket, graph, question, answer_guaranteed=True)
+        result = await unless_gone(request, pool.run(ticket, graph, question, answer_guaranteed=True), ticket)
     except TimeoutError:
         result = None
+    except ClientGone:
+        log.info("text2sparql: %s: the client went away after %.1f s; its run is stopped: %s", graph.name,
+                 time.monotonic() - started, logged)
+        return _error(499, "the client closed the connection")
     seconds = time.monotonic() - started
-    logged = shorten_text(question, 200)  # short, its spaces as spaces; the log escapes what could forge a line
     if result is None:
         log.warning("text2sparql: %s: no query within %.0f s: %s", graph.name, pool.limits.timeout, logged)
         return _error(504, f"no query within {pool.limits.timeout:.0f} s")

@@ -10,7 +10,7 @@ from agent.kb.http import HttpClient
 from agent.kb.live import LiveWikidata, WikidataConfig
 from agent.llm import ChatModel, LLMConfig, LLMUnavailable
 from tests.support.euler import EULER_ADVISORS_QUERY, euler_entities
-from tests.support.llm_server import ErrorReply, SlowReply, TextReply, ToolCallReply, prompt_tokens
+from tests.support.llm_server import ErrorReply, RawReply, SlowReply, TextReply, ToolCallReply, prompt_tokens
 from tests.support.wikidata_server import SparqlReply, entity, select
 
 
@@ -707,3 +707,31 @@ def test_a_search_text_longer_than_any_label_is_a_step_error_the_model_reads(llm
                                            "phrase.")
     assert not [request for request in server.requests if request["params"].get("action") == "wbsearchentities"]
     assert len(json.dumps(llm.requests[1])) < 20_000  # the text is not carried into the next prompts
+
+
+@pytest.mark.parametrize("body, content_type", [
+    ("<html><body><h1>502 Bad Gateway</h1>nginx</body></html>", "text/html"),  # a proxy's page, sent as 200
+    ('{"id": "x", "object": "chat.completion", "choices": [{"index": 0}]}', "application/json"),  # no message
+    ('{"result": "ok"}', "application/json"),  # an object of another shape
+    ("", "text/plain"),
+], ids=["html page", "choice without message", "other json", "empty"])
+def test_an_answer_that_is_no_chat_completion_ends_the_run_as_a_model_failure_in_one_line(llm_server, kb, body,
+                                                                                          content_type):
+    server = llm_server(lambda request: RawReply(body, content_type=content_type))
+    result = make_agent(server, kb).run("Who advised Euler?")
+    assert result.stop_reason == "llm_error"
+    assert result.stop_message.startswith("the endpoint's answer is not a chat completion")
+    assert "\n" not in result.stop_message and len(result.stop_message) < 300
+    assert "Traceback" not in result.stop_message and "attribute" not in result.stop_message
+
+
+def test_a_model_that_runs_on_in_its_explanation_is_cut_where_a_reader_would_stop(llm_server, kb):
+    endless = "The advisors are listed. " * 400_000  # 10 MB: shown whole, a page of 18 MB
+    server = llm_server([call("execute_sparql", EULER_ADVISORS_QUERY),
+                         ToolCallReply("stop", {"thought": "done", "explanation": endless, "language": "en" * 500})])
+    result = make_agent(server, kb).run("Who advised Euler?")
+    assert result.final_sparql == EULER_ADVISORS_QUERY
+    assert 3000 < len(result.explanation) <= 6000 and result.explanation.endswith("…")
+    assert result.explanation[:-1].split()[-1] in endless.split()  # cut after a whole word
+    assert result.explanation.startswith("The advisors are listed. The advisors")
+    assert len(result.language) <= 20

@@ -18,6 +18,8 @@ import pytest
     (("--dataset", "https://example.org/ds/=other"), {"OPENAI_API_KEY": "k"},
      "error: --dataset https://example.org/ds/=other: no graph named 'other' (served: wikidata)"),
     (("--workers", "0"), {"OPENAI_API_KEY": "k"}, "error: --workers must be at least 1"),
+    (("--trusted-proxy", "proxy.example"), {"OPENAI_API_KEY": "k"},
+     "error: --trusted-proxy 'proxy.example' is not an address or a network"),
 ])
 def test_a_bad_argument_says_what_is_wrong(arguments, environment, message, tmp_path):
     base = {key: value for key, value in os.environ.items() if not key.startswith("OPENAI_")}
@@ -26,3 +28,21 @@ def test_a_bad_argument_says_what_is_wrong(arguments, environment, message, tmp_
     assert done.returncode == 2
     assert done.stderr.startswith(message), done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_without_the_serve_extra_the_command_says_how_to_install_it():
+    """A plain install of the package leaves the service's web stack out; as if uvicorn were not installed."""
+    done = subprocess.run([sys.executable, "-c", "import sys; sys.modules['uvicorn'] = None; "
+                           "from serve.__main__ import main; sys.exit(main([]))"],
+                          env={**os.environ, "OPENAI_API_KEY": "k"}, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines() == [
+        "error: the service needs uvicorn, from the package's [serve] extra: pip install -e '.[serve]' (from a "
+        "clone) or pip install 'spinach-bot[serve]'"]
+
+
+def test_help_names_the_serve_extra_and_the_trusted_proxies():
+    done = subprocess.run([sys.executable, "-m", "serve", "--help"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0
+    text = " ".join(done.stdout.split())
+    assert "[serve] extra" in text and "--trusted-proxy ADDRESS" in text and "X-Forwarded-For" in text

@@ -25,7 +25,7 @@ import pytest
 import yaml
 
 from harness.text2sparql_metric import aggregate, score_question
-from tests.support.llm_server import ErrorReply, HeldReply, SlowReply, ToolCallReply
+from tests.support.llm_server import ErrorReply, HeldReply, RawReply, SlowReply, ToolCallReply
 from tests.support.serve_rig import (CK25_DATASET, build_ck25_store, ck25_questions, run_client, start_oxigraph,
                                      start_serve)
 
@@ -233,3 +233,91 @@ def test_a_full_queue_and_a_busy_client_are_refused_with_retry_after(ck25, llm_s
     assert [status for status, _, _ in answered] == [200, 200]
     assert [body["question"] for _, _, body in answered] == ["first", "second"]
     assert "refused (429) for 127.0.0.1" in log and "refused (503) for 127.0.0.3" in log
+
+
+def test_a_model_answering_200_with_a_web_page_is_a_503_and_one_log_line(ck25, llm_server, tmp_path):
+    _, store, _ = ck25
+    llm = llm_server(lambda body: RawReply("<html><body><h1>Welcome to nginx!</h1></body></html>"))
+    service = start_serve(llm.base_url, {"ck25": store}, tmp_path, {CK25_DATASET: "ck25"})
+    try:
+        status, body = _get(service.base + "/text2sparql?" + urllib.parse.urlencode(
+            {"question": "Who?", "dataset": CK25_DATASET}))
+    finally:
+        log = service.stop()
+    assert status == 503 and body == {"detail": "the language model or the knowledge graph failed; ask again later"}
+    assert "Traceback" not in log and "has no attribute" not in log
+    [line] = [line for line in log.splitlines() if "llm_error" in line]
+    assert "not a chat completion (text): <html><body><h1>Welcome to nginx!" in line
+
+
+def _get_forwarded(base: str, question: str, forwarded_for: str) -> tuple[int, dict[str, Any]]:
+    """The API's answer to *question* asked from this machine with an ``X-Forwarded-For`` header."""
+    host, port = base.removeprefix("http://").split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=120)
+    connection.request("GET", "/text2sparql?" + urllib.parse.urlencode({"question": question,
+                                                                        "dataset": CK25_DATASET}),
+                       headers={"X-Forwarded-For": forwarded_for})
+    response = connection.getresponse()
+    body = json.load(response)
+    connection.close()
+    return response.status, body
+
+
+@pytest.mark.parametrize("trusted", [False, True], ids=["no proxy named", "this machine named as the proxy"])
+def test_a_forwarded_address_counts_only_from_a_proxy_the_operator_named(ck25, llm_server, tmp_path, trusted):
+    """Any process on the server's machine could otherwise claim many addresses and pass the per-address limit."""
+    _, store, _ = ck25
+    stop = ToolCallReply("stop", {"thought": "no", "cannot_answer": True, "explanation": "No.", "language": "en"})
+    held = HeldReply(stop)
+    llm = llm_server(lambda body: held if re.search(r"^Question: first$", body["messages"][1]["content"],
+                                                    re.MULTILINE) else stop)
+    options = ("--workers", "2", "--per-client", "1") + (("--trusted-proxy", "127.0.0.0/8") if trusted else ())
+    service = start_serve(llm.base_url, {"ck25": store}, tmp_path, {CK25_DATASET: "ck25"}, options)
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            first = pool.submit(_get_forwarded, service.base, "first", "203.0.113.1")
+            _until(held.arrived.is_set, "the first question reaching the model")
+            second = _get_forwarded(service.base, "second", "203.0.113.2")
+            held.release.set()
+            assert first.result()[0] == 200
+    finally:
+        held.release.set()
+        log = service.stop()
+    if trusted:  # two clients behind the proxy, one question each
+        assert second[0] == 200 and "203.0.113.2" in log
+    else:  # one client, this machine, with its one question running: the header is not believed
+        assert second[0] == 429 and "refused (429) for 127.0.0.1" in log and "203.0.113" not in log
+
+
+def test_a_client_that_goes_away_frees_its_worker_for_the_next_question(ck25, llm_server, tmp_path):
+    _, store, _ = ck25
+    stop = ToolCallReply("stop", {"thought": "no", "cannot_answer": True, "explanation": "No.", "language": "en"})
+    # The abandoned question's model call is held until its client has gone; its run would go on exploring.
+    held = HeldReply(ToolCallReply("execute_sparql", {"thought": "look", "sparql": "SELECT * WHERE { ?s ?p ?o }"}))
+
+    def script(body):
+        question = re.search(r"^Question: (.*)$", body["messages"][1]["content"], re.MULTILINE).group(1)
+        return held if question == "abandoned" else stop
+
+    llm = llm_server(script)
+    service = start_serve(llm.base_url, {"ck25": store}, tmp_path, {CK25_DATASET: "ck25"}, ("--workers", "1"))
+    try:
+        host, port = service.base.removeprefix("http://").split(":")
+        connection = http.client.HTTPConnection(host, int(port), timeout=60)
+        connection.request("GET", "/text2sparql?" + urllib.parse.urlencode({"question": "abandoned",
+                                                                            "dataset": CK25_DATASET}))
+        _until(held.arrived.is_set, "the abandoned question reaching the model")
+        connection.sock.shutdown(2)  # the client goes away without waiting for its answer
+        connection.close()
+        _until(lambda: "the client went away" in service.log.read_text(), "the server noticing the client left")
+        held.release.set()
+        _until(lambda: "run stopped (cancelled): abandoned" in service.log.read_text(), "the abandoned run's end")
+        status, body = _get(service.base + "/text2sparql?" + urllib.parse.urlencode(
+            {"question": "next", "dataset": CK25_DATASET}))
+    finally:
+        held.release.set()
+        log = service.stop()
+    assert status == 200 and body["question"] == "next"  # the only worker was free for it
+    abandoned = [request for request in llm.requests if "Question: abandoned" in request["messages"][1]["content"]]
+    assert len(abandoned) == 1, "the abandoned run asked the model again"
+    assert "Traceback" not in log

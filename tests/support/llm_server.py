@@ -127,6 +127,16 @@ def openai_wrong_key(key: str) -> ErrorReply:
 
 
 @dataclass
+class RawReply:
+    """A body sent as it is, with its own status and content type: a proxy's HTML page answering 200, a JSON
+    object of another shape."""
+
+    body: str
+    status: int = 200
+    content_type: str = "text/html; charset=utf-8"
+
+
+@dataclass
 class FromHeaders:
     """The reply *make* makes from the request's headers: a model (or a proxy in front of it) that repeats what it
     was sent, such as the ``Authorization`` header and the key in it."""
@@ -154,7 +164,7 @@ class HeldReply:
     limit: float = 300.0
 
 
-Reply = ToolCallReply | TextReply | ErrorReply | SlowReply | FromHeaders | HeldReply
+Reply = ToolCallReply | TextReply | ErrorReply | SlowReply | FromHeaders | RawReply | HeldReply
 Script = list[Reply] | Callable[[dict[str, Any]], Reply]
 
 
@@ -309,6 +319,14 @@ def _handler_for(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
                     continue
                 time.sleep(reply.seconds)
                 reply = reply.reply
+            if isinstance(reply, RawReply):
+                data = reply.body.encode()
+                self.send_response(reply.status)
+                self.send_header("Content-Type", reply.content_type)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                return
             if isinstance(reply, ErrorReply):
                 headers = {}
                 if reply.retry_after is not None:
