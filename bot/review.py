@@ -103,6 +103,8 @@ def _ends(number: int) -> str:
 
 #: Why a draft is dropped and its question drafted again.
 CHANGED_THREAD = "the thread changed since the draft"
+#: Why a draft is dropped when its question is on the page no more (answered if it comes back).
+SECTION_GONE = "the section is no longer on the page"
 #: Of the lines new in a thread drafted again, the last this many are shown to the reviewers, cut at NEWS_CHARS.
 NEWS_LINES, NEWS_CHARS = 5, 300
 _DRAFT_SUMMARY = re.compile(r"/\* Draft (\d+) \*/")
@@ -699,8 +701,11 @@ class Review:
         signed, unless it went stale; what happened."""
         self.drafts.set(draft.number, DraftStatus.APPROVED)
         page_text, revision = self.forum.read()
+        # A question merged into another thread as a subsection since it was drafted is found there by what it asks.
+        record = self.state.section(self.forum.title, draft.key)
+        question = record.question if record is not None and draft.kind == "question" else None
         section = self.forum.locate(page_text, draft.key, attribution, self.forum.reading(page_text, revision),
-                                    revision)
+                                    revision, question)
         bot = normalize_user(self.forum.username)
         addressed = addressees(section, draft.key, bot) if self.ping_asker and section is not None else ()
         try_it = messages_for(draft.language or "")["try_it"]
@@ -715,15 +720,16 @@ class Review:
             return self._posted(draft, approval, revision, again)
         stale = self._stale(draft, section)
         if stale:
-            reopen = SectionStatus.PENDING if stale == CHANGED_THREAD else SectionStatus.SKIPPED
+            # A changed thread is drafted anew; a question gone from the page is drafted anew where it comes back.
+            anew = {CHANGED_THREAD: ", and the question will be drafted anew with the thread as it is now",
+                    SECTION_GONE: ", and the question will be drafted anew if it comes back"}.get(stale, "")
+            reopen = SectionStatus.PENDING if anew else SectionStatus.SKIPPED
             self._close(draft, DraftStatus.DROPPED, "stale: " + stale, reopen)
-            anew = (", and the question will be drafted anew with the thread as it is now"
-                    if reopen == SectionStatus.PENDING else "")
             self._note(draft, DraftStatus.DROPPED, f": {stale}; nothing was posted{anew}.")
             return DraftStatus.DROPPED
         try:
             outcome = self.forum.post_reply(draft.key, posted + SIGNATURE, draft.summary, attribution,
-                                            addressed=addressed, plain=plain + SIGNATURE)
+                                            addressed=addressed, question=question, plain=plain + SIGNATURE)
         except EditRefused as refused:
             self._close(draft, DraftStatus.REFUSED, f"refused by the edit check: {refused}", SectionStatus.REFUSED)
             self._note(draft, DraftStatus.REFUSED, f" by the edit check: {_plain(str(refused))}; nothing was "
@@ -774,7 +780,7 @@ class Review:
     def _stale(self, draft: Draft, section: Section | None) -> str | None:
         """Why the forum section no longer wants this draft, or ``None``."""
         if section is None:
-            return "the section is no longer on the page"
+            return SECTION_GONE
         if section.answered:
             return "the bot has replied there meanwhile"
         if marked_resolved(section.text):

@@ -626,3 +626,41 @@ def test_the_review_pages_contents_say_each_drafts_status_and_a_renamed_heading_
     rendered = mediawiki.rendered_html(review.page)
     # the forum heading's markup shows as text: no hidden block, and __NOTOC__ keeps no table of contents away
     assert not re.search(r"<div[^>]*display:\s*none", rendered) and 'id="toc"' in rendered
+
+
+def test_a_question_merged_into_another_thread_while_its_draft_waits_is_posted_under_it_once(
+        mediawiki, forum, rig, request):
+    review = drafted(rig, forum, request.node.name)
+    asked = section_text(mediawiki.page_text(forum), "Euler")
+    page = mediawiki.page_text(forum).replace("\n\n== Euler ==\n" + asked, "")
+    assert "== Euler ==" not in page
+    start = page.index("== Paintings by Vermeer with their collection ==")
+    end = page.index("\n== ", start + 1)
+    merged = page[:end].rstrip("\n") + "\n\n=== Euler ===\n" + asked.rstrip("\n") + "\n" + page[end:]
+    mediawiki.edit_as_human(forum, merged, "merge the Euler thread into an older one")
+    review.mark(1, "{{approved}}")  # approved after the merge: the question is found where it went
+    log = review.run()
+    [reply] = rig.bot_edits(forum)
+    text = mediawiki.page_text(forum)
+    subsection = text.split("\n=== Euler ===\n", 1)[1].split("\n== ", 1)[0]
+    assert text.count("[[User:SpinachBot|SpinachBot]]") == 1 and "[[User:SpinachBot|SpinachBot]]" in subsection
+    assert subsection.index("Who advised Euler?") < subsection.index("The query lists Euler's"), log[-3000:]
+    assert review.drafts()["Euler"][0] == "posted" and review.sections()["Euler"] == "answered"
+    for _ in range(2):
+        review.run()
+    assert len(rig.bot_edits(forum)) == 1 and "== Draft 2" not in review.text()  # answered once
+
+
+def test_a_draft_whose_question_left_the_page_is_dropped_and_drafted_anew_if_it_comes_back(
+        mediawiki, forum, rig, request):
+    review = drafted(rig, forum, request.node.name)
+    asked = mediawiki.page_text(forum)
+    mediawiki.edit_as_human(forum, asked.split("\n\n== Euler ==\n", 1)[0] + "\n", "moved elsewhere")
+    review.mark(1, "{{approved}}")
+    review.run()
+    assert rig.bot_edits(forum) == [] and review.drafts()["Euler"][0] == "dropped"
+    assert "the section is no longer on the page; nothing was posted, and the question will be drafted anew if it " \
+           "comes back" in review.draft(1)
+    mediawiki.edit_as_human(forum, asked, "moved back")
+    review.run()
+    assert "== Draft 2: Euler (waiting) ==" in review.text()
