@@ -72,10 +72,9 @@ if TYPE_CHECKING:
     from agent.examples import PromptExample
 
 log = logging.getLogger("agent")
-#: The model's explanation is read by a person (the forum's reply, the chat page): longer is cut, a model that ran on.
-MAX_EXPLANATION_CHARS = 6000
-#: A language code (``de``, ``pt-br``, ``zh-hant``) is short; a longer one is a model's run-on, cut.
-MAX_LANGUAGE_CHARS = 20
+#: The model's explanation is read by a person (the forum's reply, the chat page); longer than a whole reply may be
+#: (the bot's ``reply_max_chars``) is a model that ran on: cut.
+MAX_EXPLANATION_CHARS = 20000
 
 
 def _bounded(text: str, limit: int) -> str:
@@ -244,7 +243,7 @@ class _Run:
             stop_message=message,
             usage=self.usage,
             explanation=_bounded(answer.explanation, MAX_EXPLANATION_CHARS),
-            language=answer.language[:MAX_LANGUAGE_CHARS],
+            language=answer.language,
             best_effort=answer.best_effort,
             end_of_run=answer.changes,
             final_unseen_ids=self.final_unseen_ids,
