@@ -105,7 +105,11 @@ def main(argv: list[str] | None = None) -> int:
     install_logging(logging.INFO)
     try:
         # Every answer of the model and the graphs is masked of secrets before the agent sees it.
-        llm = Scrubbed(ChatModel.from_config(LLMConfig.from_env(os.environ, timeout=args.llm_timeout)))
+        llm = Scrubbed(ChatModel.from_config(LLMConfig.from_env(os.environ, timeout=args.llm_timeout,
+                                                                named_by="SPINACH_MODEL")))
+        # With no model named, the endpoint is asked which it serves now: an endpoint that cannot say (no
+        # /models) is the operator's to fix at start, not a "could not be reached" on every chat answer.
+        model = llm.resolve_model()
         graphs = open_graphs(args.graph, args.dataset)
     except (LLMConfigurationError, GraphSpecError, ValueError, OSError) as error:
         print(f"error: {redact(str(error))}", file=sys.stderr)
@@ -114,6 +118,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from serve.app import build_app
 
+    logging.getLogger("serve").info("model: %s", model)
     app = build_app(graphs, llm, PoolLimits(workers=args.workers, queue=args.queue, per_client=args.per_client,
                                             timeout=args.timeout))
     # uvicorn's own lines (the server's, one a request) go to the log above, as every other line does.

@@ -46,3 +46,14 @@ def test_help_names_the_serve_extra_and_the_trusted_proxies():
     assert done.returncode == 0
     text = " ".join(done.stdout.split())
     assert "[serve] extra" in text and "--trusted-proxy ADDRESS" in text and "X-Forwarded-For" in text
+
+
+def test_an_endpoint_that_cannot_say_its_model_is_refused_at_start_with_what_to_set(llm_server):
+    """Not a "could not be reached" on every chat answer: the operator names the model."""
+    llm = llm_server([], lists_models=False)
+    base = {key: value for key, value in os.environ.items() if not key.startswith(("OPENAI_", "SPINACH_MODEL"))}
+    done = subprocess.run([sys.executable, "-m", "serve", "--port", "0"], env={**base, "OPENAI_BASE_URL": llm.base_url},
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.startswith("error: no model was named, and the endpoint did not say which it serves")
+    assert "name one with SPINACH_MODEL" in done.stderr

@@ -183,6 +183,8 @@ class FakeLLMServer:
     accepts_required: bool = True
     #: When false, an assistant message with ``content`` null gets llama-cpp-python's validation error (500).
     accepts_null_content: bool = True
+    #: When false, ``GET /v1/models`` is a 404, as some OpenAI-compatible endpoints answer it.
+    lists_models: bool = True
     requests: list[dict[str, Any]] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -275,7 +277,7 @@ def _handler_for(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(data)
 
         def do_GET(self) -> None:
-            if self.path.rstrip("/").endswith("/models"):
+            if self.path.rstrip("/").endswith("/models") and server.lists_models:
                 self._send(200, {"object": "list", "data": [{"id": server.model, "object": "model",
                                                              "created": 0, "owned_by": "stand-in"}]})
                 return
