@@ -21,6 +21,7 @@ from agent.kb.local import LocalKB
 from agent.llm import well_formed
 from bot.wikitext import clean
 from tests.support.llm_server import ErrorReply, HeldReply, SlowReply, ToolCallReply
+from tests.support.processes import PATIENCE, wait_for
 from tests.support.serve_rig import KEY, build_library_store, start_serve
 
 #: One worker runs them all: they share the stores and the browser.
@@ -294,24 +295,17 @@ def test_two_browsers_at_once_each_get_their_own_run(browser, another_browser, s
     assert first["query"] == second["query"] == [QUERY]
 
 
-def _until(condition, what: str, seconds: float = 120) -> None:
-    """Wait for *condition* (something the test made happen) to hold; fail naming *what* after *seconds*."""
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, f"{what} did not happen within {seconds:.0f} s"
-        time.sleep(0.02)
-
-
 def _stops_when_gone(browser, service, leave) -> None:
     log = service.log.read_text
     cancelled, stopped = log().count("cancelled: its page went away"), log().count("run stopped (cancelled)")
     open_page(browser, service)
     ask(browser, "endless question")
-    _until(lambda: browser.evaluate("document.querySelectorAll('#log .step').length") >= 2, "two steps shown")
+    wait_for(lambda: browser.evaluate("document.querySelectorAll('#log .step').length") >= 2, PATIENCE,
+             "two steps shown")
     leave()
-    _until(lambda: log().count("cancelled: its page went away") > cancelled, "the run's cancellation")
+    wait_for(lambda: log().count("cancelled: its page went away") > cancelled, PATIENCE, "the run's cancellation")
     asked = len(service.llm.requests)  # at most one model call was under way when the page went away
-    _until(lambda: log().count("run stopped (cancelled)") > stopped, "the run's end")
+    wait_for(lambda: log().count("run stopped (cancelled)") > stopped, PATIENCE, "the run's end")
     assert len(service.llm.requests) <= asked + 1, "the run went on after its page went away"
     assert log().count("cancelled: its page went away") == cancelled + 1
 
@@ -329,15 +323,15 @@ def test_a_question_waiting_for_a_worker_says_so(browser, another_browser, llm_s
         open_page(browser, service)
         open_page(another_browser, service)
         ask(browser, "slow question that holds the only worker")
-        _until(held.arrived.is_set, "the first run holding the worker")
+        wait_for(held.arrived.is_set, PATIENCE, "the first run holding the worker")
         ask(another_browser, "slow question that waits")
-        _until(lambda: another_browser.evaluate(status), "the second reader's status")
+        wait_for(lambda: another_browser.evaluate(status), PATIENCE, "the second reader's status")
         waiting = another_browser.evaluate(status)
         steps_while_waiting = another_browser.evaluate("document.querySelectorAll('#log .step').length")
         held.release.set()
         wait_done(browser, 1)
-        _until(lambda: another_browser.evaluate(status) == "The agent is exploring the graph…",
-               "the waiting question starting")
+        wait_for(lambda: another_browser.evaluate(status) == "The agent is exploring the graph…", PATIENCE,
+                 "the waiting question starting")
         wait_done(another_browser, 1)
     finally:
         held.release.set()

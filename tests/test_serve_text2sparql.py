@@ -14,7 +14,6 @@ import http.client
 import json
 import math
 import re
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -26,6 +25,7 @@ import yaml
 
 from harness.text2sparql_metric import aggregate, score_question
 from tests.support.llm_server import ErrorReply, HeldReply, RawReply, SlowReply, ToolCallReply
+from tests.support.processes import PATIENCE, wait_for
 from tests.support.serve_rig import (CK25_DATASET, build_ck25_store, ck25_questions, run_client, start_oxigraph,
                                      start_serve)
 
@@ -198,14 +198,6 @@ def _get_from(base: str, source: str, question: str) -> tuple[int, dict[str, str
     return response.status, dict(response.headers), body
 
 
-def _until(condition, what: str, seconds: float = 120) -> None:
-    """Wait for *condition* (something the test made happen) to hold; fail naming *what* after *seconds*."""
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, f"{what} did not happen within {seconds:.0f} s"
-        time.sleep(0.02)
-
-
 def test_a_full_queue_and_a_busy_client_are_refused_with_retry_after(ck25, llm_server, tmp_path):
     _, store, _ = ck25
     stop = ToolCallReply("stop", {"thought": "no", "cannot_answer": True, "explanation": "No.", "language": "en"})
@@ -217,9 +209,10 @@ def test_a_full_queue_and_a_busy_client_are_refused_with_retry_after(ck25, llm_s
     try:
         with ThreadPoolExecutor(2) as pool:
             running = pool.submit(_get_from, service.base, "127.0.0.1", "first")
-            _until(held.arrived.is_set, "the first question reaching the model")
+            wait_for(held.arrived.is_set, PATIENCE, "the first question reaching the model")
             waiting = pool.submit(_get_from, service.base, "127.0.0.2", "second")
-            _until(lambda: "queued for 127.0.0.2" in service.log.read_text(), "the second question being queued")
+            wait_for(lambda: "queued for 127.0.0.2" in service.log.read_text(), PATIENCE,
+                     "the second question being queued")
             busy_client = _get_from(service.base, "127.0.0.1", "third")
             full_queue = _get_from(service.base, "127.0.0.3", "fourth")
             held.release.set()
@@ -276,7 +269,7 @@ def test_a_forwarded_address_counts_only_from_a_proxy_the_operator_named(ck25, l
     try:
         with ThreadPoolExecutor(1) as pool:
             first = pool.submit(_get_forwarded, service.base, "first", "203.0.113.1")
-            _until(held.arrived.is_set, "the first question reaching the model")
+            wait_for(held.arrived.is_set, PATIENCE, "the first question reaching the model")
             second = _get_forwarded(service.base, "second", "203.0.113.2")
             held.release.set()
             assert first.result()[0] == 200
@@ -306,12 +299,14 @@ def test_a_client_that_goes_away_frees_its_worker_for_the_next_question(ck25, ll
         connection = http.client.HTTPConnection(host, int(port), timeout=60)
         connection.request("GET", "/text2sparql?" + urllib.parse.urlencode({"question": "abandoned",
                                                                             "dataset": CK25_DATASET}))
-        _until(held.arrived.is_set, "the abandoned question reaching the model")
+        wait_for(held.arrived.is_set, PATIENCE, "the abandoned question reaching the model")
         connection.sock.shutdown(2)  # the client goes away without waiting for its answer
         connection.close()
-        _until(lambda: "the client went away" in service.log.read_text(), "the server noticing the client left")
+        wait_for(lambda: "the client went away" in service.log.read_text(), PATIENCE,
+                 "the server noticing the client left")
         held.release.set()
-        _until(lambda: "run stopped (cancelled): abandoned" in service.log.read_text(), "the abandoned run's end")
+        wait_for(lambda: "run stopped (cancelled): abandoned" in service.log.read_text(), PATIENCE,
+                 "the abandoned run's end")
         status, body = _get(service.base + "/text2sparql?" + urllib.parse.urlencode(
             {"question": "next", "dataset": CK25_DATASET}))
     finally:

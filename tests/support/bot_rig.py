@@ -24,14 +24,14 @@ import sqlite3
 import subprocess
 import sys
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tests.support.mediawiki import BOT_USER, PYWIKIBOT_DIR, MediaWiki, write_pywikibot_dir
+from tests.support.processes import PATIENCE, wait_for  # noqa: F401 (the bot tests' waits, named here too)
 
 #: The stand-in model's API key: no output of the bot may ever show it.
 SECRET_KEY = "sk-test-secret-value"
@@ -187,33 +187,6 @@ class LogReader:
         """The whole log, once the process has ended."""
         self._thread.join(timeout=30)
         return self.text()
-
-
-#: How long a test waits for what it made happen (a reply, a pass, a log line): only a bot that died (``alive``)
-#: ends the wait sooner, so this is for a hung bot, never a timing: a machine with other work running took
-#: minutes for a pass that takes seconds on a quiet one.
-PATIENCE = 600.0
-
-
-def wait_for(predicate: Callable[[], Any], seconds: float, what: str,
-             alive: Callable[[], str | None] = lambda: None) -> Any:
-    """Poll *predicate* until it is true (returned); fail saying *what* was awaited after *seconds*.
-
-    *alive* returns why waiting is pointless (the process died), or ``None``.  The pause between looks
-    doubles from 50 ms to a quarter of a second: a predicate that asks the wiki (a page's text) would
-    otherwise keep its server busy for as long as the bot takes, slowing everything else it serves.
-    """
-    deadline = time.monotonic() + seconds
-    pause = 0.05
-    while True:
-        value = predicate()
-        if value:
-            return value
-        dead = alive()
-        assert dead is None, f"{dead} while waiting for {what}"
-        assert time.monotonic() < deadline, f"timed out after {seconds:.0f} s waiting for {what}"
-        time.sleep(pause)
-        pause = min(2 * pause, 0.25)
 
 
 def _site_options(api_url: str | None) -> list[str]:
