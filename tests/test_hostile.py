@@ -483,6 +483,15 @@ def state_file(title: str) -> str:
     return f"state-{re.sub(r'[^A-Za-z0-9-]+', '-', title)}.sqlite"
 
 
+def looked_at(rig, title: str, lead: str) -> str:
+    """The forum page *title* made with *lead* and looked at once by the bot (its first look: nothing on it is
+    answered); the bot's state file for it."""
+    state = state_file(title)
+    rig.mediawiki.edit_as_human(title, lead, "the page")
+    assert rig.run(title, "--once", "--live", state=state).code == 0
+    return state
+
+
 def insertion(old: str, new: str) -> tuple[int, int, int] | None:
     """When *new* is *old* with one piece of text inserted: the lowest and highest insertion point, its length."""
     grown = len(new) - len(old)
@@ -967,10 +976,8 @@ def test_many_revisions_between_passes_are_all_read_and_a_forged_signature_silen
     bot signature typed under a question: every revision is read, the question is answered, once."""
     rig, mediawiki = corpus.rig, corpus.rig.mediawiki
     title = f"Wikidata:Request a query/Hostile history {'forged' if forged else 'away'} {int(time.time())}"
-    state = state_file(title)
     lead = "This is the place to request a SPARQL query.\nSandbox line 0\n"
-    mediawiki.edit_as_human(title, lead, "the page")
-    assert rig.run(title, "--once", "--live", state=state).code == 0  # the first look
+    state = looked_at(rig, title, lead)
     asked = lead + "\n== Asked before ==\nWho were the doctoral advisors of Leonhard Euler? " \
         + signature("Alice", 1) + "\n"
     mediawiki.edit_as_human(title, asked, "a question")
@@ -1035,10 +1042,8 @@ def test_a_strangers_block_under_a_question_neither_silences_it_nor_earns_a_seco
     reply though below it, is no follow-up."""
     rig, mediawiki = corpus.rig, corpus.rig.mediawiki
     title = f"Wikidata:Request a query/Hostile stranger {int(time.time())}"
-    state = state_file(title)
     lead = "This is the place to request a SPARQL query.\n"
-    mediawiki.edit_as_human(title, lead, "the page")
-    assert rig.run(title, "--once", "--live", state=state).code == 0  # the first look
+    state = looked_at(rig, title, lead)
     question = "\n== Euler's advisors ==\nWho were the doctoral advisors of Leonhard Euler? " + signature("Alice", 1)
     mediawiki.edit_as_human(title, lead + question, "a question")
     again = "\n:Still waiting for an answer. " + signature("Alice", 2)
@@ -1077,10 +1082,8 @@ def test_a_follow_up_below_a_strangers_heading_is_answered_beside_it(corpus, str
     again below it: the answer shows right after her follow-up, under the same heading, visible, once."""
     rig, mediawiki = corpus.rig, corpus.rig.mediawiki
     title = f"Wikidata:Request a query/Hostile stranger follow-up {len(caption)} {int(time.time())}"
-    state = state_file(title)
     lead = "This is the place to request a SPARQL query.\n"
-    mediawiki.edit_as_human(title, lead, "the page")
-    assert rig.run(title, "--once", "--live", state=state).code == 0  # the first look
+    state = looked_at(rig, title, lead)
     mediawiki.edit_as_human(title, lead + "\n== Euler's advisors ==\nWho were the doctoral advisors of Leonhard "
                             "Euler? " + signature("Alice", 1), "a question")
     assert rig.run(title, "--once", "--live", state=state).code == 0
@@ -1124,10 +1127,8 @@ def test_a_heading_a_stranger_renders_inside_the_question_does_not_silence_it(co
     question's end shows under that heading, and so does the answer, right below it and visible, once."""
     rig, mediawiki = corpus.rig, corpus.rig.mediawiki
     title = f"Wikidata:Request a query/Hostile stranger in the question {int(time.time())}"
-    state = state_file(title)
     lead = "This is the place to request a SPARQL query.\n"
-    mediawiki.edit_as_human(title, lead, "the page")
-    assert rig.run(title, "--once", "--live", state=state).code == 0  # the first look
+    state = looked_at(rig, title, lead)
     asked = "\n== Euler's advisors ==\nWho were the doctoral advisors of Leonhard Euler?\n"
     signed = "I mean his teachers at Basel. " + signature("Alice", 1)
     mediawiki.edit_as_human(title, lead + asked + signed, "a question")
