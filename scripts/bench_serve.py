@@ -22,9 +22,9 @@ is timed from the POST to ``started`` (a worker took it), to its first
 
 1. one question at a time (``--repeat``): first step and answer;
 2. ``--users`` people asking at once, each from its own loopback address
-   (127.0.0.k) and all from one address: how many were answered, how many
-   refused and with which status (whatever the server sends), and the
-   times of those answered;
+   (127.0.0.k) and all from one address: how many were answered, refused
+   (by the status the server sent, whatever it is) or failed or lost (a
+   failed run, a broken connection), and the times of those answered;
 3. ``--leaving`` people who ask and leave after their first step, each
    holding a worker: the model calls their runs still made, the model
    seconds not spent (the delay times the calls a full run makes that these
@@ -52,6 +52,7 @@ import tempfile
 import threading
 import time
 import urllib.parse
+import urllib.request
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -89,7 +90,16 @@ def progress(text: str) -> None:
 def ask(url: str, graph: str, question: str, source: str = "", timeout: float = 120,
         leave: bool = False) -> Timing:
     """Send *question* as the chat page does, from the loopback address *source* ("" for any), and time it; with
-    *leave*, close the connection once the first step came, as a reader who closes the page."""
+    *leave*, close the connection once the first step came, as a reader who closes the page.  A connection that
+    fails is counted (status 0 before the POST's answer), never raised: one lost question must not end the bench."""
+    try:
+        return _ask(url, graph, question, source, timeout, leave)
+    except (OSError, http.client.HTTPException, ValueError, KeyError) as error:
+        progress(f"warning: {question!r}: {type(error).__name__}: {error}")
+        return Timing(0, "connection failed", question)
+
+
+def _ask(url: str, graph: str, question: str, source: str, timeout: float, leave: bool) -> Timing:
     parts = urllib.parse.urlsplit(url)
 
     def connect() -> http.client.HTTPConnection:
@@ -159,7 +169,7 @@ def seconds(values: list[float | None], fractions: tuple[float, ...]) -> str:
 
 def refusals(timings: list[Timing]) -> str:
     """The refused questions by status, as the server answered them ("–" for none)."""
-    counted = Counter(timing.status for timing in timings if timing.status != 200)
+    counted = Counter(timing.status for timing in timings if timing.status not in (0, 200))
     return ", ".join(f"{count} × {status}" for status, count in sorted(counted.items())) or "–"
 
 
@@ -216,7 +226,7 @@ def table_alone(url: str, graph: str, question: str, repeat: int, timeout: float
 
 def table_users(url: str, graph: str, question: str, users: list[int], timeout: float) -> None:
     print()
-    print("| users at once | from | answered | refused (status) | other | answer s (median / p90 / max) | "
+    print("| users at once | from | answered | refused (status) | failed or lost | answer s (median / p90 / max) | "
           "first step s (median / p90 / max) | to a worker s (median / p90 / max) |")
     print("|---:|---|---:|---|---:|---:|---:|---:|")
     for count in users:
@@ -227,7 +237,7 @@ def table_users(url: str, graph: str, question: str, users: list[int], timeout: 
             questions = [f"{question} ({count} {'spread' if spread else 'one'} {k})" for k in range(1, count + 1)]
             timings = at_once(url, graph, questions, sources, timeout)
             answered = [t for t in timings if t.outcome == "answered"]
-            other = sum(t.status == 200 and t.outcome != "answered" for t in timings)
+            other = sum(t.status in (0, 200) and t.outcome != "answered" for t in timings)
             quantiles = (0.5, 0.9, 1)
             print(f"| {count} | {where} | {len(answered)} | {refusals(timings)} | {other} | "
                   f"{seconds([t.end for t in answered], quantiles)} | "
@@ -368,6 +378,16 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     if args.url:
+        try:
+            with urllib.request.urlopen(args.url.rstrip("/") + "/chat/graphs", timeout=args.timeout) as answer:
+                served = [graph["name"] for graph in json.load(answer)]
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            print(f"error: {args.url} does not answer as spinach-serve does ({error})", file=sys.stderr)
+            return 1
+        if args.graph not in served:
+            print(f"error: {args.url} serves no graph {args.graph!r} (it serves: {', '.join(served)})",
+                  file=sys.stderr)
+            return 2
         alone = table_alone(args.url, args.graph, args.question, args.repeat, args.timeout)
         table_users(args.url, args.graph, args.question, args.users, args.timeout)
         return 0 if all(t.outcome == "answered" for t in alone) else 1
