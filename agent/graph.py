@@ -381,6 +381,9 @@ def _type_name(value: Any) -> str:
         odd = next((each for each in value if not isinstance(each, str)), None)
         return "an empty list" if not value else f"a list holding {_type_name(odd)}" if odd is not None \
             else "a list of strings"
+    if isinstance(value, dict):
+        odd = next((each for each in value.values() if not isinstance(each, str)), None)
+        return "a table" if odd is None else f"a table holding {_type_name(odd)}"
     names = {bool: "a boolean", int: "an integer", float: "a number", str: "a string", dict: "a table"}
     return next((name for kind, name in names.items() if isinstance(value, kind)), "a date or time")
 
