@@ -411,7 +411,7 @@ class _Run:
             given = spec.given(arguments, self.graph) if spec is not None else None
             if spec is not None and spec.argument and given is None:
                 others = ", ".join(f'"{name}"' for name in arguments) or "none"
-                return _Decision(thought, call.name, "", f'{call.name} takes its argument as '
+                return _Decision(thought, name, "", f'{call.name} takes its argument as '
                                                          f'"{spec.on(self.graph).argument.name}"; '
                                                          f"the call gave {others}.", malformed=True)
             raw = str(given) if spec and spec.argument else ""
