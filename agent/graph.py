@@ -1,14 +1,14 @@
 """Knowledge-graph profiles: what the agent needs to know about a graph, read from a TOML file.
 
 A profile says where the graph is (a SPARQL endpoint and its dialect, or a
-local store), the prefixes its queries use, how a thing is named (a label
-predicate, with or without a language) and described, what the ID of an item
+local store), the prefixes its queries use, how a thing is named (one label
+predicate or several, in the languages it lists, in order) and described, what the ID of an item
 or a property looks like and how people write it, how an entry is shown
 (Wikibase statements, or plain outgoing triples with value nodes and fact
 nodes carrying qualifiers), and the graph-specific lines of the policy
 prompt.  Wikidata, KQA Pro and CK25 are three profiles of one agent with the
-same five actions; adding a graph is adding a profile file (a misspelt key is
-an error naming it):
+same five actions; adding a graph is adding a profile file (a misspelt key or
+a value of the wrong type is a one-line error naming it):
 
 >>> from agent.graph import load_graph
 >>> load_graph("kqapro").names.label
