@@ -5,6 +5,7 @@ The museum graph names its techniques by SKOS (``skos:prefLabel``, ``skos:altLab
 """
 
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from agent import Agent, AgentConfig
 from agent.actions import actions_for, shown_names, tool_schemas
 from agent.graph import WIKIDATA, load_graph, parse_profile
 from agent.kb.local import LocalKB
+from agent.kb.local.search import SCHEMA, SearchIndex
 from agent.llm import ChatModel, LLMConfig
 from agent.observations import format_search
 from agent.prompts import render
@@ -130,3 +132,20 @@ def test_wikidata_keeps_its_own_tool_and_argument_names():
     assert shown_names(MUSEUM) == {"search_wikidata": "search_graph", "get_wikidata_entry": "get_entry",
                                    "get_property_examples": "get_property_examples",
                                    "execute_sparql": "execute_sparql", "stop": "stop"}
+
+
+def test_an_index_written_before_labels_were_ranked_takes_new_labels(tmp_path):
+    path = tmp_path / "index.sqlite"
+    before = SCHEMA.replace(",\n    label_rank INTEGER NOT NULL DEFAULT 2147483647, description_rank INTEGER "
+                            "NOT NULL DEFAULT 2147483647", "")
+    assert "label_rank" not in before
+    old = sqlite3.connect(path)
+    old.executescript(before)
+    old.execute("INSERT INTO entities (id, kind, number, label) VALUES ('aat:fresco', 'item', 0, 'fresque')")
+    old.commit()
+    old.close()
+    index = SearchIndex(path, MUSEUM.names, kind_of=MUSEUM.kind_of, fallback=True)
+    index.begin("museum.ttl")
+    index.add([("aat:fresco", "label", "fresco", "en"), ("aat:fresco", "alias", "fresco", "nl")])
+    index.commit()
+    assert [(hit.id, hit.label) for hit in index.search("fresco", "item", 5)] == [("aat:fresco", "fresco")]

@@ -256,7 +256,7 @@ class LocalKB:
             return found
         iris = {self.graph.iri_of(hit.id) for hit in found}
         if self.triples is not None:
-            labels = self.triples.labels(iris, replace(self.names, languages=(language, *self.names.languages)))
+            labels = self.triples.labels(iris, replace(self.names, languages=(language.lower(), *self.names.languages)))
         else:
             labels = self._labels(iris, language)
         return [SearchHit(hit.id, labels.get(self.graph.iri_of(hit.id), hit.id), "", hit.datatype) for hit in found]
