@@ -272,8 +272,8 @@ def test_resuming_with_other_settings_is_refused_unless_forced(
     assert run(data, out, "--model", "model-b") == 2
     assert ("holds a run made with another model 'model-a' (now 'model-b'); use a new --out directory, "
             "or --force") in capsys.readouterr().err
-    assert run(data, out, "--model", "model-a", "--split", "test", "--language", "de") == 2
-    assert "another language 'en' (now 'de')" in capsys.readouterr().err
+    assert run(data, out, "--model", "model-a", "--gold", "live") == 2
+    assert "another gold 'file' (now 'live')" in capsys.readouterr().err
     assert len(lines(out / "results.jsonl")) == 1
 
     assert run(data, out, "--model", "model-b", "--force") == 0
