@@ -148,3 +148,22 @@ def test_a_new_prompt_rule_in_the_profile_refuses_the_resume(tmp_path, model, ca
     info = json.loads((out / "run.json").read_text())
     assert sorted(info["fingerprint"]) == ["examples", "graph", "model", "profile", "prompts", "questions"]
     assert info["fingerprint"]["examples"] == "none"
+
+
+def test_a_wikidata_example_store_shows_nothing_on_another_graph_and_says_so_once(tmp_path, model, capsys):
+    from agent.examples import ExampleStore, SolvedExample
+
+    examples = tmp_path / "examples.sqlite"
+    store = ExampleStore(examples)
+    store.add([SolvedExample(f"forum {number}", f"In which department is {name}?",
+                             f"SELECT ?d WHERE {{ wd:Q{number} wdt:P108 ?d }}", "forum")
+               for number, name in enumerate(("Mr. Smith", "Ms. Jones", "Dr. Brant"), 1)])
+    store.close()
+    out = tmp_path / "run"
+    assert run(question_file(tmp_path / "questions.yml", FIRST), company_store(tmp_path / "store"), out, model,
+               "--examples", str(examples)) == 0
+    error = capsys.readouterr().err
+    assert error.count("no examples for the graph 'ck25' (its 3 are for other graphs): none is shown") == 1
+    assert not any("Similar solved requests" in json.dumps(request["messages"]) or "wdt:P108" in
+                   json.dumps(request["messages"]) for request in model.requests)
+    assert len(model.requests) == 4
