@@ -32,7 +32,8 @@ def question_file(path: Path, questions: dict[str, str]) -> Path:
     """A TEXT2SPARQL questions YAML (as CK25's) with *questions* (text: query), ids from 1."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("dataset:\n  id: https://example.org/company/\nquestions:\n" + "".join(
-        f"  - id: {number}\n    question:\n      en: {json.dumps(text)}\n    query:\n      sparql: {json.dumps(query)}\n"
+        f"  - id: {number}\n    question:\n      en: {json.dumps(text)}\n"
+        f"    query:\n      sparql: {json.dumps(query)}\n"
         for number, (text, query) in enumerate(questions.items(), 1)), encoding="utf-8")
     return path
 
