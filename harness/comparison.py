@@ -62,13 +62,17 @@ def comparison_gaps(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
 
 
 def compared_parts(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
-    """What the two runs differ in that a comparison measures (prompts, model, profile, example store), in words;
-    and a note when either run predates fingerprints."""
+    """What the two runs differ in that a comparison measures (prompts, model, profile, example store), in words
+    (nothing is known of a run made before runs kept fingerprints)."""
     first, second = _settings(before), _settings(after)
-    if "fingerprint" not in first or "fingerprint" not in second:
-        return ["(a run from before fingerprints: its questions and graph are known by name only)"]
-    return differences(first["fingerprint"], second["fingerprint"],
+    return differences(first.get("fingerprint"), second.get("fingerprint"),
                        tuple(part for part in PARTS if part not in MEASURED_PARTS))
+
+
+def unfingerprinted(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    """Which of the two runs (``before``, ``after``) record no fingerprint: their content is known by names."""
+    return [name for name, info in (("before", before), ("after", after))
+            if "fingerprint" not in _settings(info)]
 
 
 def question_gaps(first: list[dict[str, Any]], second: list[dict[str, Any]]) -> list[str]:

@@ -175,7 +175,7 @@ def print_report(summaries: list[RunSummary], questions: bool = False) -> None:
 def print_comparison(before: Path, after: Path, allow_different: bool = False) -> None:
     """Two runs question by question; refused when they measured different things (other questions, gold or
     graph), unless *allow_different*, and then what differs is printed above the table."""
-    from harness.comparison import compare_records, compared_parts, comparison_gaps, question_gaps
+    from harness.comparison import compare_records, compared_parts, comparison_gaps, question_gaps, unfingerprinted
 
     first_info, first = load_run(before)
     second_info, second = load_run(after)
@@ -189,6 +189,10 @@ def print_comparison(before: Path, after: Path, allow_different: bool = False) -
     measured = compared_parts(first_info, second_info)
     if measured:
         print("the runs differ in what this comparison measures: " + ", ".join(measured))
+    older = unfingerprinted(first_info, second_info)
+    if older:
+        print(f"note: the {' and '.join(older)} run{'s' if len(older) > 1 else ''} record no fingerprint (made "
+              "before runs kept one): questions and graph are checked by name and by the paired questions' text")
     result = compare_records(first, second)
     low, high = result.difference_interval
     print(f"{result.paired} questions in both runs, paired by (dataset, split, id): "

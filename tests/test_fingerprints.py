@@ -144,8 +144,15 @@ def test_a_new_prompt_rule_in_the_profile_refuses_the_resume(tmp_path, model, ca
     assert error.count("\n") == 1
     assert "holds a run made with other graph profile, prompts as rendered for the graph; use a new" in error
     assert len(model.requests) == asked  # no model request carried the new line
+    ruled = tmp_path / "ruled"
+    assert run(questions, store, ruled, model, "--limit", "1") == 0  # in a new directory: a run of its own
+    assert "Always count the rooms." in model.requests[-1]["messages"][0]["content"]
     (store / "graph.toml").write_text(kept, encoding="utf-8")
     assert run(questions, store, out, model) == 0  # the same profile again: resumed
+    capsys.readouterr()
+    assert report_main(["--compare", str(out), str(ruled)]) == 0  # what a comparison is for, said above it
+    assert capsys.readouterr().out.splitlines()[0] == (
+        "the runs differ in what this comparison measures: graph profile, prompts as rendered for the graph")
     info = json.loads((out / "run.json").read_text())
     assert sorted(info["fingerprint"]) == ["examples", "graph", "model", "profile", "prompts", "questions"]
     assert info["fingerprint"]["examples"] == "none"
