@@ -146,6 +146,8 @@ def refused_option(args: argparse.Namespace, dataset: str, kind: str | None) -> 
     if args.language != "en" and not languages:
         return (f"--language is for QALD-10 and QALD-JSON or TEXT2SPARQL question files; {dataset}'s questions "
                 "are in English only")
+    if args.split and args.questions:
+        return "--split names a split of a --dataset; a --questions file is one set of questions"
     if args.choices and not kqapro:
         return "--choices is KQA Pro's multiple-choice setting; other datasets have no choices"
     if args.numbers and kqapro:

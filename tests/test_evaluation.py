@@ -500,6 +500,14 @@ def test_an_option_the_dataset_cannot_use_is_refused_in_one_line(tmp_path, capsy
     assert capsys.readouterr().err == message and not out.exists()
 
 
+def test_a_split_of_a_question_file_is_refused_in_one_line(tmp_path, capsys):
+    questions = tmp_path / "mine.json"
+    questions.write_text(json.dumps(QUESTIONS))
+    assert evaluate_main(["--questions", str(questions), "--split", "dev", "--out", str(tmp_path / "run")]) == 2
+    assert capsys.readouterr().err == ("error: --split names a split of a --dataset; a --questions file is one set "
+                                       "of questions\n")
+
+
 def test_a_researchers_qald_json_file_gets_gerbils_figures_and_its_own_name(
         tmp_path, monkeypatch, llm_server, wikidata_server, capsys):
     environment(monkeypatch, llm_server(agent_script()), euler_wikidata(wikidata_server))
