@@ -12,8 +12,11 @@
 
 Run the same command again after an interruption: finished questions are kept,
 failed ones (model, knowledge base, gold query) are tried again.  Resuming a
-directory with another model, split, language, knowledge base or prompt is
-refused unless --force.  Without --model, an endpoint of your own is asked
+directory with another model, split, language, knowledge base or prompt, or
+whose fingerprint differs (the questions' text and gold, the graph's triples,
+its profile, the prompts as rendered for it, the model's settings, the example
+store: harness/fingerprints.py), is refused unless --force, naming what
+differs.  An option the dataset cannot use is refused in one line.  Without --model, an endpoint of your own is asked
 which model it serves.  Also installed as ``spinach-eval``.
 """
 

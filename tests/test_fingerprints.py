@@ -175,3 +175,12 @@ def test_a_wikidata_example_store_shows_nothing_on_another_graph_and_says_so_onc
     assert not any("Similar solved requests" in json.dumps(request["messages"]) or "wdt:P108" in
                    json.dumps(request["messages"]) for request in model.requests)
     assert len(model.requests) == 4
+
+
+def test_the_wikidata_baseline_is_refused_on_another_graph_in_one_line(tmp_path, model, capsys):
+    out = tmp_path / "run"
+    assert run(question_file(tmp_path / "questions.yml", FIRST), company_store(tmp_path / "store"), out, model,
+               "--baseline") == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "error: --baseline writes Wikidata Query Service queries; " in error
+    assert "holds the graph 'ck25': run the agent" in error and model.requests == []
