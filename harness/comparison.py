@@ -9,8 +9,12 @@ row-major F1; the interval of the mean difference is a paired bootstrap.
 
 Two runs are comparable only when they measured the same thing: the same
 dataset and split, gold from the same source, numbers compared the same
-way, the same answer mode (KQA Pro's open or multiple-choice setting) and
-the same graph (:func:`comparison_gaps`).
+way, the same answer mode (KQA Pro's open or multiple-choice setting), the
+same graph, and by content (:mod:`harness.fingerprints`) the same questions
+and gold and the same graph's triples: names alone pair two files both called
+``questions.yml`` (:func:`comparison_gaps`, :func:`question_gaps`).  What
+the comparison measures (the prompts, the model, the profile, the example
+store) may differ, and is said above the table (:func:`compared_parts`).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import numpy as np
 from scipy import stats
 
 from harness.evaluation import Key, question_key
+from harness.fingerprints import MEASURED_PARTS, PARTS, differences
 from harness.reporting import last_settings
 
 
@@ -47,8 +52,41 @@ def comparison_gaps(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
     """Why the runs recorded by two ``run.json`` (*before*, *after*) measured different things; empty when they
     did not."""
     first, second = _settings(before), _settings(after)
-    return [f"{words} {first.get(key)!r} (before) and {second.get(key)!r} (after)"
+    gaps = [f"{words} {first.get(key)!r} (before) and {second.get(key)!r} (after)"
             for key, words in COMPARED.items() if first.get(key) != second.get(key)]
+    prints, later = first.get("fingerprint") or {}, second.get("fingerprint") or {}
+    for part in MEASURED_PARTS:
+        if differences(prints, later, (part,)):
+            gaps.append(f"{PARTS[part]} (fingerprint {prints[part]} before, {later[part]} after)")
+    return gaps
+
+
+def compared_parts(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    """What the two runs differ in that a comparison measures (prompts, model, profile, example store), in words
+    (nothing is known of a run made before runs kept fingerprints)."""
+    first, second = _settings(before), _settings(after)
+    return differences(first.get("fingerprint"), second.get("fingerprint"),
+                       tuple(part for part in PARTS if part not in MEASURED_PARTS))
+
+
+def unfingerprinted(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    """Which of the two runs (``before``, ``after``) record no fingerprint: their content is known by names."""
+    return [name for name, info in (("before", before), ("after", after))
+            if "fingerprint" not in _settings(info)]
+
+
+def question_gaps(first: list[dict[str, Any]], second: list[dict[str, Any]]) -> list[str]:
+    """Paired questions (same dataset, split and id) that are not the same question: other text or gold query."""
+    old, new = _by_question(first), _by_question(second)
+    unlike = [key for key in sorted(set(old) & set(new), key=_natural)
+              if (old[key].get("question"), old[key].get("gold_sparql"))
+              != (new[key].get("question"), new[key].get("gold_sparql"))]
+    if not unlike:
+        return []
+    dataset, split, key = unlike[0]
+    return [f"{len(unlike)} paired questions with other text or gold query (e.g. {dataset} {split} {key}: "
+            f"{old[unlike[0]].get('question', '')[:60]!r} before, {new[unlike[0]].get('question', '')[:60]!r} "
+            "after)"]
 
 
 @dataclass

@@ -80,6 +80,8 @@ class LoadedDataset:
 
     examples: list[Example]
     without_language: list[str]
+    #: The id a question file declares for its dataset (``dataset: {id: ...}``), "" when it declares none.
+    dataset_id: str = ""
 
 
 def load_dataset(dataset: str, split: str | None, data_dir: str | Path, language: str = "en") -> list[Example]:

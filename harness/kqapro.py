@@ -246,7 +246,7 @@ def result_record(example: Example, result: AgentResult, kb: LocalKB, setting: s
         "answer": answer_text(result.answer, result.variables, kb),
         "steps": len(result.path), "actions": dict(Counter(step.action for step in result.path)),
         "rolled_back": sum(step.rolled_back for step in result.steps), "stop_reason": result.stop_reason,
-        "usage": result.usage.to_dict(),
+        "model": result.model, "usage": result.usage.to_dict(),
     }
     return score_record(record)
 

@@ -13,7 +13,8 @@ SPINACH (``.json``)           ``[{id, question, sparql}]``                      
 
 The examples are those :mod:`harness.datasets` reads for its named
 benchmarks, so a run over a file is scored, reported and resumed like one
-over a named split (its ``source`` is the file's name, its split ``file``).
+over a named split (its ``source`` is the file's name, its split ``file``); an
+export names the dataset by the id the file declares, else by the file's name.
 """
 
 from __future__ import annotations
@@ -64,11 +65,12 @@ def read_question_file(path: str | Path, language: str = "en") -> tuple[str, Loa
                            f"{error}") from error
     kind = question_format(path, data)
     source = path.stem
+    declared = declared_id(data)
     try:
         if kind == "kqapro":
             return kind, LoadedDataset([kqapro_example(index, item, "file") for index, item in enumerate(data)], [])
         if kind == "spinach":
-            return kind, LoadedDataset([flat_example(item, source, "file") for item in data], [])
+            return kind, LoadedDataset([flat_example(item, source, "file") for item in data], [], declared)
         if kind == "text2sparql":
             data = {"questions": [_text2sparql(item) for item in data["questions"]]}
         examples = [qald_example(item, language, source, "file") for item in data["questions"]]
@@ -77,7 +79,15 @@ def read_question_file(path: str | Path, language: str = "en") -> tuple[str, Loa
     if not any(examples):
         raise DatasetError(f"{path}: no question has text in {language!r}")
     return kind, LoadedDataset([example for example in examples if example],
-                               [str(item["id"]) for item, example in zip(data["questions"], examples) if not example])
+                               [str(item["id"]) for item, example in zip(data["questions"], examples) if not example],
+                               declared)
+
+
+def declared_id(data: Any) -> str:
+    """The dataset id a file declares (QALD-JSON's and TEXT2SPARQL's ``dataset: {id: ...}``), "" for none."""
+    dataset = data.get("dataset") if isinstance(data, dict) else None
+    identifier = dataset.get("id") if isinstance(dataset, dict) else None
+    return str(identifier) if isinstance(identifier, (str, int)) and str(identifier).strip() else ""
 
 
 def _text2sparql(item: dict[str, Any]) -> dict[str, Any]:

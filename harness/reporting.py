@@ -95,7 +95,7 @@ class RunSummary:
     paper_gaps: list[str] = field(default_factory=list)
     #: A caveat about the run's gold answers (QALD-10's 2022 file answers), "" when none.
     gold_caveat: str = ""
-    #: GERBIL QA's figures, for QALD datasets (:mod:`harness.gerbil_metric`).
+    #: GERBIL QA's figures, for QALD datasets and QALD-JSON question files (:mod:`harness.gerbil_metric`).
     gerbil: GerbilScores | None = None
     #: The TEXT2SPARQL client's set figures (:mod:`harness.text2sparql_metric`).
     text2sparql: SetScores | None = None
@@ -169,6 +169,22 @@ def per_repeat(records: list[dict[str, Any]], field_name: str) -> list[float]:
     return [sum(values) / len(values) for _, values in sorted(grouped.items())]
 
 
+def is_qald_run(info: dict[str, Any]) -> bool:
+    """Whether QALD's figures (GERBIL's and the stricter variant) apply: a named QALD dataset, or a researcher's
+    own QALD-JSON question file."""
+    settings = last_settings(info)
+    return settings.get("dataset") in QALD_DATASETS or settings.get("questions_format") == "qald-json"
+
+
+def dataset_id(info: dict[str, Any]) -> str:
+    """The dataset's id in an export: the id a question file declares, else its name; ``dataset-split`` for a
+    named benchmark."""
+    settings = last_settings(info)
+    if settings.get("split") == "file":
+        return str(settings.get("dataset_id") or settings.get("dataset") or "run")
+    return f"{settings.get('dataset', 'run')}-{settings.get('split', '')}"
+
+
 def last_settings(info: dict[str, Any]) -> dict[str, Any]:
     return info.get("parts", [{}])[-1].get("settings", info) if info.get("parts") else info
 
@@ -233,7 +249,7 @@ def summarize(directory: Path, prices: dict[str, Price] | None = None) -> RunSum
             dollars = sum(prices[model].dollars(record["usage"]) for model, record in zip(models, records)) / count
     actions = {name: sum(record["actions"].get(name, 0) for record in records) / count for name in ACTIONS}
     histogram = Counter(sum(record["actions"].values()) for record in records)
-    is_qald = info.get("dataset") in QALD_DATASETS
+    is_qald = is_qald_run(info)
     qald = _qald_scores(records, info.get("numbers") == "value") if is_qald else None
     postprocessed = None
     if any("postprocessed" in record for record in records):

@@ -10,7 +10,11 @@ measured (another model, dataset, split, language, knowledge base, prompt,
 gold source, number comparison, KQA Pro setting or example store) would
 silently mix two experiments in one set of results, so it is refused unless
 forced; a forced part keeps its own settings, and each result line names its
-part.
+part.  Names are not enough: each part also records a fingerprint of what
+decides its results (:mod:`harness.fingerprints`: the questions' text and
+gold, the graph's content, the profile, the prompts as rendered for the
+graph, the model and its settings, the example store), and a part whose
+fingerprint differs from the last one's is refused too, naming the parts.
 """
 
 from __future__ import annotations
@@ -23,9 +27,17 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from harness.fingerprints import differences
+
 #: Settings that change what a run measures; a part may differ from earlier parts in these only with --force.
+#: (The fingerprint, :mod:`harness.fingerprints`, covers their content.)
 MEASURED = ("dataset", "split", "language", "model", "kb", "prompt", "baseline", "gold", "numbers", "setting",
             "examples", "example_ranking")
+
+#: The measured settings whose change already explains a fingerprint part's (a refusal names the setting alone).
+EXPLAINED_BY = {"questions": ("dataset", "split", "language"), "graph": ("kb",), "profile": ("kb",),
+                "prompts": ("prompt", "kb", "baseline"), "model": ("model", "baseline"),
+                "examples": ("examples", "example_ranking")}
 
 
 #: The project's checkout, when the code runs from one (its commit is recorded with each part).
@@ -117,10 +129,16 @@ def begin_part(out_dir: Path, settings: dict[str, Any], started_at: str, force: 
     parts = info.get("parts", [])
     if parts and not force:
         previous = parts[-1]["settings"]
-        changed = [f"{key} {previous[key]!r} (now {settings.get(key)!r})" for key in MEASURED
+        changed = [f"another {key} {previous[key]!r} (now {settings.get(key)!r})" for key in MEASURED
                    if key in previous and not _same(key, previous[key], settings.get(key), out_dir)]
+        named = {key for key in MEASURED
+                 if key in previous and not _same(key, previous[key], settings.get(key), out_dir)}
+        content = differences(previous.get("fingerprint"), settings.get("fingerprint"),
+                              tuple(part for part, keys in EXPLAINED_BY.items() if not named & set(keys)))
+        if content:
+            changed.append("other " + ", ".join(content))
         if changed:
-            raise RunMismatch(f"{out_dir} holds a run made with another " + ", ".join(changed)
+            raise RunMismatch(f"{out_dir} holds a run made with " + ", ".join(changed)
                               + "; use a new --out directory, or --force to add a part with these settings "
                                 "(each result line names its part)")
     parts.append({"settings": settings, "started_at": started_at})

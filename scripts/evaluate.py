@@ -12,8 +12,11 @@
 
 Run the same command again after an interruption: finished questions are kept,
 failed ones (model, knowledge base, gold query) are tried again.  Resuming a
-directory with another model, split, language, knowledge base or prompt is
-refused unless --force.  Without --model, an endpoint of your own is asked
+directory with another model, split, language, knowledge base or prompt, or
+whose fingerprint differs (the questions' text and gold, the graph's triples,
+its profile, the prompts as rendered for it, the model's settings, the example
+store: harness/fingerprints.py), is refused unless --force, naming what
+differs.  An option the dataset cannot use is refused in one line.  Without --model, an endpoint of your own is asked
 which model it serves.  Also installed as ``spinach-eval``.
 """
 
@@ -111,15 +114,50 @@ def default_numbers(dataset: str, gold: str) -> str:
     return "value" if dataset == "qald10" and gold == "file" else "lexical"
 
 
-def open_examples(path: str, evaluated: list):
-    """The retriever over the store at *path*, without the examples of the *evaluated* split's own threads and
-    questions, and that exclusion (which the run records)."""
+def open_examples(path: str, evaluated: list, graph: str):
+    """The retriever over the store at *path* for questions on *graph*, without the examples of the *evaluated*
+    split's own threads and questions, and that exclusion (which the run records)."""
     from agent.examples import ExampleStore, Retriever
     from harness.examples import exclusion_for
 
     store = ExampleStore(path, read_only=True)
     exclusion = exclusion_for(store, evaluated)
-    return Retriever(store, excluded=exclusion.ids), exclusion
+    return Retriever(store, excluded=exclusion.ids, graph=graph), exclusion
+
+
+def example_answerer(agent, retriever, question_of=None):
+    """The agent answering each example, shown the solved examples most like it when there is a *retriever*;
+    *question_of* gives the text the agent reads (KQA Pro's choices after the question)."""
+    from agent import AgentContext
+    from agent.examples import prompt_examples
+    from harness.examples import thread_of
+
+    def answer(example):
+        question = question_of(example) if question_of else example.question
+        if retriever is None:
+            return agent.run(question)
+        shown = prompt_examples(retriever.similar(example.question, 5, thread=thread_of(example)))
+        return agent.run(question, context=AgentContext(examples=shown))
+
+    return answer
+
+
+def refused_option(args: argparse.Namespace, dataset: str, kind: str | None) -> str | None:
+    """Why an option given does nothing for this run's dataset (one line), or ``None`` when each one works."""
+    kqapro = dataset == "kqapro"
+    languages = dataset == "qald10" or kind in ("qald-json", "text2sparql")
+    if args.language != "en" and not languages:
+        return (f"--language is for QALD-10 and QALD-JSON or TEXT2SPARQL question files; {dataset}'s questions "
+                "are in English only")
+    if args.split and args.questions:
+        return "--split names a split of a --dataset; a --questions file is one set of questions"
+    if args.choices and not kqapro:
+        return "--choices is KQA Pro's multiple-choice setting; other datasets have no choices"
+    if args.numbers and kqapro:
+        return "--numbers compares SPARQL literals; KQA Pro judges answer strings as its evaluation does"
+    if (args.offline or args.cache) and args.kb:
+        return "--offline and --cache are for live Wikidata's responses; --kb answers from the local store"
+    return None
 
 
 def rescore_main(directory: Path) -> int:
@@ -153,16 +191,15 @@ def main(argv: list[str] | None = None) -> int:
     if not (args.dataset or args.questions) or not args.out or args.dataset and args.questions:
         print("error: --dataset or --questions, and --out, are needed (or --rescore DIR)", file=sys.stderr)
         return 2
-    from agent import Agent, AgentConfig, AgentContext
-    from agent.examples import prompt_examples
-    from harness.examples import thread_of
+    from agent import Agent, AgentConfig
     from harness.question_files import read_question_file
     from agent.kb import open_kb
     from agent.kb.live import WikidataConfig
     from agent.llm import ChatModel, LLMConfig, LLMConfigurationError
     from agent.prompts import fingerprint
-    from harness.evaluation import baseline_answerer, evaluate, now, with_gold_answers
-    from harness.run_info import begin_part, code_version, endpoint, finish_part, portable_path
+    from harness import fingerprints
+    from harness.evaluation import now
+    from harness.run_info import begin_part, code_version, endpoint, portable_path
 
     if args.repeats < 1:
         print("error: --repeats needs a number of at least 1", file=sys.stderr)
@@ -183,11 +220,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.examples and args.baseline:
         print("error: --examples is for the agent; the one-call baseline shows none", file=sys.stderr)
         return 2
+    refusal = refused_option(args, dataset, kind)
+    if refusal:
+        print(f"error: {refusal}", file=sys.stderr)
+        return 2
     agent_config = AgentConfig(answer_guaranteed=True)
     try:
         loaded = loaded or read_dataset(args.dataset, split, args.data, args.language)
         examples = loaded.examples[: args.limit]
-        retriever, exclusion = open_examples(args.examples, loaded.examples) if args.examples else (None, None)
         caveat = file_gold_caveat(dataset, [example.gold_answer for example in examples]) \
             if args.gold == "file" else None
         if args.gold == "live":
@@ -196,6 +236,11 @@ def main(argv: list[str] | None = None) -> int:
         if kqapro != (kb.graph.name == "kqapro") and (args.dataset or kqapro):
             raise ValueError(f"{args.kb or 'Wikidata'} holds the graph {kb.graph.name!r}; {dataset} needs "
                              + ("KQA Pro's" if kqapro else "Wikidata"))
+        if args.baseline and kb.graph.name != "wikidata":
+            raise ValueError(f"--baseline writes Wikidata Query Service queries; {args.kb} holds the graph "
+                             f"{kb.graph.name!r}: run the agent")
+        retriever, exclusion = open_examples(args.examples, loaded.examples, kb.graph.name) if args.examples \
+            else (None, None)
         api_key = Path(args.api_key_file).read_text().strip() if args.api_key_file else None
         llm_config = LLMConfig.from_env(os.environ, api_key=api_key, base_url=args.base_url, model=args.model,
                                         timeout=args.llm_timeout)
@@ -218,12 +263,27 @@ def main(argv: list[str] | None = None) -> int:
             "repeats": args.repeats, "limit": args.limit}
         if args.questions:
             settings["questions"] = portable_path(args.questions, args.out)
+            settings["questions_format"] = kind
+            settings["dataset_id"] = loaded.dataset_id or args.questions.stem
         if kqapro:
             settings["setting"] = "choices" if args.choices else "open"
+        scholarly = kb.graph.scholarly_service if agent_config.scholarly_service is None \
+            else agent_config.scholarly_service
+        settings["fingerprint"] = {
+            "questions": fingerprints.questions_digest(loaded.examples),
+            "graph": fingerprints.graph_digest(kb, settings["kb_source"], args.out, progress=not args.quiet),
+            "profile": fingerprints.profile_digest(kb.graph),
+            "prompts": fingerprints.prompts_digest(kb.graph, agent_config.answer_guaranteed, scholarly),
+            "model": fingerprints.model_digest(settings),
+            "examples": fingerprints.examples_digest(retriever.store if retriever else None, kb.graph.name,
+                                                     settings["example_ranking"])}
         part = begin_part(args.out, settings, now(), force=args.force)
     except (DatasetError, LLMConfigurationError, ValueError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    if retriever is not None and not retriever.store.count_for_graph(kb.graph.name):
+        print(f"example store {args.examples}: no examples for the graph {kb.graph.name!r} "
+              f"(its {retriever.store.count()} are for other graphs): none is shown", file=sys.stderr)
     if exclusion is not None:
         print(f"example store {args.examples}: {exclusion.describe()}", file=sys.stderr)
     if caveat:
@@ -233,7 +293,10 @@ def main(argv: list[str] | None = None) -> int:
               f"({', '.join(loaded.without_language)})", file=sys.stderr)
     asked = len(examples)
     if kqapro:
-        return run_kqapro(args, examples, loaded, kb, llm, part)
+        return run_kqapro(args, examples, loaded, kb, llm, part, retriever, exclusion)
+    from harness.evaluation import baseline_answerer, evaluate, with_gold_answers
+    from harness.run_info import finish_part
+
     examples, gold = with_gold_answers(examples, kb, args.out, progress=not args.quiet)
     if gold.empty:
         print(f"{len(gold.empty)} questions dropped: their gold query returns nothing", file=sys.stderr)
@@ -242,16 +305,8 @@ def main(argv: list[str] | None = None) -> int:
     for status, ids in sorted(gold.failed.items()):
         print(f"{len(ids)} questions without gold yet: gold query {status} (retried next run): "
               f"{', '.join(ids[:10])}{' ...' if len(ids) > 10 else ''}", file=sys.stderr)
-    if args.baseline:
-        answer = baseline_answerer(llm, kb)
-    else:
-        agent = Agent(llm=llm, kb=kb, config=agent_config)
-
-        def answer(example):
-            if retriever is None:
-                return agent.run(example.question)
-            shown = prompt_examples(retriever.similar(example.question, 5, thread=thread_of(example)))
-            return agent.run(example.question, context=AgentContext(examples=shown))
+    answer = baseline_answerer(llm, kb) if args.baseline \
+        else example_answerer(Agent(llm=llm, kb=kb, config=agent_config), retriever)
 
     records, failures = evaluate(examples, answer, args.out, workers=args.workers, progress=not args.quiet,
                                  part=part, numbers_by_value=numbers == "value",
@@ -275,8 +330,10 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if not unfinished and not gold_failed else 1
 
 
-def run_kqapro(args: argparse.Namespace, examples: list, loaded, kb, llm, part: int) -> int:
-    """A KQA Pro run: the agent on the converted store, each answer read and judged as KQA Pro does."""
+def run_kqapro(args: argparse.Namespace, examples: list, loaded, kb, llm, part: int, retriever=None,
+               exclusion=None) -> int:
+    """A KQA Pro run: the agent on the converted store, each answer read and judged as KQA Pro does, *repeats*
+    times, shown the solved examples of *retriever* (those for KQA Pro's graph) when there is one."""
     from agent import Agent, AgentConfig
     from harness.evaluation import evaluate, now
     from harness.kqapro import result_record, with_choices
@@ -287,22 +344,27 @@ def run_kqapro(args: argparse.Namespace, examples: list, loaded, kb, llm, part: 
     train_answers = {example.answer for example in read_dataset("kqapro", "train", args.data).examples} \
         if train.exists() else None
     agent = Agent(llm=llm, kb=kb, config=AgentConfig(answer_guaranteed=True))
-
-    def answer(example):
-        return agent.run(with_choices(example.question, example.choices) if args.choices else example.question)
-
+    answer = example_answerer(agent, retriever, (lambda example: with_choices(example.question, example.choices))
+                              if args.choices else None)
     records, failures = evaluate(examples, answer, args.out, workers=args.workers, progress=not args.quiet, part=part,
                                  record=lambda example, result: result_record(example, result, kb, setting, part,
-                                                                              train_answers))
-    unfinished = len(examples) - len(records)
-    finish_part(args.out, part, {"in_split": len(loaded.examples), "skipped_language": [], "asked": len(examples),
-                                 "gold": {}, "scored": len(records), "failures": dict(failures), "finished_at": now()})
+                                                                              train_answers), repeats=args.repeats)
+    unfinished = len(examples) * args.repeats - len(records)
+    this_part = [record for record in records if record.get("part") == part]
+    finish_part(args.out, part, {
+        "in_split": len(loaded.examples), "skipped_language": [], "asked": len(examples), "gold": {},
+        "scored": len(records), "failures": dict(failures),
+        "examples": exclusion.to_dict() if exclusion is not None else None,
+        "models_reported": dict(Counter(record.get("model") or "(not reported)" for record in this_part)),
+        "finished_at": now()})
     judged = [record for record in records if record["correct"] is not None]
+    answers = f"{len(records)} answers ({len(examples)} questions x {args.repeats} repeats)" \
+        if args.repeats > 1 else f"{len(records)} questions"
     if judged:
-        print(f"{len(records)} questions: accuracy {100 * sum(r['correct'] for r in judged) / len(judged):.2f} "
+        print(f"{answers}: accuracy {100 * sum(r['correct'] for r in judged) / len(judged):.2f} "
               f"({setting})" + (f"; {unfinished} unfinished (run again to retry them)" if unfinished else ""))
     elif records:
-        print(f"{len(records)} questions answered ({setting}); the {args.split} split has no public answers: export "
+        print(f"{answers} answered ({setting}); the {args.split} split has no public answers: export "
               f"them with `python -m scripts.report --kqapro-predictions FILE {args.out}`"
               + (f"; {unfinished} unfinished (run again to retry them)" if unfinished else ""))
     return 0 if not unfinished else 1

@@ -28,7 +28,8 @@ from harness.upstream_postprocessing import LABEL
 
 with eval_extra("scripts.report"):
     from harness.gerbil_metric import NAMES
-    from harness.reporting import (ACTIONS, PAPER, PAPER_COST, USAGE, RunSummary, action_columns, last_settings,
+    from harness.reporting import (ACTIONS, PAPER, PAPER_COST, USAGE, RunSummary, action_columns, dataset_id,
+                                   last_settings,
                                    left_out, load_run, model_label, plot_run, summarize)
 
 
@@ -173,17 +174,27 @@ def print_report(summaries: list[RunSummary], questions: bool = False) -> None:
         print(f"\n{s.directory.name}: questions by number of actions: {histogram}\n  plot: {png} and {svg}")
 
 
-def print_comparison(before: Path, after: Path, force: bool = False) -> None:
-    from harness.comparison import compare_records, comparison_gaps
+def print_comparison(before: Path, after: Path, allow_different: bool = False) -> None:
+    """Two runs question by question; refused when they measured different things (other questions, gold or
+    graph), unless *allow_different*, and then what differs is printed above the table."""
+    from harness.comparison import compare_records, compared_parts, comparison_gaps, question_gaps, unfingerprinted
 
     first_info, first = load_run(before)
     second_info, second = load_run(after)
-    gaps = comparison_gaps(first_info, second_info)
-    if gaps and not force:
+    gaps = comparison_gaps(first_info, second_info) + question_gaps(first, second)
+    if gaps and not allow_different:
         raise ValueError(f"{before} and {after} measured different things: they differ in " + "; ".join(gaps)
-                         + ". Compare anyway with --force")
+                         + ". Compare anyway with --allow-different")
     if gaps:
-        print("warning: the runs differ in " + "; ".join(gaps) + " (compared with --force)")
+        print("warning: the runs measured different things: they differ in " + "; ".join(gaps)
+              + " (compared with --allow-different)")
+    measured = compared_parts(first_info, second_info)
+    if measured:
+        print("the runs differ in what this comparison measures: " + ", ".join(measured))
+    older = unfingerprinted(first_info, second_info)
+    if older:
+        print(f"note: the {' and '.join(older)} run{'s' if len(older) > 1 else ''} record no fingerprint (made "
+              "before runs kept one): questions and graph are checked by name and by the paired questions' text")
     result = compare_records(first, second)
     low, high = result.difference_interval
     print(f"{result.paired} questions in both runs, paired by (dataset, split, id): "
@@ -220,8 +231,7 @@ def export_qald_json(path: Path, run: Path, repeat: int | None = None) -> None:
 
     info, records = load_run(run)
     records = one_repeat(run, records, repeat)
-    document = to_qald_json(records, f"{info.get('dataset', 'run')}-{info.get('split', '')}",
-                            info.get("language", "en"))
+    document = to_qald_json(records, dataset_id(info), info.get("language", "en"))
     path.write_text(json.dumps(document, ensure_ascii=False, indent=1), encoding="utf-8")
     print(f"wrote {len(records)} questions as QALD-JSON to {path}")
 
@@ -254,9 +264,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("runs", nargs="*", type=Path, help="output directories of scripts.evaluate")
     parser.add_argument("--compare", nargs=2, type=Path, metavar=("BEFORE", "AFTER"),
                         help="question by question, with a paired significance test")
-    parser.add_argument("--force", action="store_true",
-                        help="with --compare: compare runs that differ in dataset, split, gold source, numbers mode, "
-                             "answer mode or graph")
+    parser.add_argument("--allow-different", "--force", dest="allow_different", action="store_true",
+                        help="with --compare: compare runs that measured different things (dataset, split, "
+                             "questions' text or gold, gold source, numbers mode, answer mode, graph or its "
+                             "content), printing what differs above the table")
     parser.add_argument("--prices", type=Path, metavar="FILE",
                         help="price table, dollars per million tokens per model (default: harness/prices.json)")
     parser.add_argument("--qald-json", type=Path, metavar="FILE",
@@ -294,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
                 if any(record.get("f1") is None for record in load_run(run)[1]):
                     raise ValueError(f"{run} holds questions without a gold answer (KQA Pro's test split): "
                                      "there is nothing to compare")
-            print_comparison(*args.compare, force=args.force)
+            print_comparison(*args.compare, allow_different=args.allow_different)
     except (ValueError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -272,8 +272,8 @@ def test_resuming_with_other_settings_is_refused_unless_forced(
     assert run(data, out, "--model", "model-b") == 2
     assert ("holds a run made with another model 'model-a' (now 'model-b'); use a new --out directory, "
             "or --force") in capsys.readouterr().err
-    assert run(data, out, "--model", "model-a", "--split", "test", "--language", "de") == 2
-    assert "another language 'en' (now 'de')" in capsys.readouterr().err
+    assert run(data, out, "--model", "model-a", "--gold", "live") == 2
+    assert "another gold 'file' (now 'live')" in capsys.readouterr().err
     assert len(lines(out / "results.jsonl")) == 1
 
     assert run(data, out, "--model", "model-b", "--force") == 0
@@ -487,3 +487,46 @@ def test_a_researchers_run_records_what_it_was_and_why_each_answer_scored_so(
     assert "run: 2 repeats; F1 mean 50.0, SD 0.0, 50.0-50.0 (50.0, 50.0)" in report
     assert "with upstream's post-processing (upstream's code" in report and "run: F1 50.0, EM 50.0" in report
     assert "run cannot answer: 2, 2#2" in report and "run wrong rows: 4, 4#2" in report
+
+
+@pytest.mark.parametrize("option, message", [
+    (["--choices"], "error: --choices is KQA Pro's multiple-choice setting; other datasets have no choices\n"),
+    (["--language", "de"], "error: --language is for QALD-10 and QALD-JSON or TEXT2SPARQL question files; "
+                           "qald7's questions are in English only\n"),
+])
+def test_an_option_the_dataset_cannot_use_is_refused_in_one_line(tmp_path, capsys, option, message):
+    out = tmp_path / "run"
+    assert run(write_dataset(tmp_path), out, *option) == 2
+    assert capsys.readouterr().err == message and not out.exists()
+
+
+def test_a_split_of_a_question_file_is_refused_in_one_line(tmp_path, capsys):
+    questions = tmp_path / "mine.json"
+    questions.write_text(json.dumps(QUESTIONS))
+    assert evaluate_main(["--questions", str(questions), "--split", "dev", "--out", str(tmp_path / "run")]) == 2
+    assert capsys.readouterr().err == ("error: --split names a split of a --dataset; a --questions file is one set "
+                                       "of questions\n")
+
+
+def test_a_researchers_qald_json_file_gets_gerbils_figures_and_its_own_name(
+        tmp_path, monkeypatch, llm_server, wikidata_server, capsys):
+    environment(monkeypatch, llm_server(agent_script()), euler_wikidata(wikidata_server))
+    question = {"id": "1", "question": [{"language": "en", "string": "Who advised Euler?"}],
+                "query": {"sparql": EULER_ADVISORS_QUERY},
+                "answers": [{"head": {"vars": ["advisor"]}, "results": {"bindings": ADVISOR}}]}
+    declared, plain = tmp_path / "declared.json", tmp_path / "mine.json"
+    declared.write_text(json.dumps({"dataset": {"id": "euler-advisors"}, "questions": [question]}))
+    plain.write_text(json.dumps({"questions": [question]}))
+    for path in (declared, plain):
+        assert evaluate_main(["--questions", str(path), "--out", str(tmp_path / path.stem), "--quiet"]) == 0
+    capsys.readouterr()
+    assert report_main([str(tmp_path / "declared")]) == 0
+    report = capsys.readouterr().out
+    assert "QALD: GERBIL QA's figures" in report
+    gerbil = next(line for line in report.splitlines()[report.splitlines().index(next(
+        line for line in report.splitlines() if line.startswith("QALD: GERBIL"))):] if line.startswith("declared"))
+    assert gerbil.split()[1:] == ["100.00"] * 7
+    for name, dataset_id in (("declared", "euler-advisors"), ("mine", "mine")):
+        export = tmp_path / f"{name}-qald.json"
+        assert report_main(["--qald-json", str(export), str(tmp_path / name)]) == 0
+        assert json.loads(export.read_text())["dataset"]["id"] == dataset_id

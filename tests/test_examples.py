@@ -7,6 +7,7 @@ within the prompt's share; a repost of an old request is recognised and a merely
 """
 
 import json
+import sqlite3
 import unicodedata
 import subprocess
 import sys
@@ -20,6 +21,7 @@ from agent.examples.naming import name_properties
 from agent.examples.queries import query_properties, whole_query
 from agent.examples.meaning import MEANINGS
 from agent.examples.retrieval import EXAMPLE_FRAME, PROMPT_CHARS
+from agent.examples.store import SCHEMA
 from agent.kb.dialect import Unsupported, declare_prefixes, emulate_wdqs
 from agent.kb.live import LiveWikidata, WikidataConfig
 from bot.archive import addresses_model
@@ -579,3 +581,37 @@ def test_a_store_without_examples_costs_no_question_its_answer(tmp_path, llm_ser
     prompt = first_prompt(llm_server, wikidata_server, tmp_path / "examples.sqlite",
                           "Who were the doctoral advisors of Leonhard Euler?")
     assert "Similar solved requests" not in prompt
+
+
+# -- an example knows its graph -------------------------------------------------------------------------------
+
+def test_another_graphs_examples_are_never_shown(store):
+    ck25 = "SELECT ?d WHERE { prodi:empl-Karen.Brant%40company.org pv:memberOf ?d }"
+    store.add([example("brant", "In which department is Karen Brant?", ck25, graph="ck25")])
+    question = "In which department is Ms. Brant?"
+    assert keys(Retriever(store, graph="ck25").similar(question)) == ["brant"]
+    assert "brant" not in keys(Retriever(store).similar(question))  # Wikidata's questions see Wikidata's
+    assert keys(Retriever(store, graph="kqapro").similar(question)) == []
+    assert store.count_for_graph("ck25") == 1 and store.count_for_graph("wikidata") == len(EXAMPLES + FILLERS)
+
+
+def test_a_store_from_before_examples_knew_their_graph_holds_wikidatas(tmp_path):
+    path = tmp_path / "old.sqlite"
+    connection = sqlite3.connect(path)  # the schema as it was, without the graph column
+    connection.executescript(SCHEMA.replace(",\n    graph TEXT NOT NULL DEFAULT 'wikidata'", ""))
+    connection.execute("INSERT INTO examples (key, question, sparql, source) VALUES (?, ?, ?, ?)",
+                       ("birth", "When was Leonhard Euler born?", BIRTH, "forum"))
+    connection.execute("INSERT INTO examples_text (rowid, question, properties) VALUES (1, ?, 'p569')",
+                       ("When was Leonhard Euler born?",))
+    connection.commit()
+    connection.close()
+    old = ExampleStore(path, read_only=True)
+    assert [found.graph for found in old.examples()] == ["wikidata"]
+    assert keys(Retriever(old).similar("When was Euler born?")) == ["birth"]
+    assert keys(Retriever(old, graph="ck25").similar("When was Euler born?")) == []
+    assert old.count_for_graph("ck25") == 0
+    old.close()
+    updated = ExampleStore(path)  # opened for writing, the store gains the column
+    updated.add([example("lee", "Where does Ann Lee work?", "SELECT ?d WHERE { ?e pv:memberOf ?d }", graph="ck25")])
+    assert {found.key: found.graph for found in updated.examples()} == {"birth": "wikidata", "lee": "ck25"}
+    updated.close()

@@ -103,3 +103,74 @@ def test_the_agent_answers_over_the_kqapro_profile_through_the_openai_client(llm
     assert [tool["function"]["name"] for tool in request["tools"]] == [
         "search_graph", "get_entry", "get_property_examples", "execute_sparql", "stop"]
     assert request["messages"][0]["content"].startswith("Answer with a SPARQL query over the KQA Pro")
+
+
+# -- a whole run: every option of a run works here too --------------------------------------------------------
+
+def kqapro_script(body):
+    """A stand-in model that runs each validation question's gold query, then stops."""
+    asked = next(message["content"] for message in body["messages"] if message["role"] == "user")
+    question = next(item for item in VAL if asked.startswith(f"Question: {item['question']}"))
+    if not any(message["role"] == "tool" for message in body["messages"]):
+        return ToolCallReply("execute_sparql", {"thought": "Ask.", "sparql": question["sparql"]})
+    return ToolCallReply("stop", {"explanation": "Found.", "language": "en"})
+
+
+def test_a_run_answers_each_repeat_and_shows_only_kqapro_examples(kb, llm_server, tmp_path, capsys):
+    from agent.examples import ExampleStore, SolvedExample
+    from scripts.evaluate import main as evaluate_main
+    from scripts.report import main as report_main
+
+    examples = tmp_path / "examples.sqlite"
+    store = ExampleStore(examples)
+    # (A relative IRI such as <capital> reads as a chat template's token, and such a query is never shown.)
+    kqapro_query = 'SELECT DISTINCT ?e WHERE { ?e <pred:instance_of> ?c . ?c <pred:name> "city" }'
+    store.add([SolvedExample("kqapro train 1", "Which city is the capital of Italy?", kqapro_query, "kqapro train",
+                             graph="kqapro"),
+               SolvedExample("forum 1", "Which city is the capital of Spain?", "SELECT ?c WHERE { wd:Q29 wdt:P36 ?c }",
+                             "forum")])
+    store.close()
+    server = llm_server(kqapro_script)
+    out = tmp_path / "run"
+    common = ["--dataset", "kqapro", "--data", str(FIXTURES), "--kb", str(kb.directory), "--base-url",
+              server.base_url, "--model", "scripted", "--workers", "1", "--quiet", "--limit", "2"]
+    assert evaluate_main([*common, "--out", str(out), "--repeats", "2", "--examples", str(examples)]) == 0
+    assert "4 answers (2 questions x 2 repeats): accuracy 100.00 (open)" in capsys.readouterr().out
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert sorted((record["id"], record["repeat"]) for record in records) == [
+        ("0", 1), ("0", 2), ("1", 1), ("1", 2)]
+    first_prompts = [request["messages"][1]["content"] for request in server.requests
+                     if len(request["messages"]) == 2]
+    shown = '- "Which city is the capital of Italy?" → SELECT DISTINCT ?e WHERE{?e <pred:instance_of> ?c.'
+    assert len(first_prompts) == 4 and all(shown in prompt for prompt in first_prompts)
+    assert not any("Spain" in prompt for prompt in first_prompts)
+    assert report_main(["--kqapro-predictions", str(tmp_path / "r2.txt"), "--repeat", "2", str(out)]) == 0
+    assert (tmp_path / "r2.txt").read_text().splitlines()[:2] == ["Paris", "Washington, D.C."]
+
+    # A store with Wikidata's examples only: none is shown, and the run says so once.
+    wikidata_only = tmp_path / "wikidata.sqlite"
+    store = ExampleStore(wikidata_only)
+    store.add([SolvedExample("forum 1", "Which city is the capital of Spain?", "SELECT ?c WHERE { wd:Q29 wdt:P36 ?c }",
+                             "forum")])
+    store.close()
+    asked = len(server.requests)
+    assert evaluate_main([*common, "--out", str(tmp_path / "plain"), "--examples", str(wikidata_only)]) == 0
+    error = capsys.readouterr().err
+    assert error.count("no examples for the graph 'kqapro' (its 1 are for other graphs): none is shown") == 1
+    assert not any("Similar solved requests" in request["messages"][1]["content"]
+                   for request in server.requests[asked:])
+
+
+@pytest.mark.parametrize("option, message", [
+    (["--numbers", "value"], "error: --numbers compares SPARQL literals; KQA Pro judges answer strings"),
+    (["--language", "de"], "error: --language is for QALD-10 and QALD-JSON or TEXT2SPARQL question files; "
+                           "kqapro's questions are in English only"),
+    (["--offline"], "error: --offline and --cache are for live Wikidata's responses"),
+])
+def test_an_option_kqapro_cannot_use_is_refused_in_one_line(kb, tmp_path, capsys, option, message):
+    from scripts.evaluate import main as evaluate_main
+
+    assert evaluate_main(["--dataset", "kqapro", "--data", str(FIXTURES), "--kb", str(kb.directory), "--out",
+                          str(tmp_path / "run"), "--quiet", *option]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith(message) and error.count("\n") == 1 and not (tmp_path / "run").exists()

@@ -27,6 +27,7 @@ def test_a_text2sparql_yaml_in_the_language_asked(tmp_path):
     [example] = loaded.examples
     assert (example.id, example.question, example.gold_sparql.strip(), example.gold_answer, example.source,
             example.split) == ("7", "Welche C?", QUERY, None, "mine", "file")
+    assert loaded.dataset_id == "https://example.org/mine/"
 
 
 def test_qald_json_keeps_its_gold_answers(tmp_path):
@@ -35,6 +36,7 @@ def test_qald_json_keeps_its_gold_answers(tmp_path):
         "answers": [{"head": {}, "boolean": True}]}]}))
     kind, loaded = read_question_file(path)
     assert kind == "qald-json" and loaded.examples[0].gold_answer is True
+    assert loaded.dataset_id == ""  # none declared: an export names it by the file
 
 
 def test_kqapro_and_spinach_lists(tmp_path):

@@ -44,7 +44,7 @@ import numpy as np
 from agent.examples.languages import ANY_FUNCTION_WORD, guess_language
 from agent.examples.meaning import MAX_WORDS, MEANINGS
 from agent.examples.quoted import prompt_example
-from agent.examples.store import ExampleStore, SolvedExample, ThreadRef
+from agent.examples.store import DEFAULT_GRAPH, ExampleStore, SolvedExample, ThreadRef
 from agent.kb.local.search import fold
 
 #: How much more a named property counts than a word of the question, and how many properties a name may have
@@ -97,14 +97,16 @@ class Retriever:
 
     *use_properties* and *use_meaning* off give plain BM25 over the
     question's words (the benchmark's baseline); *excluded* are ids never
-    returned (a test split's own threads, in evaluation).  *property_weight*,
+    returned (a test split's own threads, in evaluation); examples written for
+    another graph than *graph* never are either.  *property_weight*,
     *max_senses* and *fusion_k* are there for the benchmark to choose.
     """
 
     def __init__(self, store: ExampleStore, use_properties: bool = True, use_meaning: bool = True,
                  excluded: frozenset[int] = frozenset(), property_weight: float = PROPERTY_WEIGHT,
-                 max_senses: int = MAX_SENSES, fusion_k: int = FUSION_K):
+                 max_senses: int = MAX_SENSES, fusion_k: int = FUSION_K, graph: str = DEFAULT_GRAPH):
         self.store = store
+        self.graph = graph
         self.fusion_k = fusion_k
         self.use_properties = use_properties
         self.use_meaning = use_meaning
@@ -190,7 +192,8 @@ class Retriever:
                                                    examples[index].properties & named) for index in best])
 
     def _excluded(self, thread: ThreadRef | None) -> set[int] | frozenset[int]:
-        return self.excluded | (self.store.ids_in_threads([thread]) if thread else set())
+        return self.excluded | self.store.ids_of_other_graphs(self.graph) | (
+            self.store.ids_in_threads([thread]) if thread else set())
 
     def property_labels(self, pids: list[str]) -> dict[str, str]:
         """The labels the store knows for *pids*."""

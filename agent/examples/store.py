@@ -39,7 +39,8 @@ CREATE TABLE IF NOT EXISTS examples (
     author TEXT NOT NULL DEFAULT '',
     bot_sparql TEXT NOT NULL DEFAULT '',
     thread TEXT NOT NULL DEFAULT '',
-    properties TEXT NOT NULL DEFAULT ''
+    properties TEXT NOT NULL DEFAULT '',
+    graph TEXT NOT NULL DEFAULT 'wikidata'
 );
 CREATE INDEX IF NOT EXISTS examples_by_thread ON examples (thread, month);
 CREATE VIRTUAL TABLE IF NOT EXISTS examples_text USING fts5(question, properties,
@@ -53,6 +54,10 @@ CREATE TABLE IF NOT EXISTS vectors (id INTEGER PRIMARY KEY, model TEXT NOT NULL,
 CREATE TABLE IF NOT EXISTS pages (title TEXT PRIMARY KEY, revision INTEGER NOT NULL, harvested_at TEXT NOT NULL,
     examples INTEGER NOT NULL, skipped INTEGER NOT NULL);
 """
+
+
+#: The graph of an example stored before examples knew theirs: every such store was harvested from Wikidata.
+DEFAULT_GRAPH = "wikidata"
 
 
 def thread_name(heading: str) -> str:
@@ -82,6 +87,8 @@ class SolvedExample:
     author: str = ""
     #: For a correction: the bot's query that the person's query replaced.
     bot_sparql: str = ""
+    #: The graph the query was written for (a profile's name): another graph's examples are never shown.
+    graph: str = DEFAULT_GRAPH
     id: int | None = None
 
     @property
@@ -137,6 +144,10 @@ class ExampleStore:
         try:
             if not read_only:
                 self.connection.executescript(SCHEMA)
+                if not self._has_graphs():
+                    with self.connection:
+                        self.connection.execute("ALTER TABLE examples ADD COLUMN graph TEXT NOT NULL DEFAULT "
+                                                f"'{DEFAULT_GRAPH}'")
             self.connection.execute("SELECT key, properties FROM examples LIMIT 1").fetchall()
             self.connection.execute("SELECT rowid FROM examples_text LIMIT 1").fetchall()
         except sqlite3.DatabaseError as error:
@@ -146,6 +157,23 @@ class ExampleStore:
 
     def close(self) -> None:
         self.connection.close()
+
+    def _has_graphs(self) -> bool:
+        """Whether the examples carry their graph (a store built before they did, opened read-only, does not)."""
+        return any(row[1] == "graph" for row in self.connection.execute("PRAGMA table_info(examples)"))
+
+    def ids_of_other_graphs(self, graph: str) -> set[int]:
+        """The examples written for another graph than *graph*: never to be shown for a question on it."""
+        if not self._has_graphs():
+            return set() if graph == DEFAULT_GRAPH else {row[0] for row in self.connection.execute(
+                "SELECT id FROM examples")}
+        return {row[0] for row in self.connection.execute("SELECT id FROM examples WHERE graph != ?", (graph,))}
+
+    def count_for_graph(self, graph: str) -> int:
+        """How many examples were written for *graph*."""
+        if not self._has_graphs():
+            return self.count() if graph == DEFAULT_GRAPH else 0
+        return self.connection.execute("SELECT COUNT(*) FROM examples WHERE graph = ?", (graph,)).fetchone()[0]
 
     # -- examples ---------------------------------------------------------------------------------
 
@@ -316,7 +344,9 @@ class ExampleStore:
 
 
 def _example(row: sqlite3.Row) -> SolvedExample:
-    return SolvedExample(**{name: row[name] for name in _COLUMNS}, id=row["id"])
+    """A stored row as an example (one from a store older than the graph column is Wikidata's)."""
+    stored = row.keys()
+    return SolvedExample(**{name: row[name] for name in _COLUMNS if name in stored}, id=row["id"])
 
 
 def month_of(url_or_title: str) -> str:
