@@ -29,8 +29,7 @@ from harness.upstream_postprocessing import LABEL
 with eval_extra("scripts.report"):
     from harness.gerbil_metric import NAMES
     from harness.reporting import (ACTIONS, PAPER, PAPER_COST, USAGE, RunSummary, action_columns, dataset_id,
-                                   last_settings,
-                                   left_out, load_run, model_label, plot_run, summarize)
+                                   last_settings, left_out, load_run, model_label, plot_run, summarize)
 
 
 def _left_out_line(s: RunSummary) -> str:
