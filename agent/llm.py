@@ -359,13 +359,17 @@ class _TimeoutIsFinal(openai.DefaultHttpxClient):
 
     The ``openai`` client sends a request again when its HTTP client raises a
     timeout, but passes its own errors on as they are: here a timeout is raised
-    as ``APITimeoutError``.
+    as ``APITimeoutError``, and a request a :class:`CallGuard` closed as
+    :class:`Interrupted`.
     """
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
-        #: Guarded requests, each on a connection of its own, so no pooled connection's socket escapes the guard.
-        self._guarded = openai.DefaultHttpxClient(**options)
+        self._options = options
+        #: Sends the guarded requests (made at the first): each on a connection of its own, never one an unguarded
+        #: request left in the pool, whose socket the guard would not know.
+        self._guarded: httpx2.Client | None = None
+        self._guarded_lock = threading.Lock()
 
     def send(self, request: httpx2.Request, **options: Any) -> httpx2.Response:
         guard = _GUARD.get()
@@ -381,8 +385,12 @@ class _TimeoutIsFinal(openai.DefaultHttpxClient):
             raise Interrupted("the run was stopped before this model request")
         request.headers["Connection"] = "close"
         request.extensions = {**request.extensions, "trace": guard.trace}
+        with self._guarded_lock:
+            if self._guarded is None:
+                self._guarded = openai.DefaultHttpxClient(**self._options)
+            client = self._guarded
         try:
-            return self._guarded.send(request, **options)
+            return client.send(request, **options)
         except Exception as error:
             if guard.interrupted:
                 raise Interrupted("the run was stopped: its model request was closed") from error
@@ -393,7 +401,8 @@ class _TimeoutIsFinal(openai.DefaultHttpxClient):
             guard.done()
 
     def close(self) -> None:
-        self._guarded.close()
+        if self._guarded is not None:
+            self._guarded.close()
         super().close()
 
 

@@ -265,7 +265,9 @@ def test_a_forwarded_address_counts_only_from_a_proxy_the_operator_named(ck25, l
     held = HeldReply(stop)
     llm = llm_server(lambda body: held if re.search(r"^Question: first$", body["messages"][1]["content"],
                                                     re.MULTILINE) else stop)
-    options = ("--workers", "2", "--per-client", "1") + (("--trusted-proxy", "127.0.0.0/8") if trusted else ())
+    # Each request's line (--access-log) names the client uvicorn took the request to come from.
+    options = ("--workers", "2", "--per-client", "1", "--access-log") + \
+        (("--trusted-proxy", "127.0.0.0/8") if trusted else ())
     service = start_serve(llm.base_url, {"ck25": store}, tmp_path, {CK25_DATASET: "ck25"}, options)
     try:
         with ThreadPoolExecutor(1) as pool:
