@@ -291,9 +291,10 @@ class CallGuard:
     The thread that runs the agent installs the guard (:meth:`installed`);
     each model request it sends then goes on a connection of its own
     (``Connection: close``, never one an unguarded request left open), whose
-    socket the guard keeps while the request is out.  :meth:`interrupt` shuts
-    that socket down, which ends the blocked read at once, and makes every
-    later request of the run end as :class:`Interrupted` before it is sent.
+    socket the guard keeps until the connection is closed with the reply (a
+    streamed reply's too).  :meth:`interrupt` shuts that socket down, which
+    ends the blocked read at once, and makes every later request of the run
+    end as :class:`Interrupted` before it is sent.
     """
 
     def __init__(self) -> None:
@@ -316,7 +317,8 @@ class CallGuard:
         """Close the request in flight, if any, and refuse the next ones; whether a request was closed."""
         with self._lock:
             self.interrupted = True
-            open_socket = self._socket
+            # The last request's socket, unless its connection was closed (a socket closed is -1, never reused).
+            open_socket = self._socket if self._socket is not None and self._socket.fileno() != -1 else None
             self.closed_request = self.closed_request or open_socket is not None
         if open_socket is not None:
             _shut(open_socket)
@@ -336,11 +338,6 @@ class CallGuard:
             self.closed_request = self.closed_request or late
         if late:  # interrupted while it connected
             _shut(found)
-
-    def done(self) -> None:
-        """The request ended: its socket is no longer the guard's to close."""
-        with self._lock:
-            self._socket = None
 
 
 def _shut(open_socket: socket.socket) -> None:
@@ -397,8 +394,6 @@ class _TimeoutIsFinal(openai.DefaultHttpxClient):
             if isinstance(error, httpx2.TimeoutException):
                 raise openai.APITimeoutError(request=request) from error
             raise
-        finally:
-            guard.done()
 
     def close(self) -> None:
         if self._guarded is not None:
