@@ -14,7 +14,14 @@ it, so no answer of the API and no event of the chat page holds it
 (:mod:`agent.redact`).  The log (stderr, uvicorn's lines included) is one
 line a record, with every value a request or a model put in it masked,
 bounded and escaped (:mod:`agent.logs`): nothing they send can write a line
-that reads as the server's own or reach the operator's terminal raw.
+that reads as the server's own or reach the operator's terminal raw.  It
+holds the service's own lines (a question and its outcome, a refusal, a
+stopped run); a line for every HTTP request only with ``--access-log``.
+
+A TEXT2SPARQL question is answered within ``--answer-within`` seconds (its
+best query so far when its run is still going then), below the challenge
+client's 180-s read timeout: a question that client gets no query for is
+skipped and scores 0.
 """
 
 from __future__ import annotations
