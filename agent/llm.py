@@ -16,14 +16,24 @@ a local model that is merely slow would be as slow the next time, and each
 retry would cost the whole timeout again.  A request whose ``tool_choice``
 the endpoint refuses is :class:`ToolChoiceRefused`: llama-cpp-python's server
 takes ``auto`` but answers ``required`` with HTTP 500 and an empty message.
+
+A caller that may stop waiting (the service, for a client that left or a
+deadline that passed) runs the agent under a :class:`CallGuard`: the request
+in flight is then closed at once by :meth:`CallGuard.interrupt`, from any
+thread, and ends as :class:`Interrupted`, neither retried nor reported as a
+model failure.
 """
 
 from __future__ import annotations
 
+import contextvars
 import os
 import re
+import socket
+import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -269,19 +279,126 @@ def _error_text(error: openai.APIStatusError) -> str:
     return text[:500] if text else "no message"
 
 
+class Interrupted(openai.OpenAIError):
+    """The model request was closed because its run was stopped (:meth:`CallGuard.interrupt`): nobody waits for
+    its answer.  An ``OpenAIError`` that is no ``APIError``, so the client passes it on without a retry and
+    :meth:`ChatModel.complete` does not take it for an unreachable model."""
+
+
+class CallGuard:
+    """Lets another thread close the model request a run has in flight.
+
+    The thread that runs the agent installs the guard (:meth:`installed`);
+    each model request it sends then goes on a connection of its own
+    (``Connection: close``, never one an unguarded request left open), whose
+    socket the guard keeps until the connection is closed with the reply (a
+    streamed reply's too).  :meth:`interrupt` shuts that socket down, which
+    ends the blocked read at once, and makes every later request of the run
+    end as :class:`Interrupted` before it is sent.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._socket: socket.socket | None = None
+        self.interrupted = False
+        #: Whether :meth:`interrupt` closed a request that was out.
+        self.closed_request = False
+
+    @contextmanager
+    def installed(self) -> Iterator[CallGuard]:
+        """Guard the model requests this thread (this context) sends until the block ends."""
+        token = _GUARD.set(self)
+        try:
+            yield self
+        finally:
+            _GUARD.reset(token)
+
+    def interrupt(self) -> bool:
+        """Close the request in flight, if any, and refuse the next ones; whether a request was closed."""
+        with self._lock:
+            self.interrupted = True
+            # The last request's socket, unless its connection was closed (a socket closed is -1, never reused).
+            open_socket = self._socket if self._socket is not None and self._socket.fileno() != -1 else None
+            self.closed_request = self.closed_request or open_socket is not None
+        if open_socket is not None:
+            _shut(open_socket)
+        return open_socket is not None
+
+    def trace(self, event: str, info: dict[str, Any]) -> None:
+        """httpx's ``trace`` extension: keep the socket of the connection the request opened (TCP, then TLS)."""
+        if not event.endswith(("connect_tcp.complete", "start_tls.complete")):
+            return
+        stream = info.get("return_value")
+        found = stream.get_extra_info("socket") if stream is not None else None
+        if found is None:
+            return
+        with self._lock:
+            self._socket = found
+            late = self.interrupted
+            self.closed_request = self.closed_request or late
+        if late:  # interrupted while it connected
+            _shut(found)
+
+
+def _shut(open_socket: socket.socket) -> None:
+    try:
+        open_socket.shutdown(socket.SHUT_RDWR)
+    except OSError:  # closed already
+        pass
+
+
+#: The guard of the run this thread (this context) works for, if any.
+_GUARD: contextvars.ContextVar[CallGuard | None] = contextvars.ContextVar("model_call_guard", default=None)
+
+
 class _TimeoutIsFinal(openai.DefaultHttpxClient):
     """The HTTP client of :func:`openai_client`: a timeout (waiting for the reply or reading it) is final.
 
     The ``openai`` client sends a request again when its HTTP client raises a
     timeout, but passes its own errors on as they are: here a timeout is raised
-    as ``APITimeoutError``.
+    as ``APITimeoutError``, and a request a :class:`CallGuard` closed as
+    :class:`Interrupted`.
     """
 
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self._options = options
+        #: Sends the guarded requests (made at the first): each on a connection of its own, never one an unguarded
+        #: request left in the pool, whose socket the guard would not know.
+        self._guarded: httpx2.Client | None = None
+        self._guarded_lock = threading.Lock()
+
     def send(self, request: httpx2.Request, **options: Any) -> httpx2.Response:
+        guard = _GUARD.get()
+        if guard is not None:
+            return self._send_guarded(guard, request, **options)
         try:
             return super().send(request, **options)
         except httpx2.TimeoutException as error:
             raise openai.APITimeoutError(request=request) from error
+
+    def _send_guarded(self, guard: CallGuard, request: httpx2.Request, **options: Any) -> httpx2.Response:
+        if guard.interrupted:
+            raise Interrupted("the run was stopped before this model request")
+        request.headers["Connection"] = "close"
+        request.extensions = {**request.extensions, "trace": guard.trace}
+        with self._guarded_lock:
+            if self._guarded is None:
+                self._guarded = openai.DefaultHttpxClient(**self._options)
+            client = self._guarded
+        try:
+            return client.send(request, **options)
+        except Exception as error:
+            if guard.interrupted:
+                raise Interrupted("the run was stopped: its model request was closed") from error
+            if isinstance(error, httpx2.TimeoutException):
+                raise openai.APITimeoutError(request=request) from error
+            raise
+
+    def close(self) -> None:
+        if self._guarded is not None:
+            self._guarded.close()
+        super().close()
 
 
 def openai_client(config: LLMConfig) -> openai.OpenAI:

@@ -53,7 +53,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -168,6 +168,15 @@ class Agent:
         return _Run(self, question, context, on_step).execute()
 
 
+def best_query(steps: Sequence[Step]) -> int | None:
+    """The index of the last executed query that returned rows (or a boolean): a run's best query so far, the
+    answer of a run that ends without the model's stop, and of one stopped before it ended."""
+    for index in range(len(steps) - 1, -1, -1):
+        if steps[index].query_status == "ok":
+            return index
+    return None
+
+
 def _short(text: str, limit: int = 160) -> str:
     folded = " ".join(text.split())
     return folded if len(folded) <= limit else folded[: limit - 1] + "…"
@@ -259,10 +268,7 @@ class _Run:
 
     def best_query(self) -> int | None:
         """The last executed query that returned rows (or a boolean)."""
-        for index in reversed(list(self.results)):
-            if self.results[index].status == "ok":
-                return index
-        return None
+        return best_query(self.steps)
 
     def take_step(self) -> int | None:
         """One LLM call and its action; the index of the final query once the model stops."""

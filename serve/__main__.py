@@ -14,7 +14,14 @@ it, so no answer of the API and no event of the chat page holds it
 (:mod:`agent.redact`).  The log (stderr, uvicorn's lines included) is one
 line a record, with every value a request or a model put in it masked,
 bounded and escaped (:mod:`agent.logs`): nothing they send can write a line
-that reads as the server's own or reach the operator's terminal raw.
+that reads as the server's own or reach the operator's terminal raw.  It
+holds the service's own lines (a question and its outcome, a refusal, a
+stopped run); a line for every HTTP request only with ``--access-log``.
+
+A TEXT2SPARQL question is answered within ``--answer-within`` seconds (its
+best query so far when its run is still going then), below the challenge
+client's 180-s read timeout: a question that client gets no query for is
+skipped and scores 0.
 """
 
 from __future__ import annotations
@@ -61,6 +68,11 @@ def build_parser() -> argparse.ArgumentParser:
                         help=f"questions one address may have waiting or running (default: {defaults.per_client})")
     parser.add_argument("--timeout", type=float, default=defaults.timeout, metavar="SECONDS",
                         help=f"seconds a question may wait and run (default: {defaults.timeout:.0f})")
+    parser.add_argument("--answer-within", type=float, default=defaults.answer_within, metavar="SECONDS",
+                        help="seconds a TEXT2SPARQL question may take: then its run stops and the answer is its best "
+                             "query so far (default: %(default).0f, below the challenge client's 180-s timeout)")
+    parser.add_argument("--access-log", action="store_true",
+                        help="log a line for every HTTP request (by default the log holds the service's own lines)")
     parser.add_argument("--llm-timeout", type=float, metavar="SECONDS",
                         help="seconds one model reply may take (default: 60)")
     return parser
@@ -96,8 +108,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: the service needs {', '.join(missing)}, from the package's [serve] extra: {SERVE_EXTRA}",
               file=sys.stderr)
         return 2
-    for name in ("workers", "queue", "per_client", "timeout"):
-        if getattr(args, name) < (0 if name == "queue" else 1):
+    for name in ("workers", "queue", "per_client", "timeout", "answer_within"):
+        if not getattr(args, name) >= (0 if name == "queue" else 1):  # "nan" too
             print(f"error: --{name.replace('_', '-')} must be at least {0 if name == 'queue' else 1}",
                   file=sys.stderr)
             return 2
@@ -120,11 +132,12 @@ def main(argv: list[str] | None = None) -> int:
 
     logging.getLogger("serve").info("model: %s", model)
     app = build_app(graphs, llm, PoolLimits(workers=args.workers, queue=args.queue, per_client=args.per_client,
-                                            timeout=args.timeout))
-    # uvicorn's own lines (the server's, one a request) go to the log above, as every other line does.
+                                            timeout=args.timeout, answer_within=args.answer_within))
+    # uvicorn's own lines go to the log above, as every other line does; its line a request only when asked for:
+    # an operator reads the service's own lines (a question, its answer, a refusal), not every poll of a page.
     # uvicorn trusts X-Forwarded-For from 127.0.0.1 unless told otherwise: then any process on this machine could
     # claim many addresses and pass the per-address limit.  Only the proxies the operator names are trusted.
-    uvicorn.run(app, host=args.host, port=args.port, log_level="info", log_config=None,
+    uvicorn.run(app, host=args.host, port=args.port, log_level="info", log_config=None, access_log=args.access_log,
                 proxy_headers=bool(args.trusted_proxy), forwarded_allow_ips=args.trusted_proxy or None)
     return 0
 

@@ -125,7 +125,7 @@ async def ask(request: Request, asked: Ask) -> JSONResponse:
 def _cancel_unwatched(run: ChatRun) -> None:
     if not run.connected and not run.finished:
         log.info("chat: run %s cancelled: its page did not connect", run.id)
-        run.ticket.stop.set()
+        run.ticket.cancel()
 
 
 async def _drive(state: Any, run: ChatRun, graph: ServedGraph, conversation: Conversation, question: str) -> None:
@@ -184,4 +184,4 @@ async def _stream(run: ChatRun) -> AsyncIterator[dict[str, str]]:
     finally:
         if not run.finished:
             log.info("chat: run %s cancelled: its page went away", run.id)
-            run.ticket.stop.set()
+            run.ticket.cancel()

@@ -2,11 +2,15 @@
 and a way to stop a run whose asker went away.
 
 The agent is synchronous (one model call, then one knowledge-base call, per
-step), so each run takes a worker thread.  A run is stopped between steps:
-the step callback raises :class:`RunStopped` once the run is cancelled or
-past its deadline, so a stopped run frees its worker after the step under way
-(a model reply or a query, each bounded by its own timeout).  The asker does
-not wait for that: :meth:`RunPool.run` answers at the deadline.
+step), so each run takes a worker thread.  A run nobody waits for any more
+(its client left, or its deadline passed) is stopped at once:
+:meth:`Ticket.cancel` closes the model request in flight (the worker runs the
+agent under the ticket's :class:`~agent.llm.CallGuard`) and the step callback
+raises :class:`RunStopped` at the next step, so the worker is free for the
+next question after at most the knowledge-base query under way (bounded by
+its own timeout).  The asker does not wait for that: :meth:`RunPool.run`
+answers at the deadline, and the steps taken so far stay on the ticket
+(:meth:`Ticket.best_query`) for an answer from what the run had found.
 """
 
 from __future__ import annotations
@@ -19,10 +23,12 @@ from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from agent import Agent, AgentConfig, AgentContext, AgentResult, Step
 from agent.examples.queries import shorten_text
-from agent.llm import ChatModel
+from agent.llm import CallGuard, ChatModel, Interrupted
+from agent.loop import best_query
 from serve.graphs import ServedGraph
 
 log = logging.getLogger(__name__)
@@ -42,6 +48,13 @@ class RunStopped(Exception):
     """Raised from the step callback to end a run that was cancelled or ran out of time."""
 
 
+class StopCause(StrEnum):
+    """Why a run was stopped before it ended, as the log says it."""
+
+    CLIENT_GONE = "client gone"
+    PAST_DEADLINE = "past its deadline"
+
+
 @dataclass
 class PoolLimits:
     #: Runs at the same time (each a worker thread).
@@ -52,22 +65,48 @@ class PoolLimits:
     per_client: int = 2
     #: Seconds from admission to the answer, the wait for a worker included.
     timeout: float = 300.0
+    #: Seconds from admission to a TEXT2SPARQL answer: then the run stops and the API answers with its best query
+    #: so far.  Below the challenge client's read timeout (180 s), so a slow question is answered, not skipped.
+    answer_within: float = 150.0
 
 
 @dataclass
 class Ticket:
-    """One admitted run: its client, its deadline, and the flag that stops it."""
+    """One admitted run: its client, its deadline, the flag that stops it and the steps it took so far."""
 
     client: str
     deadline: float
     stop: threading.Event = field(default_factory=threading.Event)
+    #: Closes the run's model request in flight when the run is cancelled.
+    guard: CallGuard = field(default_factory=CallGuard)
+    #: Why the run was stopped (the first reason given), or ``None`` while it may go on.
+    cause: StopCause | None = None
+    #: The steps the run took, appended by the worker as it takes them.
+    steps: list[Step] = field(default_factory=list)
+
+    def cancel(self, cause: StopCause = StopCause.CLIENT_GONE) -> None:
+        """Stop the run now: its model request in flight is closed, and it takes no further step."""
+        if self.cause is None:
+            self.cause = cause
+        self.stop.set()
+        self.guard.interrupt()
+
+    def answer_by(self, deadline: float) -> None:
+        """Bring the deadline forward to *deadline* (``time.monotonic()``), if that is sooner."""
+        self.deadline = min(self.deadline, deadline)
 
     def check(self) -> None:
         """Raise :class:`RunStopped` when the run was cancelled or is past its deadline."""
-        if time.monotonic() > self.deadline:
-            raise RunStopped("past its deadline")
+        if not self.stop.is_set() and time.monotonic() > self.deadline:
+            self.cancel(StopCause.PAST_DEADLINE)
         if self.stop.is_set():
-            raise RunStopped("cancelled")
+            raise RunStopped(self.cause or StopCause.CLIENT_GONE)
+
+    def best_query(self) -> str | None:
+        """The run's best query so far: the last one it ran that returned rows (or a boolean), if any."""
+        steps = list(self.steps)
+        found = best_query(steps)
+        return steps[found].argument if found is not None else None
 
 
 class RunPool:
@@ -105,34 +144,42 @@ class RunPool:
     async def run(self, ticket: Ticket, graph: ServedGraph, question: str, context: AgentContext | None = None,
                   *, answer_guaranteed: bool = False, on_start: Callable[[], None] | None = None,
                   on_step: Callable[[Step], None] | None = None) -> AgentResult | None:
-        """The agent's result, or ``None`` when the run was cancelled; :class:`TimeoutError` past the deadline.
+        """The agent's result, or ``None`` when the run was cancelled; :class:`TimeoutError` past the deadline (the
+        run is then stopped, and :meth:`Ticket.best_query` says what it had found).
 
         *on_start* (when a worker takes the run) and *on_step* are called in the worker thread.  The ticket is
         released when the worker is done with the run (also when its asker stopped waiting), so the pool never
         holds more runs than it admitted.
         """
         def step(taken: Step) -> None:
+            ticket.steps.append(taken)
             if on_step:
                 on_step(taken)
             ticket.check()
 
         def work() -> AgentResult | None:
-            try:
-                ticket.check()  # cancelled, or out of time, while it waited
-                if on_start:
-                    on_start()
-                agent = Agent(self.llm, graph.kb, AgentConfig(answer_guaranteed=answer_guaranteed))
-                return agent.run(question, context, on_step=step)
-            except RunStopped as stopped:
-                log.info("run stopped (%s): %s", stopped, shorten_text(question, 200))
-                return None
+            with ticket.guard.installed():
+                try:
+                    ticket.check()  # cancelled, or out of time, while it waited
+                    if on_start:
+                        on_start()
+                    agent = Agent(self.llm, graph.kb, AgentConfig(answer_guaranteed=answer_guaranteed))
+                    return agent.run(question, context, on_step=step)
+                except (RunStopped, Interrupted):
+                    log.info("run stopped (%s%s): %s", ticket.cause or StopCause.CLIENT_GONE,
+                             "; its model request closed" if ticket.guard.closed_request else "",
+                             shorten_text(question, 200))
+                    return None
 
         future = asyncio.get_running_loop().run_in_executor(self.executor, work)
         future.add_done_callback(lambda _: self.release(ticket))
         try:
             return await asyncio.wait_for(asyncio.shield(future), max(0.0, ticket.deadline - time.monotonic()))
-        except (TimeoutError, asyncio.CancelledError):
-            ticket.stop.set()
+        except TimeoutError:
+            ticket.cancel(StopCause.PAST_DEADLINE)
+            raise
+        except asyncio.CancelledError:  # its asker stopped waiting
+            ticket.cancel(StopCause.CLIENT_GONE)
             raise
 
     def close(self) -> None:

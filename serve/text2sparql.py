@@ -6,12 +6,22 @@ parameter is a 422 (FastAPI's validation body), a dataset the server does not
 serve a 404.  The agent runs with ``answer_guaranteed`` (every question of a
 benchmark has an answer).  A question the graph cannot answer is still
 answered with a query, :data:`NO_ANSWER_QUERY`, whose result is empty, so it
-is scored as an empty answer.  A model or knowledge base that failed is a
-503 with ``Retry-After``, a run past its deadline a 504, a full queue a 503
-and a client over its share a 429: each a JSON ``detail`` and one log line,
-never a traceback.  A client that closes its connection before its answer
-stops its run (:func:`unless_gone`): nobody waits for it, and its worker is
-free after the step under way.
+is scored as an empty answer.
+
+A question gets its answer within the answer deadline (``--answer-within``,
+below the client's read timeout): a run still going then is stopped, and the
+answer is its best query so far, the last one it ran that returned rows (the
+challenge scores a question the client skips as 0, so a query that found
+something is never worse).  A run that has no such query by then is a 504: it
+found nothing, and an empty query would claim it had judged the question.
+The client reads a 504, as every error status, as no answer and skips the
+question without asking again, which scores as an empty answer does.
+
+A model or knowledge base that failed is a 503 with ``Retry-After``, a full
+queue a 503 and a client over its share a 429: each a JSON ``detail`` and one
+log line, never a traceback.  A client that closes its connection before its
+answer stops its run (:func:`unless_gone`): nobody waits for it, its model
+request is closed at once, and its worker is free for the next question.
 """
 
 from __future__ import annotations
@@ -28,7 +38,7 @@ from pydantic import BaseModel
 
 from agent.examples.queries import shorten_text
 from agent.trace import SERVICE_FAILURES
-from serve.runs import Busy, RunPool, Ticket
+from serve.runs import Busy, RunPool, StopCause, Ticket
 
 log = logging.getLogger(__name__)
 
@@ -44,15 +54,15 @@ class ClientGone(Exception):
 
 
 async def unless_gone(request: Request, work: Awaitable[T], ticket: Ticket) -> T:
-    """*work*'s result, unless *request*'s client goes away first: then its run is stopped (the worker is free
-    after the step under way) and :class:`ClientGone` is raised."""
+    """*work*'s result, unless *request*'s client goes away first: then its run is stopped (its model request
+    closed, the worker free) and :class:`ClientGone` is raised."""
     task = asyncio.ensure_future(work)
     while True:
         done, _ = await asyncio.wait({task}, timeout=DISCONNECT_POLL_SECONDS)
         if done:
             return task.result()
         if await request.is_disconnected():
-            ticket.stop.set()
+            ticket.cancel(StopCause.CLIENT_GONE)
             task.cancel()
             raise ClientGone()
 
@@ -92,19 +102,19 @@ async def text2sparql(request: Request, question: str = Query(min_length=1), dat
     except Busy as busy:
         log.info("text2sparql: refused (%s) for %s: %s", busy.status, client, busy.message)
         return _error(busy.status, busy.message, busy.retry_after)
+    ticket.answer_by(started + pool.limits.answer_within)
     logged = shorten_text(question, 200)  # short, its spaces as spaces; the log escapes what could forge a line
     try:
         result = await unless_gone(request, pool.run(ticket, graph, question, answer_guaranteed=True), ticket)
     except TimeoutError:
-        result = None
+        return _out_of_time(pool, ticket, graph.name, dataset, question)
     except ClientGone:
         log.info("text2sparql: %s: the client went away after %.1f s; its run is stopped: %s", graph.name,
                  time.monotonic() - started, logged)
         return _error(499, "the client closed the connection")
     seconds = time.monotonic() - started
-    if result is None:
-        log.warning("text2sparql: %s: no query within %.0f s: %s", graph.name, pool.limits.timeout, logged)
-        return _error(504, f"no query within {pool.limits.timeout:.0f} s")
+    if result is None:  # stopped by its deadline between the last step and the answer
+        return _out_of_time(pool, ticket, graph.name, dataset, question)
     if result.stop_reason in SERVICE_FAILURES:
         log.warning("text2sparql: %s: %s after %.1f s (%s): %s", graph.name, result.stop_reason, seconds,
                     shorten_text(result.stop_message, 300), logged)
@@ -112,4 +122,19 @@ async def text2sparql(request: Request, question: str = Query(min_length=1), dat
     query = result.final_sparql or NO_ANSWER_QUERY
     log.info("text2sparql: %s: %s in %.1f s%s: %s", graph.name, result.stop_reason, seconds,
              "" if result.final_sparql else " (no query: answered with an empty one)", logged)
+    return Text2SparqlAnswer(dataset=dataset, question=question, query=query)
+
+
+def _out_of_time(pool: RunPool, ticket: Ticket, name: str, dataset: str, question: str
+                 ) -> Text2SparqlAnswer | JSONResponse:
+    """The answer of a run stopped at its deadline: its best query so far, or a 504 when it has none."""
+    limit = min(pool.limits.timeout, pool.limits.answer_within)
+    logged = shorten_text(question, 200)
+    query = ticket.best_query()
+    if query is None:
+        log.warning("text2sparql: %s: no query within %.0f s: %s", name, limit, logged)
+        return _error(504, f"no query within {limit:.0f} s")
+    taken = len(ticket.steps)
+    log.warning("text2sparql: %s: out of time after %d step%s; answered with its best query so far: %s", name,
+                taken, "" if taken == 1 else "s", logged)
     return Text2SparqlAnswer(dataset=dataset, question=question, query=query)

@@ -79,8 +79,9 @@ def scripted(body: dict[str, Any]):
 def service(tmp_path_factory):
     llm = FakeLLMServer(scripted)
     directory = tmp_path_factory.mktemp("serve-logs")
+    # Every request's own line too (--access-log): what a request puts in the URL must be as harmless there.
     started = start_serve(llm.base_url, {"library": build_library_store(directory)}, directory, {DATASET: "library"},
-                          key=KEY)
+                          ("--access-log",), key=KEY)
     yield started
     started.stop()
     llm.close()
@@ -224,3 +225,27 @@ def test_a_model_error_cannot_forge_a_log_line_or_show_the_key(service):
     assert_no_key(body)
     lines = assert_honest_log(service, since, requested("question=broken"))
     assert "llm_error" in lines and "upstream failed" in lines and "key [redacted]" in lines
+
+
+def test_by_default_a_served_question_writes_one_line_of_the_services_own(tmp_path):
+    """The operator reads the service's lines (a question and its outcome), not one per HTTP request."""
+    llm = FakeLLMServer(scripted)
+    service = start_serve(llm.base_url, {"library": build_library_store(tmp_path)}, tmp_path, {DATASET: "library"},
+                          key=KEY)
+    try:
+        since = log_size(service)
+        # A line a request writes is written before its answer is sent: once the answer is read, all are there.
+        status, _ = ask(service, "plain question about the catalogue")
+        assert status == 200
+        with service.log.open("rb") as log:
+            log.seek(since)
+            question_lines = log.read().decode().splitlines()
+    finally:
+        whole = service.stop()
+        llm.close()
+    assert len(question_lines) == 1, question_lines
+    assert re.fullmatch(OWN_LINE.pattern + r"text2sparql: library: cannot_answer in [\d.]+ s \(no query: answered "
+                        r"with an empty one\): plain question about the catalogue", question_lines[0])
+    assert_honest(whole)
+    assert "HTTP Request" not in whole and "HTTP/1.1" not in whole, whole  # the model's requests, and the server's
+    assert {line.split(" ")[3] for line in whole.splitlines()} <= {"serve:", "serve.text2sparql:", "uvicorn.error:"}

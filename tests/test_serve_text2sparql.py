@@ -26,8 +26,9 @@ import yaml
 from harness.text2sparql_metric import aggregate, score_question
 from tests.support.llm_server import ErrorReply, HeldReply, RawReply, SlowReply, ToolCallReply
 from tests.support.processes import PATIENCE, wait_for
-from tests.support.serve_rig import (CK25_DATASET, build_ck25_store, ck25_questions, run_client, start_oxigraph,
-                                     start_serve)
+from serve.__main__ import main as serve_main
+from tests.support.serve_rig import (CK25_DATASET, DBPEDIA_DATASET, build_ck25_store, build_fixture_store,
+                                     ck25_questions, run_client, start_oxigraph, start_serve)
 
 #: One worker runs them all: they share CK25's store and Oxigraph's server.
 pytestmark = pytest.mark.xdist_group("serve-ck25")
@@ -39,6 +40,9 @@ WRONG = {3, 13, 23, 33, 43}
 CANNOT_ANSWER = 7
 #: The model fails on every call for this one.
 FAILING = 9
+#: Seconds the server gives a question in the tests of its answer deadline (``--answer-within``; 150 by default): as
+#: short as a question answered at once still surely takes on a busy machine.
+ANSWER_WITHIN = 10
 
 
 def _question_of(body: dict[str, Any]) -> str:
@@ -264,7 +268,9 @@ def test_a_forwarded_address_counts_only_from_a_proxy_the_operator_named(ck25, l
     held = HeldReply(stop)
     llm = llm_server(lambda body: held if re.search(r"^Question: first$", body["messages"][1]["content"],
                                                     re.MULTILINE) else stop)
-    options = ("--workers", "2", "--per-client", "1") + (("--trusted-proxy", "127.0.0.0/8") if trusted else ())
+    # Each request's line (--access-log) names the client uvicorn took the request to come from.
+    options = ("--workers", "2", "--per-client", "1", "--access-log") + \
+        (("--trusted-proxy", "127.0.0.0/8") if trusted else ())
     service = start_serve(llm.base_url, {"ck25": store}, tmp_path, {CK25_DATASET: "ck25"}, options)
     try:
         with ThreadPoolExecutor(1) as pool:
@@ -282,10 +288,11 @@ def test_a_forwarded_address_counts_only_from_a_proxy_the_operator_named(ck25, l
         assert second[0] == 429 and "refused (429) for 127.0.0.1" in log and "203.0.113" not in log
 
 
-def test_a_client_that_goes_away_frees_its_worker_for_the_next_question(ck25, llm_server, tmp_path):
+@pytest.mark.parametrize("leaves", ["client goes away", "deadline passes"])
+def test_a_run_nobody_waits_for_closes_its_model_request_and_frees_its_worker(ck25, llm_server, tmp_path, leaves):
     _, store, _ = ck25
     stop = ToolCallReply("stop", {"thought": "no", "cannot_answer": True, "explanation": "No.", "language": "en"})
-    # The abandoned question's model call is held until its client has gone; its run would go on exploring.
+    # The abandoned question's model call is held for good: only closing its request can free the only worker.
     held = HeldReply(ToolCallReply("execute_sparql", {"thought": "look", "sparql": "SELECT * WHERE { ?s ?p ?o }"}))
 
     def script(body):
@@ -293,26 +300,108 @@ def test_a_client_that_goes_away_frees_its_worker_for_the_next_question(ck25, ll
         return held if question == "abandoned" else stop
 
     llm = llm_server(script)
-    service = start_serve(llm.base_url, {"ck25": store}, tmp_path, {CK25_DATASET: "ck25"}, ("--workers", "1"))
+    deadline = leaves == "deadline passes"
+    service = start_serve(llm.base_url, {"ck25": store}, tmp_path, {CK25_DATASET: "ck25"},
+                          ("--workers", "1") + (("--answer-within", str(ANSWER_WITHIN)) if deadline else ()))
     try:
-        host, port = service.base.removeprefix("http://").split(":")
-        connection = http.client.HTTPConnection(host, int(port), timeout=60)
-        connection.request("GET", "/text2sparql?" + urllib.parse.urlencode({"question": "abandoned",
-                                                                            "dataset": CK25_DATASET}))
-        wait_for(held.arrived.is_set, PATIENCE, "the abandoned question reaching the model")
-        connection.sock.shutdown(2)  # the client goes away without waiting for its answer
-        connection.close()
-        wait_for(lambda: "the client went away" in service.log.read_text(), PATIENCE,
-                 "the server noticing the client left")
-        held.release.set()
-        wait_for(lambda: "run stopped (cancelled): abandoned" in service.log.read_text(), PATIENCE,
-                 "the abandoned run's end")
+        if deadline:  # the client waits through the deadline, as the official client does
+            abandoned = _get(service.base + "/text2sparql?" + urllib.parse.urlencode(
+                {"question": "abandoned", "dataset": CK25_DATASET}))
+            assert abandoned == (504, {"detail": f"no query within {ANSWER_WITHIN} s"})
+        else:
+            host, port = service.base.removeprefix("http://").split(":")
+            connection = http.client.HTTPConnection(host, int(port), timeout=60)
+            connection.request("GET", "/text2sparql?" + urllib.parse.urlencode({"question": "abandoned",
+                                                                                "dataset": CK25_DATASET}))
+            wait_for(held.arrived.is_set, PATIENCE, "the abandoned question reaching the model")
+            connection.sock.shutdown(2)  # the client goes away without waiting for its answer
+            connection.close()
+        wait_for(held.closed.is_set, PATIENCE, "the server closing the abandoned question's model request")
+        # The held reply is never released: the only worker is free because its model request was closed.
         status, body = _get(service.base + "/text2sparql?" + urllib.parse.urlencode(
             {"question": "next", "dataset": CK25_DATASET}))
+        still_held = not held.release.is_set()
     finally:
         held.release.set()
         log = service.stop()
-    assert status == 200 and body["question"] == "next"  # the only worker was free for it
+    assert status == 200 and body["question"] == "next" and still_held
+    cause = "past its deadline" if deadline else "client gone"
+    assert f"run stopped ({cause}; its model request closed): abandoned" in log
+    if not deadline:
+        assert "the client went away" in log
     abandoned = [request for request in llm.requests if "Question: abandoned" in request["messages"][1]["content"]]
     assert len(abandoned) == 1, "the abandoned run asked the model again"
     assert "Traceback" not in log
+
+
+#: The organisers' client settings: a 180-s read timeout a question, then up to 5 retries 15 s apart.
+ORGANISERS = ("--timeout", "180", "--retries", "5", "--retry-sleep", "15")
+#: The DBpedia sample's question, in the challenge's languages for DBpedia, and its query.
+DBPEDIA_QUESTION = {"en": "Where was Marie Curie born?", "es": "¿Dónde nació Marie Curie?"}
+DBPEDIA_QUERY = ("PREFIX dbo: <http://dbpedia.org/ontology/>\nPREFIX dbr: <http://dbpedia.org/resource/>\n"
+                 "SELECT ?place WHERE { dbr:Marie_Curie dbo:birthPlace ?place }")
+#: CK25's first question in German (the challenge asks CK25 in English and German).
+CK25_GERMAN = "In welcher Abteilung ist Frau Brant?"
+
+
+def _tool_messages(body: dict[str, Any]) -> int:
+    return sum(message["role"] == "tool" for message in body["messages"])
+
+
+def test_the_official_client_gets_a_query_for_each_language_and_for_a_question_out_of_time(
+        ck25, llm_server, text2sparql_client, tmp_path):
+    questions_path, store, _ = ck25
+    brant = yaml.safe_load(questions_path.read_text())["questions"][0]
+    ck25_file = {"dataset": {"id": CK25_DATASET, "prefix": "ck25"},
+                 "questions": [{"id": 1, "question": {"en": brant["question"]["en"], "de": CK25_GERMAN}}]}
+    dbpedia_file = {"dataset": {"id": DBPEDIA_DATASET, "prefix": "dbpedia"},
+                    "questions": [{"id": 1, "question": DBPEDIA_QUESTION}]}
+    queries = {brant["question"]["en"]: brant["query"]["sparql"], CK25_GERMAN: brant["query"]["sparql"],
+               **{text: DBPEDIA_QUERY for text in DBPEDIA_QUESTION.values()}}
+    # The German question's model answers its first call and is then held for good: only the deadline ends it.
+    held = HeldReply(ToolCallReply("stop", {"thought": "done", "explanation": "Found.", "language": "de"}))
+
+    def script(body):
+        question = _question_of(body)
+        if not _tool_messages(body):
+            return ToolCallReply("execute_sparql", {"thought": "run it", "sparql": queries[question]})
+        if question == CK25_GERMAN:
+            return held
+        return ToolCallReply("stop", {"thought": "done", "explanation": "Found.", "language": "en"})
+
+    llm = llm_server(script)
+    dbpedia = build_fixture_store(tmp_path / "dbpedia", "dbpedia")
+    service = start_serve(llm.base_url, {"ck25": store, "dbpedia": dbpedia}, tmp_path,
+                          {CK25_DATASET: "ck25", DBPEDIA_DATASET: "dbpedia"},
+                          ("--answer-within", str(ANSWER_WITHIN)))
+    asked = {}
+    try:
+        for name, content in (("ck25", ck25_file), ("dbpedia", dbpedia_file)):
+            (tmp_path / f"{name}.yml").write_text(yaml.safe_dump(content, allow_unicode=True))
+            asked[name] = run_client(text2sparql_client, "ask", "--answers-db", "responses.db", "-o",
+                                     f"{name}-answers.json", *ORGANISERS, f"{name}.yml",
+                                     service.base + "/text2sparql", cwd=tmp_path)
+        released_late = held.release.is_set()
+    finally:
+        held.release.set()
+        log = service.stop()
+    for name, done in asked.items():
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert "Retrying" not in done.stderr and "validation error" not in done.stderr, done.stderr[-3000:]
+    answers = {answer["qname"]: answer for name in asked
+               for answer in json.loads((tmp_path / f"{name}-answers.json").read_text())}
+    expected = {"ck25:1-en": brant["question"]["en"], "ck25:1-de": CK25_GERMAN,
+                "dbpedia:1-en": DBPEDIA_QUESTION["en"], "dbpedia:1-es": DBPEDIA_QUESTION["es"]}
+    assert {qname: (answer["question"], answer["query"]) for qname, answer in answers.items()} == \
+        {qname: (question, queries[question].strip()) for qname, question in expected.items()}
+    # The German question ran out of time: its run was stopped, its model request closed, its best query answered.
+    assert held.closed.is_set() and not released_late
+    assert f"text2sparql: ck25: out of time after 1 step; answered with its best query so far: {CK25_GERMAN}" in log
+    assert f"run stopped (past its deadline; its model request closed): {CK25_GERMAN}" in log
+    assert log.count("out of time") == 1 and "Traceback" not in log
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "nan"])
+def test_an_answer_deadline_that_is_no_time_is_refused_in_one_line(value, capsys):
+    assert serve_main(["--answer-within", value]) == 2
+    assert capsys.readouterr().err == "error: --answer-within must be at least 1\n"

@@ -26,6 +26,8 @@ of :class:`TextReply` to tools requests.
 from __future__ import annotations
 
 import json
+import select
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -156,13 +158,19 @@ class SlowReply:
 class HeldReply:
     """Send *reply* only once the test sets *release*: a request the test holds at the model until what it
     checks has happened (another run queued, a page closed), however slow the machine.  *arrived* is set when
-    the request comes in.  A release that never comes fails the request after *limit* seconds."""
+    the request comes in, *closed* when its client closes the connection while it is held (it then gets no
+    reply, as from a real server whose client hung up).  A release that never comes fails the request after
+    *limit* seconds."""
 
     reply: Any
     release: threading.Event = field(default_factory=threading.Event)
     arrived: threading.Event = field(default_factory=threading.Event)
+    closed: threading.Event = field(default_factory=threading.Event)
     limit: float = 300.0
 
+
+#: How often a held request looks whether its client closed the connection.
+HOLD_LOOK_SECONDS = 0.05
 
 Reply = ToolCallReply | TextReply | ErrorReply | SlowReply | FromHeaders | RawReply | HeldReply
 Script = list[Reply] | Callable[[dict[str, Any]], Reply]
@@ -276,6 +284,26 @@ def _handler_for(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
+        def _hold(self, held: HeldReply) -> Any:
+            """*held*'s reply once released, an error after its limit, or ``None`` when the client closed the
+            connection first (what it would read next is the end of the stream)."""
+            deadline = time.monotonic() + held.limit
+            while not held.release.wait(HOLD_LOOK_SECONDS):
+                if self._client_closed():
+                    return None
+                if time.monotonic() > deadline:
+                    return ErrorReply(500, "the test never released this request")
+            return held.reply
+
+        def _client_closed(self) -> bool:
+            readable, _, _ = select.select([self.connection], [], [], 0)
+            if not readable:
+                return False
+            try:
+                return self.connection.recv(1, socket.MSG_PEEK) == b""
+            except OSError:  # reset
+                return True
+
         def do_GET(self) -> None:
             if self.path.rstrip("/").endswith("/models") and server.lists_models:
                 self._send(200, {"object": "list", "data": [{"id": server.model, "object": "model",
@@ -316,8 +344,12 @@ def _handler_for(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
                     continue
                 if isinstance(reply, HeldReply):
                     reply.arrived.set()
-                    reply = reply.reply if reply.release.wait(reply.limit) else ErrorReply(
-                        500, "the test never released this request")
+                    outcome = self._hold(reply)
+                    if outcome is None:
+                        reply.closed.set()
+                        self.close_connection = True
+                        return
+                    reply = outcome
                     continue
                 time.sleep(reply.seconds)
                 reply = reply.reply

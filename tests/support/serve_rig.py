@@ -31,6 +31,8 @@ from tests.support.processes import stop as stop_process
 #: The challenge's official client, as its organisers run it.
 CLIENT = "text2sparql-client==2.1.0"
 CK25_DATASET = "https://text2sparql.aksw.org/2025/corporate/"
+#: The challenge's DBpedia dataset, answered by the tests on the DBpedia-style sample graph.
+DBPEDIA_DATASET = "https://text2sparql.aksw.org/2025/dbpedia/"
 #: CK25's files, each loaded into the named graph its ``.graph`` file names, as the challenge's endpoint holds them.
 CK25_DATA = ("prod-inst.ttl", "text2sparql.ttl", "queries.ttl")
 #: What the agent's store holds (the reference queries and questions would give the answers away).
@@ -99,16 +101,22 @@ def start_serve(llm_base_url: str, graphs: dict[str, Path | str], log_dir: Path,
     raise RuntimeError("no free port for the server after 5 tries")
 
 
-def build_library_store(directory: Path) -> Path:
-    """The tests' small graph with a profile of its own, a library catalogue (no query service to link to), in a
-    local store in *directory*."""
+def build_fixture_store(directory: Path, name: str) -> Path:
+    """The tests' graph *name* (``tests/fixtures/graphs/NAME.ttl``, by its profile ``NAME.toml``) in a local store in
+    *directory*."""
     from agent.graph import load_graph
     from agent.kb.local import LocalKB
 
-    kb = LocalKB(directory / "store", graph=load_graph(GRAPHS / "library.toml"))
-    kb.load([GRAPHS / "library.ttl"], progress=False)
+    kb = LocalKB(directory / "store", graph=load_graph(GRAPHS / f"{name}.toml"))
+    kb.load([GRAPHS / f"{name}.ttl"], progress=False)
     kb.close()
     return kb.directory
+
+
+def build_library_store(directory: Path) -> Path:
+    """The tests' small graph with a profile of its own, a library catalogue (no query service to link to), in a
+    local store in *directory*."""
+    return build_fixture_store(directory, "library")
 
 
 def ck25_questions(shared_dir: Path) -> Path:
