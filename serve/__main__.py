@@ -24,12 +24,14 @@ import importlib
 import ipaddress
 import logging
 import os
+import sqlite3
 import sys
 
 from agent.cli import program_name
 from agent.llm import ChatModel, LLMConfig, LLMConfigurationError
 from agent.logs import install as install_logging
 from agent.redact import Scrubbed, redact, remember_environment
+from serve.conversations import Conversations
 from serve.graphs import LIVE, GraphSpecError, open_graphs
 from serve.runs import PoolLimits
 
@@ -58,7 +60,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--queue", type=int, default=defaults.queue, metavar="N",
                         help=f"questions waiting beyond those; more are refused (default: {defaults.queue})")
     parser.add_argument("--per-client", type=int, default=defaults.per_client, metavar="N",
-                        help=f"questions one address may have waiting or running (default: {defaults.per_client})")
+                        help=f"questions one address may have running (default: {defaults.per_client}); the API "
+                             "refuses more, the chat page lines them up")
+    parser.add_argument("--waiting-per-client", type=int, default=defaults.waiting_per_client, metavar="N",
+                        help="chat questions one address may have waiting in line beyond those "
+                             f"(default: {defaults.waiting_per_client})")
+    parser.add_argument("--conversations", metavar="FILE",
+                        help="a SQLite file keeping the chat's conversations, so their links still open after a "
+                             "restart (default: kept in memory)")
     parser.add_argument("--timeout", type=float, default=defaults.timeout, metavar="SECONDS",
                         help=f"seconds a question may wait and run (default: {defaults.timeout:.0f})")
     parser.add_argument("--llm-timeout", type=float, metavar="SECONDS",
@@ -96,10 +105,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: the service needs {', '.join(missing)}, from the package's [serve] extra: {SERVE_EXTRA}",
               file=sys.stderr)
         return 2
-    for name in ("workers", "queue", "per_client", "timeout"):
-        if getattr(args, name) < (0 if name == "queue" else 1):
-            print(f"error: --{name.replace('_', '-')} must be at least {0 if name == 'queue' else 1}",
-                  file=sys.stderr)
+    for name in ("workers", "queue", "per_client", "waiting_per_client", "timeout"):
+        least = 0 if name in ("queue", "waiting_per_client") else 1
+        if getattr(args, name) < least:
+            print(f"error: --{name.replace('_', '-')} must be at least {least}", file=sys.stderr)
             return 2
     remember_environment(os.environ)
     install_logging(logging.INFO)
@@ -111,7 +120,8 @@ def main(argv: list[str] | None = None) -> int:
         # /models) is the operator's to fix at start, not a "could not be reached" on every chat answer.
         model = llm.resolve_model()
         graphs = open_graphs(args.graph, args.dataset)
-    except (LLMConfigurationError, GraphSpecError, ValueError, OSError) as error:
+        conversations = Conversations(args.conversations) if args.conversations else None
+    except (LLMConfigurationError, GraphSpecError, ValueError, OSError, sqlite3.Error) as error:
         print(f"error: {redact(str(error))}", file=sys.stderr)
         return 2
     import uvicorn
@@ -120,7 +130,8 @@ def main(argv: list[str] | None = None) -> int:
 
     logging.getLogger("serve").info("model: %s", model)
     app = build_app(graphs, llm, PoolLimits(workers=args.workers, queue=args.queue, per_client=args.per_client,
-                                            timeout=args.timeout))
+                                            waiting_per_client=args.waiting_per_client, timeout=args.timeout),
+                    conversations)
     # uvicorn's own lines (the server's, one a request) go to the log above, as every other line does.
     # uvicorn trusts X-Forwarded-For from 127.0.0.1 unless told otherwise: then any process on this machine could
     # claim many addresses and pass the per-address limit.  Only the proxies the operator names are trusted.
