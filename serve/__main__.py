@@ -121,7 +121,11 @@ def main(argv: list[str] | None = None) -> int:
         model = llm.resolve_model()
         graphs = open_graphs(args.graph, args.dataset)
         conversations = Conversations(args.conversations) if args.conversations else None
-    except (LLMConfigurationError, GraphSpecError, ValueError, OSError, sqlite3.Error) as error:
+    except sqlite3.Error as error:
+        print(f"error: --conversations {args.conversations}: {error} (a SQLite file the server keeps; give a new "
+              "path or the one it kept before)", file=sys.stderr)
+        return 2
+    except (LLMConfigurationError, GraphSpecError, ValueError, OSError) as error:
         print(f"error: {redact(str(error))}", file=sys.stderr)
         return 2
     import uvicorn

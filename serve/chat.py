@@ -260,7 +260,10 @@ async def _drive(state: Any, run: ChatRun, graph: ServedGraph, conversation: Con
         log.exception("chat: the run failed")
         failed("The server failed to answer; the error is in its log.")
     finally:
-        state.conversations.add(conversation, turn)
+        try:
+            state.conversations.add(conversation, turn)
+        except Exception:  # the page still gets its answer; only a later look at the link misses it
+            log.exception("chat: the conversation's turn could not be kept")
         state.conversation_runs.pop(conversation.id, None)
         run.finished = True
         run.push("end", {})

@@ -694,3 +694,23 @@ def test_a_reload_follows_the_question_in_flight_without_asking_it_again(browser
     asked = [body for body in service.llm.requests if _question(body) == "held question across a reload"]
     assert [_calls(body) for body in asked] == [0, 1], "the question was asked again after the reload"
     assert "cancelled" not in log
+
+
+def test_one_persons_line_does_not_hold_back_another_persons_question(llm_server, wikidata_store, tmp_path):
+    service, held = held_service(llm_server, wikidata_store, tmp_path, ("--workers", "2", "--per-client", "1"))
+    try:
+        first = line_up(service.base, "held question")
+        wait_for(held.arrived.is_set, PATIENCE, "the first question holding a worker")
+        second = line_up(service.base, "quick second of the same person")
+        wait_for(lambda: second.named("queued"), PATIENCE, "the person's second question in line")
+        other = line_up(service.base, "quick question of another person", source="127.0.0.2")
+        other.join(PATIENCE)  # answered on the free worker while the first person's question still runs
+        assert other.named("final")[0]["query"] == QUERY and not other.named("queued")
+        assert not first.named("final") and not second.named("started")
+        held.release.set()
+        first.join(PATIENCE)
+        second.join(PATIENCE)
+    finally:
+        held.release.set()
+        service.stop()
+    assert second.named("queued") == [{"position": 1}] and second.named("final")[0]["query"] == QUERY
