@@ -41,6 +41,11 @@ class Outcome:
 CANNOT_ANSWER = "cannot_answer"
 
 
+def _wikidata(graph: GraphProfile | str) -> bool:
+    """*graph* (a profile or its name) is Wikidata, whose tools keep their names (the upstream replay needs them)."""
+    return (graph if isinstance(graph, str) else graph.name) == WIKIDATA.name
+
+
 def _as_is(argument: str, graph: GraphProfile) -> tuple[str, str | None]:
     return argument, None
 
@@ -62,12 +67,29 @@ class ActionSpec:
     #: The tool takes the step's ``thought`` (``stop`` does not: its explanation says it all).
     thought: bool = True
     #: The name the model sees on a graph other than Wikidata, where a name saying "wikidata" would mislead;
-    #: "" where the name says no graph.  Traces, reports and the replay keep :attr:`name`.
+    #: "" where the name says no graph.  Traces and the replay keep :attr:`name`.
     other_graphs: str = ""
+    #: The argument's name on a graph other than Wikidata (``entity`` for ``qid``); "" to keep it.
+    other_argument: str = ""
 
-    def name_on(self, graph: GraphProfile) -> str:
-        """The name the model sees for the action on *graph*."""
-        return self.other_graphs if self.other_graphs and graph.name != WIKIDATA.name else self.name
+    def name_on(self, graph: GraphProfile | str) -> str:
+        """The name the model and a reader see for the action on *graph* (a profile, or a graph's name)."""
+        return self.other_graphs if self.other_graphs and not _wikidata(graph) else self.name
+
+    def on(self, graph: GraphProfile | str) -> ActionSpec:
+        """The action as the model sees it on *graph*: its name and its argument's name there."""
+        if _wikidata(graph):
+            return self
+        argument = self.argument
+        if argument is not None and self.other_argument:
+            argument = replace(argument, name=self.other_argument)
+        return replace(self, name=self.name_on(graph), argument=argument)
+
+    def given(self, arguments: dict[str, object], graph: GraphProfile | str) -> object | None:
+        """The argument a call gave, by its name on *graph* or the Wikidata name any model may know; ``None``
+        when it gave neither."""
+        names = dict.fromkeys((self.on(graph).argument.name, self.argument.name)) if self.argument else {}
+        return next((arguments[name] for name in names if name in arguments), None)
 
     @property
     def signature(self) -> str:
@@ -96,8 +118,8 @@ def _check_search(argument: str, graph: GraphProfile) -> tuple[str, str | None]:
     """A text longer than any label is the model's mistake (the Action API answers a 1 MB one with HTTP 414)."""
     if len(argument) > MAX_SEARCH_CHARS:  # cut, so the history the next prompts carry stays small
         return argument[:MAX_SEARCH_CHARS] + "…", (
-            f"search_wikidata looks up labels and aliases, which are at most {MAX_SEARCH_CHARS} characters; "
-            f"this text has {len(argument):,}. Search for a name or a short phrase.")
+            f"{ACTIONS['search_wikidata'].name_on(graph)} looks up labels and aliases, which are at most "
+            f"{MAX_SEARCH_CHARS} characters; this text has {len(argument):,}. Search for a name or a short phrase.")
     return argument, None
 
 
@@ -138,9 +160,9 @@ ACTIONS: dict[str, ActionSpec] = {
         ActionSpec("search_wikidata", "items and properties by label", Parameter("query", ""),
                    check=_check_search, execute=_search, other_graphs="search_graph"),
         ActionSpec("get_wikidata_entry", "an item's statements", Parameter("qid", ""),
-                   check=_check_item, execute=_entry, other_graphs="get_entry"),
+                   check=_check_item, execute=_entry, other_graphs="get_entry", other_argument="entity"),
         ActionSpec("get_property_examples", "how a property is used", Parameter("pid", ""),
-                   check=_check_property, execute=_examples),
+                   check=_check_property, execute=_examples, other_argument="property"),
         ActionSpec("execute_sparql", "run a query", Parameter("sparql", ""), execute=_query),
         ActionSpec("stop", "finish on the last query, with your explanation and the asker's language code; "
                    "with cannot_answer when the graph cannot answer the question", None,
@@ -150,9 +172,16 @@ ACTIONS: dict[str, ActionSpec] = {
 }
 
 
-def actions_for(graph: GraphProfile = WIKIDATA) -> list[ActionSpec]:
-    """The actions as the model sees them on *graph* (named for it: ``search_graph`` off Wikidata)."""
-    return [replace(spec, name=spec.name_on(graph)) for spec in ACTIONS.values()]
+def actions_for(graph: GraphProfile | str = WIKIDATA) -> list[ActionSpec]:
+    """The actions as the model sees them on *graph*, a profile or a graph's name: the one definition of a
+    graph's tool names and argument names (``search_graph``, ``get_entry(entity)`` off Wikidata), which the
+    prompt, the tool schemas, the loop, the reports and the chat page read."""
+    return [spec.on(graph) for spec in ACTIONS.values()]
+
+
+def shown_names(graph: GraphProfile | str = WIKIDATA) -> dict[str, str]:
+    """Each action's name as traces record it, to its name on *graph* (how a report or a page shows it)."""
+    return {spec.name: spec.name_on(graph) for spec in ACTIONS.values()}
 
 
 def tool_schemas(graph: GraphProfile = WIKIDATA) -> list[dict]:
@@ -175,7 +204,7 @@ def check_argument(action: str, argument: str, graph: GraphProfile = WIKIDATA) -
         return "", None
     argument = argument.strip()
     if not argument:
-        return argument, f"{action} needs an argument; it was empty."
+        return argument, f"{spec.name_on(graph)} needs an argument; it was empty."
     return spec.check(argument, graph)
 
 

@@ -1,14 +1,14 @@
 """Knowledge-graph profiles: what the agent needs to know about a graph, read from a TOML file.
 
 A profile says where the graph is (a SPARQL endpoint and its dialect, or a
-local store), the prefixes its queries use, how a thing is named (a label
-predicate, with or without a language) and described, what the ID of an item
+local store), the prefixes its queries use, how a thing is named (one label
+predicate or several, in the languages it lists, in order) and described, what the ID of an item
 or a property looks like and how people write it, how an entry is shown
 (Wikibase statements, or plain outgoing triples with value nodes and fact
 nodes carrying qualifiers), and the graph-specific lines of the policy
 prompt.  Wikidata, KQA Pro and CK25 are three profiles of one agent with the
-same five actions; adding a graph is adding a profile file (a misspelt key is
-an error naming it):
+same five actions; adding a graph is adding a profile file (a misspelt key or
+a value of the wrong type is a one-line error naming it):
 
 >>> from agent.graph import load_graph
 >>> load_graph("kqapro").names.label
@@ -28,6 +28,7 @@ from __future__ import annotations
 import re
 import tomllib
 from dataclasses import dataclass, field
+from enum import Enum
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -89,16 +90,55 @@ class Ids:
     case_sensitive: bool = True
 
 
+def _language_rank(languages: tuple[str, ...], language: str) -> int:
+    """0 for the first listed language (a subtag too: ``en-GB`` is ``en``), then the next; untagged texts
+    after them; any other language last.  Without listed languages every text ranks alike."""
+    if not languages:
+        return 0
+    tag = language.lower()
+    for rank, wanted in enumerate(languages):
+        if tag == wanted or tag.startswith(wanted + "-"):
+            return rank
+    return len(languages) + (1 if tag else 0)
+
+
 @dataclass(frozen=True)
 class Names:
-    #: The label predicate (``rdfs:label``, KQA Pro's ``<pred:name>``).
-    label: str
-    #: The label's language; "" for labels without a language tag.
-    language: str = ""
+    """How a thing of the graph is named: one or more label predicates (``rdfs:label``, ``skos:prefLabel``,
+    ``skos:altLabel``, ``schema:name``), in the languages the profile lists, in order.
+
+    Search reads every label predicate in the listed languages and untagged; the label shown is the one
+    in the first language present, then an untagged one, then one in any language; within a language the
+    first predicate's label before the others' (the others are other names, as Wikidata's aliases).
+    """
+
+    #: The label predicates, the preferred first.
+    labels: tuple[str, ...]
+    #: The labels' languages, in order; empty: every language alike.
+    languages: tuple[str, ...] = ()
     #: The description predicate; "" when a thing is described by its classes and key facts.
     description: str = ""
     #: The class predicate a description names (``<pred:instance_of>``); "" for none.
     type: str = ""
+
+    @property
+    def label(self) -> str:
+        """The preferred label predicate (``rdfs:label``, KQA Pro's ``<pred:name>``)."""
+        return self.labels[0]
+
+    @property
+    def language(self) -> str:
+        """The first language; "" when none is listed."""
+        return self.languages[0] if self.languages else ""
+
+    def searched(self, language: str) -> bool:
+        """A text in *language* is searched: a listed language, or untagged (any, when none is listed)."""
+        return not language or _language_rank(self.languages, language) < len(self.languages) or not self.languages
+
+    def rank(self, language: str, other: bool = False) -> int:
+        """How well a text in *language* names a thing, lower is better: by the first label predicate, or
+        by an *other* one (an other name, as an alias)."""
+        return 2 * _language_rank(self.languages, language) + (1 if other else 0)
 
 
 @dataclass(frozen=True)
@@ -299,17 +339,60 @@ def _local_name(local: str) -> str | None:
     return "".join(out)
 
 
-#: Every key a profile may hold, by table ("" for the top level): a misspelt key is an error, as in bot.ini.
-KNOWN_KEYS = {
-    "": {"name", "title", "sparql", "prefixes", "ids", "names", "entries", "prompt", "store"},
-    "sparql": {"endpoint", "api", "dialect", "base", "scholarly_service"},
-    "ids": {"items", "item_pattern", "item_example", "item_forms", "properties", "property_pattern",
-            "property_example", "property_forms", "classes", "class_pattern", "case_sensitive"},
-    "names": {"label", "language", "description", "class"},
-    "entries": {"model", "value_text", "unit", "no_unit", "fact_head", "fact_predicate", "fact_tail"},
-    "store": {"json"},
-    "prompt": {"query", "service", "checks", "projection", "rules"},
+class Kind(Enum):
+    """What a profile's value must be; the value is how an error says it."""
+
+    TEXT = "a string"
+    TEXTS = "a string or a list of strings"
+    LIST = "a list of strings"
+    FLAG = "true or false"
+    TABLE = "a table"
+    TEXT_TABLE = "a table of strings"
+
+
+#: Every key a profile may hold, by table ("" for the top level), and what its value must be: a misspelt key
+#: (as in bot.ini) or a value of another type is an error naming the key and the file.
+SCHEMA: dict[str, dict[str, Kind]] = {
+    "": {"name": Kind.TEXT, "title": Kind.TEXT, "sparql": Kind.TABLE, "prefixes": Kind.TEXT_TABLE,
+         "ids": Kind.TABLE, "names": Kind.TABLE, "entries": Kind.TABLE, "prompt": Kind.TABLE, "store": Kind.TABLE},
+    "sparql": {"endpoint": Kind.TEXT, "api": Kind.TEXT, "dialect": Kind.TEXT, "base": Kind.TEXT,
+               "scholarly_service": Kind.TEXT},
+    "ids": {"items": Kind.TEXTS, "item_pattern": Kind.TEXT, "item_example": Kind.TEXT, "item_forms": Kind.LIST,
+            "properties": Kind.TEXTS, "property_pattern": Kind.TEXT, "property_example": Kind.TEXT,
+            "property_forms": Kind.LIST, "classes": Kind.TEXTS, "class_pattern": Kind.TEXT,
+            "case_sensitive": Kind.FLAG},
+    "names": {"label": Kind.TEXTS, "language": Kind.TEXT, "languages": Kind.LIST, "description": Kind.TEXT,
+              "class": Kind.TEXT},
+    "entries": {"model": Kind.TEXT, "value_text": Kind.LIST, "unit": Kind.TEXT, "no_unit": Kind.TEXT,
+                "fact_head": Kind.TEXT, "fact_predicate": Kind.TEXT, "fact_tail": Kind.TEXT},
+    "store": {"json": Kind.TEXT},
+    "prompt": {"query": Kind.TEXT, "service": Kind.TEXT, "checks": Kind.TEXT, "projection": Kind.TEXT,
+               "rules": Kind.LIST},
 }
+#: Every key a profile may hold, by table.
+KNOWN_KEYS = {table: set(keys) for table, keys in SCHEMA.items()}
+#: What to write instead of a value of the wrong type, where a likely mistake has a right form.
+_HINTS = {("names", "language"): ' (several languages: languages = ["en", "nl"])'}
+
+
+def _type_name(value: Any) -> str:
+    """*value*'s TOML type in words: "a list holding an integer"."""
+    if isinstance(value, list):
+        odd = next((each for each in value if not isinstance(each, str)), None)
+        return "an empty list" if not value else f"a list holding {_type_name(odd)}" if odd is not None \
+            else "a list of strings"
+    if isinstance(value, dict):
+        odd = next((each for each in value.values() if not isinstance(each, str)), None)
+        return "a table" if odd is None else f"a table holding {_type_name(odd)}"
+    names = {bool: "a boolean", int: "an integer", float: "a number", str: "a string", dict: "a table"}
+    return next((name for kind, name in names.items() if isinstance(value, kind)), "a date or time")
+
+
+def _fits(value: Any, kind: Kind) -> bool:
+    strings = isinstance(value, list) and all(isinstance(each, str) for each in value)
+    return {Kind.TEXT: isinstance(value, str), Kind.TEXTS: isinstance(value, str) or strings and bool(value),
+            Kind.LIST: strings, Kind.FLAG: isinstance(value, bool), Kind.TABLE: isinstance(value, dict),
+            Kind.TEXT_TABLE: isinstance(value, dict) and all(isinstance(each, str) for each in value.values())}[kind]
 
 
 def _section(data: dict[str, Any], name: str, origin: str) -> dict[str, Any]:
@@ -320,13 +403,18 @@ def _section(data: dict[str, Any], name: str, origin: str) -> dict[str, Any]:
 
 
 def _check_keys(data: dict[str, Any], origin: str) -> None:
-    for table, known in KNOWN_KEYS.items():
+    """Every key known, every value of its key's type: one line naming the file, the table and the key."""
+    for table, schema in SCHEMA.items():
         section = _section(data, table, origin) if table else data
-        unknown = sorted(set(section) - known)
+        unknown = sorted(set(section) - set(schema))
+        where = f" in [{table}]" if table else ""
         if unknown:
-            where = f" in [{table}]" if table else ""
             raise ProfileError(f"{origin}: unknown keys{where}: {', '.join(unknown)} "
-                               f"(known: {', '.join(sorted(known))})")
+                               f"(known: {', '.join(sorted(schema))})")
+        for key, kind in schema.items():
+            if key in section and not _fits(section[key], kind):
+                raise ProfileError(f"{origin}: {f'[{table}] ' if table else ''}{key} must be {kind.value}, not "
+                                   f"{_type_name(section[key])}{_HINTS.get((table, key), '')}")
 
 
 def _required(section: dict[str, Any], key: str, where: str) -> Any:
@@ -362,6 +450,22 @@ def _ids(ids: dict[str, Any], prefixes: dict[str, str], origin: str) -> Ids:
     return result
 
 
+def _names(names: dict[str, Any], origin: str) -> Names:
+    """One label predicate or several; one language (``language``) or several in order (``languages``)."""
+    where = f"{origin} [names]"
+    labels = _required(names, "label", where)
+    labels = (labels,) if isinstance(labels, str) else tuple(labels)
+    if not all(labels):
+        raise ProfileError(f"{where}: label must name predicates, not an empty string")
+    if "language" in names and "languages" in names:
+        raise ProfileError(f"{where}: give language or languages, not both")
+    languages = names.get("languages", [names["language"]] if names.get("language") else [])
+    if not all(languages) or len(set(languages)) < len(languages):
+        raise ProfileError(f"{where}: languages must be language codes, each once, not {languages!r}")
+    return Names(labels=labels, languages=tuple(language.lower() for language in languages),
+                 description=names.get("description", ""), type=names.get("class", ""))
+
+
 def _check_bare(ids: Ids, prefixes: dict[str, str], origin: str) -> None:
     """Bare IDs are read in one namespace: every other namespace of IDs needs a prefix."""
     bare = {namespace for namespace in (*ids.items, *ids.classes, *ids.properties)
@@ -391,15 +495,14 @@ def parse_profile(text: str, origin: str = "<profile>") -> GraphProfile:
         raise ProfileError(f"{origin}: [sparql] dialect must be one of {', '.join(DIALECTS)}, not {dialect!r}")
     prefixes = dict(_section(data, "prefixes", origin))
     ids_read = _ids(ids, prefixes, origin)
-    label = _required(names, "label", f"{origin} [names]")
+    read_names = _names(names, origin)
     _check_bare(ids_read, prefixes, origin)
     return GraphProfile(
         name=_required(data, "name", origin), title=data.get("title") or data["name"],
         endpoint=sparql.get("endpoint", ""), dialect=dialect, api=sparql.get("api", ""),
         base=sparql.get("base", ""), scholarly_service=sparql.get("scholarly_service", ""),
         prefixes=prefixes, ids=ids_read,
-        names=Names(label=label, language=names.get("language", ""),
-                    description=names.get("description", ""), type=names.get("class", "")),
+        names=read_names,
         entries=Entries(model=model, value_text=tuple(entries.get("value_text", ())), unit=entries.get("unit", ""),
                         no_unit=entries.get("no_unit", ""), fact_head=entries.get("fact_head", ""),
                         fact_predicate=entries.get("fact_predicate", ""), fact_tail=entries.get("fact_tail", "")),

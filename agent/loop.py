@@ -408,11 +408,13 @@ class _Run:
             thought = "\n".join(part for part in (content, thought) if part)
             name = action_named(call.name, self.graph)
             spec = ACTIONS.get(name)
-            if spec is not None and spec.argument and spec.argument.name not in arguments:
+            given = spec.given(arguments, self.graph) if spec is not None else None
+            if spec is not None and spec.argument and given is None:
                 others = ", ".join(f'"{name}"' for name in arguments) or "none"
-                return _Decision(thought, call.name, "", f'{call.name} takes its argument as "{spec.argument.name}"; '
+                return _Decision(thought, name, "", f'{call.name} takes its argument as '
+                                                         f'"{spec.on(self.graph).argument.name}"; '
                                                          f"the call gave {others}.", malformed=True)
-            raw = str(arguments.get(spec.argument.name, "")) if spec and spec.argument else ""
+            raw = str(given) if spec and spec.argument else ""
             argument, error = check_argument(name, raw, self.graph)
             extras = {parameter.name: str(arguments.get(parameter.name) or "").strip()
                       for parameter in (spec.extras if spec else ())}
@@ -458,8 +460,8 @@ class _Run:
                     result, note = grounding.split_note(observation)  # the labels stay: they ground the IDs
                     observation = "\n".join(filter(None, (observations.shrink_result(result),
                                                            grounding.shorten_note(note) if note else "")))
-            spec = ACTIONS.get(step.action)
-            shown = spec.name_on(self.graph) if spec else step.action
+            spec = ACTIONS[step.action].on(self.graph) if step.action in ACTIONS else None
+            shown = spec.name if spec else step.action
             if text or spec is None:
                 # A reply without an action is given back as the model wrote it, with the error that follows.
                 reply = f"Thought: {thought}\nAction: {shown}({step.argument})" if step.action \

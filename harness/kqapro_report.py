@@ -19,7 +19,7 @@ from typing import Any
 from harness.kqapro import PUBLISHED_QUESTIONS, QUESTION_TYPES, REASONING, prediction
 from harness.kqapro_engine import NO_ANSWER
 from harness.prices import Price
-from harness.reporting import ACTIONS, USAGE, bootstrap_interval, left_out, load_run, model_of
+from harness.reporting import ACTIONS, USAGE, action_columns, bootstrap_interval, left_out, load_run, model_of
 
 #: Published accuracies on KQA Pro's test set, open-ended, as their papers report them.
 ANCHORS = (
@@ -133,6 +133,7 @@ def print_kqapro_report(summaries: list[KqaproSummary], wrong: int = 20) -> None
             print(f"  {s.directory.name}: answers recorded before the engine's reading was: {s.unread}; they have "
                   "the lenient figure only; run them again for the headline one")
     for s in summaries:
+        columns = action_columns([s.info])
         print(f"\n{s.directory.name}")
         counts = s.left_out
         if counts:
@@ -154,7 +155,8 @@ def print_kqapro_report(summaries: list[KqaproSummary], wrong: int = 20) -> None
                                                      for name in (*REASONING, "zero-shot") if name in s.by_reasoning))
         dollars = f"${s.dollars:.4f}" if s.dollars is not None else "no price"
         print(f"  per question: {dollars}, " + ", ".join(f"{s.cost[name]:.1f} {name}" for name in USAGE)
-              + "; actions on the final path: " + ", ".join(f"{s.actions[name]:.2f} {name}" for name in ACTIONS))
+              + "; actions on the final path: "
+              + ", ".join(f"{s.actions[name]:.2f} {columns[name]}" for name in ACTIONS))
         stops = Counter(record["stop_reason"] for record in s.records)
         print("  runs ended by: " + ", ".join(f"{reason} {count}" for reason, count in stops.most_common()))
         mistakes = [record for record in s.judged if not record["correct"]]

@@ -173,6 +173,19 @@ def last_settings(info: dict[str, Any]) -> dict[str, Any]:
     return info.get("parts", [{}])[-1].get("settings", info) if info.get("parts") else info
 
 
+def graph_of_run(info: dict[str, Any]) -> str:
+    """The name of the graph a run asked: ``wikidata`` for live Wikidata, and for a run that names none."""
+    graph = str(last_settings(info).get("graph", "live Wikidata"))
+    return "wikidata" if graph == "live Wikidata" else graph.removesuffix(" (local store)")
+
+
+def action_columns(infos: list[dict[str, Any]]) -> dict[str, str]:
+    """Each action as records count it, and its name in a report: as the runs' graph names it when they share
+    one (``search_graph`` off Wikidata), as recorded when they do not."""
+    graphs = {graph_of_run(info) for info in infos}
+    return agent.actions.shown_names(graphs.pop()) if len(graphs) == 1 else {name: name for name in ACTIONS}
+
+
 def paper_gaps(info: dict[str, Any], left: dict[str, Any], models: dict[str, int]) -> list[str]:
     """Why the paper's figures cannot stand beside this run: not the whole split, another gold, a local
     knowledge base, another language, no model name reported, parts run with different settings."""

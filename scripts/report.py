@@ -28,8 +28,8 @@ from harness.upstream_postprocessing import LABEL
 
 with eval_extra("scripts.report"):
     from harness.gerbil_metric import NAMES
-    from harness.reporting import (ACTIONS, PAPER, PAPER_COST, USAGE, RunSummary, last_settings, left_out,
-                                   load_run, model_label, plot_run, summarize)
+    from harness.reporting import (ACTIONS, PAPER, PAPER_COST, USAGE, RunSummary, action_columns, last_settings,
+                                   left_out, load_run, model_label, plot_run, summarize)
 
 
 def _left_out_line(s: RunSummary) -> str:
@@ -162,7 +162,8 @@ def print_report(summaries: list[RunSummary], questions: bool = False) -> None:
         dollars = f"{s.dollars:9.4f}" if s.dollars is not None else f"{'no price':>9}"
         print(f"{s.directory.name:<28} {dollars} " + " ".join(f"{s.cost[name]:17.1f}" for name in USAGE))
     print("\nActions per question on the final path (mean; rolled-back actions left out, as in the paper's Table 5)")
-    print(f"{'run':<28} " + " ".join(f"{name:>21}" for name in ACTIONS) + f" {'all':>6}")
+    columns = action_columns([s.info for s in summaries])
+    print(f"{'run':<28} " + " ".join(f"{columns[name]:>21}" for name in ACTIONS) + f" {'all':>6}")
     for s in summaries:
         print(f"{s.directory.name:<28} " + " ".join(f"{s.actions[name]:21.2f}" for name in ACTIONS)
               + f" {sum(s.actions.values()):6.2f}")

@@ -56,6 +56,13 @@ def test_search_tells_same_name_entities_apart_and_finds_classes_and_raw_propert
     assert "nickname (dbp:nickname)" in format_search(kb.search("nickname"))
 
 
+def test_text2sparqls_languages_are_searched_and_english_is_shown_first(kb):
+    assert format_search(kb.search("Varsovia")).splitlines()[0] == "Warsaw (dbr:Warsaw): city"  # Spanish
+    assert [hit.id for hit in kb.search("Warschau").items] == ["dbr:Warsaw"]  # German
+    assert format_search(kb.search("Köln")).splitlines()[0] == "Köln (dbr:Cologne): city"  # German alone
+    assert kb.search("Cologne").items == []  # French is not listed
+
+
 def test_entries_examples_and_queries_write_escaped_names(kb):
     entry = format_entry(kb.get_entry(TEXAS))
     assert entry.startswith(rf"Paris ({TEXAS}): city in Lamar County, Texas")
@@ -86,7 +93,7 @@ def test_know_before_use_names_the_graphs_own_terms(llm_server, kb):
 
 def test_the_tools_and_the_policy_name_the_graph_not_wikidata(llm_server, kb):
     server = llm_server([ToolCallReply("search_graph", {"thought": "Find her.", "query": "Marie Curie"}),
-                         ToolCallReply("get_entry", {"thought": "Her entry.", "qid": "dbr:Marie_Curie"}),
+                         ToolCallReply("get_entry", {"thought": "Her entry.", "entity": "dbr:Marie_Curie"}),
                          ToolCallReply("get_wikidata_entry", {"thought": "The old name works too.", "qid": TEXAS}),
                          ToolCallReply("stop", {"explanation": "None.", "language": "en"})])
     llm = ChatModel.from_config(LLMConfig(base_url=server.base_url, api_key="test", max_retries=0, timeout=10))

@@ -90,3 +90,48 @@ def test_a_misspelt_key_is_an_error_naming_it():
         parse_profile(text, "mine.toml")
     with pytest.raises(ProfileError, match=r"unknown keys: titel"):
         parse_profile('titel = "x"\n' + load_graph("ck25").source)
+
+
+CK25_LABEL = 'label = "http://www.w3.org/2000/01/rdf-schema#label"'
+
+
+@pytest.mark.parametrize("old, new, message", [
+    (CK25_LABEL, 'label = ["http://www.w3.org/2000/01/rdf-schema#label", 7]',
+     r"\[names\] label must be a string or a list of strings, not a list holding an integer"),
+    ('languages = ["en"]', 'language = ["en", "nl"]',
+     r'\[names\] language must be a string, not a list of strings \(several languages: languages = \["en", "nl"\]\)'),
+    ('languages = ["en"]', 'languages = "en"', r"\[names\] languages must be a list of strings, not a string"),
+    ("case_sensitive = true", 'case_sensitive = "yes"', r"\[ids\] case_sensitive must be true or false, not a string"),
+    ('dialect = "sparql11"', "dialect = 11", r"\[sparql\] dialect must be a string, not an integer"),
+    ('pv = "http://ld.company.org/prod-vocab/"', "pv = 1",
+     r"prefixes must be a table of strings, not a table holding an integer"),
+    ('checks = "IRIs, properties, classes, value types"', 'checks = ["IRIs"]',
+     r"\[prompt\] checks must be a string, not a list of strings"),
+    ('title = "the company knowledge graph"', "title = 2026-01-01",
+     r"title must be a string, not a date or time"),
+    ('languages = ["en"]', 'language = "en"\nlanguages = ["en"]', r"\[names\]: give language or languages, not both"),
+])
+def test_every_value_of_a_profile_is_checked_for_its_type_in_one_line(tmp_path, old, new, message):
+    source = load_graph("ck25").source
+    assert old in source
+    path = tmp_path / "mine.toml"
+    path.write_text(source.replace(old, new, 1))
+    with pytest.raises(ProfileError, match=rf"^{tmp_path / 'mine.toml'}:? .*{message}") as raised:
+        load_graph(path)
+    assert "\n" not in str(raised.value)
+
+
+def test_a_profile_names_one_label_predicate_or_several_and_its_languages_in_order():
+    assert WIKIDATA.names.labels == ("http://www.w3.org/2000/01/rdf-schema#label",)  # the single-string form
+    assert WIKIDATA.names.languages == ("en",) and KQAPRO.names.languages == ()
+    assert load_graph("ck25").names.languages == ("en",)  # its instance labels are untagged: read as well
+    source = load_graph("ck25").source.replace(
+        CK25_LABEL, 'label = ["http://www.w3.org/2004/02/skos/core#prefLabel", "http://schema.org/name"]').replace(
+        'languages = ["en"]', 'languages = ["en", "NL"]')
+    names = parse_profile(source).names
+    assert names.labels == ("http://www.w3.org/2004/02/skos/core#prefLabel", "http://schema.org/name")
+    assert names.label == "http://www.w3.org/2004/02/skos/core#prefLabel" and names.languages == ("en", "nl")
+    # The first listed language, then the next, then untagged, then any: the first predicate before the others.
+    assert sorted(["fr", "", "nl", "en-GB"], key=names.rank) == ["en-GB", "nl", "", "fr"]
+    assert names.rank("nl") < names.rank("nl", other=True) < names.rank("")
+    assert [names.searched(language) for language in ("en", "nl-BE", "", "fr")] == [True, True, True, False]

@@ -317,3 +317,22 @@ def test_gerbil_reading_the_qald_json_export_gets_the_reports_figures(tmp_path, 
             for answer in (question["answers"][0] for question in exported)]
     scores = gerbil_scores(count_matches(answer, line["gold_answer"]) for answer, line in zip(read, lines))
     assert scores == summarize(run).gerbil and scores.macro_precision == pytest.approx(0.5 / 3)
+
+
+def test_the_action_columns_name_the_tools_as_the_runs_graph_named_them(tmp_path, capsys):
+    records = [record("1", 1.0, {"search_wikidata": 2, "get_wikidata_entry": 1, "execute_sparql": 1, "stop": 1})]
+    wikidata = write_run(tmp_path / "wikidata", records)
+    assert report_main([str(wikidata)]) == 0
+    header = next(line for line in capsys.readouterr().out.splitlines() if "execute_sparql" in line)
+    assert "search_wikidata" in header and "get_wikidata_entry" in header
+    museum = write_run(tmp_path / "museum", records)
+    info = json.loads((museum / "run.json").read_text())
+    info["parts"][0]["settings"]["graph"] = "museum (local store)"
+    (museum / "run.json").write_text(json.dumps(info))
+    assert report_main([str(museum)]) == 0
+    header = next(line for line in capsys.readouterr().out.splitlines() if "execute_sparql" in line)
+    assert "search_graph" in header and "get_entry" in header and "wikidata" not in header
+    assert summarize(museum).actions["search_wikidata"] == 2.0  # records keep one vocabulary
+    assert report_main([str(wikidata), str(museum)]) == 0  # two graphs: the names the records keep
+    header = next(line for line in capsys.readouterr().out.splitlines() if "execute_sparql" in line)
+    assert "search_wikidata" in header

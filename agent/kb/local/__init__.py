@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from contextlib import nullcontext
+from dataclasses import replace
 from pathlib import Path
 
 import pyoxigraph as ox
@@ -77,7 +78,10 @@ class LocalKB:
         if graph is not None and stored is not None and graph.name != stored.name:
             raise OtherGraph(f"the store {self.directory} holds the graph {stored.name!r}, not {graph.name!r}")
         self.graph = graph or stored or WIKIDATA
-        self.language = self.graph.names.language if language is None else language
+        #: How things are named here: the graph's labels, in its languages unless *language* names one.
+        self.names = self.graph.names if language is None else replace(
+            self.graph.names, languages=(language.lower(),) if language else ())
+        self.language = self.names.language
         oxigraph = self.directory / "oxigraph"
         if read_only:
             if not (oxigraph / "CURRENT").exists():
@@ -94,11 +98,12 @@ class LocalKB:
                                      "another load) or object: stop or close that first") from error
                 raise
         self.wikibase = self.graph.entries.model == "wikibase"
-        self.index = SearchIndex(self.directory / "index.sqlite", self.language, read_only=read_only,
-                                 kind_of=wikidata_kind if self.wikibase else self.graph.kind_of)
+        self.index = SearchIndex(self.directory / "index.sqlite", self.names, read_only=read_only,
+                                 kind_of=wikidata_kind if self.wikibase else self.graph.kind_of,
+                                 fallback=not self.wikibase)
         self.engine = QueryEngine(oxigraph, self.language, timeout, prefixes=self.graph.prefixes,
                                   base_iri=self.graph.base or None, dialect=self.graph.dialect)
-        self.triples = None if self.wikibase else TripleEntries(self.store, self.graph, self.index)
+        self.triples = None if self.wikibase else TripleEntries(self.store, self.graph, self.index, self.names)
 
     def close(self) -> None:
         """Release the store, its query worker and its index, so another process may open it."""
@@ -249,7 +254,11 @@ class LocalKB:
                  if entity_id in hits or self._mentioned(entity_id)]
         if language in (None, self.language):
             return found
-        labels = self._labels({self.graph.iri_of(hit.id) for hit in found}, language)
+        iris = {self.graph.iri_of(hit.id) for hit in found}
+        if self.triples is not None:
+            labels = self.triples.labels(iris, replace(self.names, languages=(language.lower(), *self.names.languages)))
+        else:
+            labels = self._labels(iris, language)
         return [SearchHit(hit.id, labels.get(self.graph.iri_of(hit.id), hit.id), "", hit.datatype) for hit in found]
 
     def _mentioned(self, entity_id: str) -> bool:

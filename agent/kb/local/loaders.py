@@ -27,8 +27,8 @@ pairs that have a preferred statement.  A bad file raises
 :class:`LoadError` with its name and line.
 
 A store of another graph (a profile, :mod:`agent.graph`) takes RDF files
-as they are, its index reading the labels and descriptions the profile
-names and every property the graph uses; KQA Pro's ``kb.json`` is mapped by
+as they are, its index reading the labels (of every label predicate) and
+descriptions the profile names and every property the graph uses; KQA Pro's ``kb.json`` is mapped by
 :mod:`agent.kb.local.kqapro`.
 """
 
@@ -211,9 +211,11 @@ def humanised(local: str) -> str:
 
 
 def _profile_facts(graph: GraphProfile) -> FactReader:
-    """The index's facts of another graph's triple: its labels and descriptions, and every property and class
-    it uses (named after their local part, so a graph without labels for its vocabulary is searched too)."""
-    kinds = {graph.names.label: "label", graph.names.description: "description"}
+    """The index's facts of another graph's triple: its labels (the first label predicate's; the others' as
+    other names) and descriptions, and every property and class it uses (named after their local part, so a
+    graph without labels for its vocabulary is searched too)."""
+    kinds = {predicate: "alias" for predicate in graph.names.labels[1:]}
+    kinds.update({graph.names.label: "label", graph.names.description: "description"})
     kinds.pop("", None)
     type_predicate = graph.names.type or RDF_TYPE
     named: set[str] = set()

@@ -3,7 +3,9 @@
 An exact label or alias match comes before a prefix match, which comes before
 a match of every word; ties go to the more popular entity (sitelinks when
 loaded, else PageRank), then to the lower ID.  Matching ignores case and
-accents.  The index is a SQLite file beside the store, written from the facts
+accents.  Names are read in the languages the graph's profile lists and
+untagged; an entity's label is the best-ranked it has (:meth:`agent.graph.Names.rank`).
+The index is a SQLite file beside the store, written from the facts
 the loader reads in the same pass as the triples (so a load never reads the
 store back), inside one transaction per file: a refused file leaves it as it
 was.  Opening a store costs nothing and a search is a few index look-ups.
@@ -17,6 +19,7 @@ import unicodedata
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from agent.graph import WIKIDATA, Names
 from agent.kb.base import SearchHit
 from agent.kb.local.loaders import DATATYPES, Fact
 
@@ -25,7 +28,8 @@ DATATYPE_NAMES = {term: name for name, term in DATATYPES.items()}
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS entities (id TEXT PRIMARY KEY, kind TEXT NOT NULL, number INTEGER NOT NULL,
     label TEXT NOT NULL DEFAULT '', description TEXT NOT NULL DEFAULT '', datatype TEXT,
-    sitelinks INTEGER NOT NULL DEFAULT 0, pagerank REAL NOT NULL DEFAULT 0, generation INTEGER NOT NULL DEFAULT 0);
+    sitelinks INTEGER NOT NULL DEFAULT 0, pagerank REAL NOT NULL DEFAULT 0, generation INTEGER NOT NULL DEFAULT 0,
+    label_rank INTEGER NOT NULL DEFAULT 2147483647, description_rank INTEGER NOT NULL DEFAULT 2147483647);
 CREATE TABLE IF NOT EXISTS names (id TEXT NOT NULL, name TEXT NOT NULL, generation INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS names_by_name ON names (name);
 CREATE INDEX IF NOT EXISTS names_by_id ON names (id);
@@ -35,6 +39,10 @@ CREATE INDEX IF NOT EXISTS words_by_id ON words (id);
 CREATE TABLE IF NOT EXISTS loads (generation INTEGER PRIMARY KEY, file TEXT NOT NULL);
 """
 _ENTITY = re.compile(r"^[QPL][1-9][0-9]*$")
+#: The rank of no text at all: any text replaces it.
+NO_RANK = 2147483647
+#: Columns an index written before texts were ranked lacks (filled in when it is opened for writing).
+_RANKS = ("label_rank", "description_rank")
 
 
 def fold(text: str) -> str:
@@ -65,15 +73,21 @@ def _number(entity_id: str) -> int:
 class SearchIndex:
     """The index file at *path*; *read_only* opens it so a store in use by another process can be searched.
 
-    *kind_of* says whether an ID names an ``item``, a ``property`` (or a
-    ``lexeme``), or nothing to index: Wikidata's letters unless a graph's
-    profile says otherwise.
+    *names* says which texts are read and how a label is chosen (the graph's
+    languages in order, then untagged); *kind_of* whether an ID names an
+    ``item``, a ``property`` (or a ``lexeme``), or nothing to index:
+    Wikidata's letters unless a graph's profile says otherwise.  With
+    *fallback* (a profile's graph), a thing that has no label in those
+    languages is named by an other name, then by a label in any language
+    (shown, not searched); Wikidata's dumps hold hundreds of languages, read
+    only in the one asked.
     """
 
-    def __init__(self, path: Path, language: str = "en", read_only: bool = False,
-                 kind_of: Callable[[str], str | None] = wikidata_kind) -> None:
+    def __init__(self, path: Path, names: Names = WIKIDATA.names, read_only: bool = False,
+                 kind_of: Callable[[str], str | None] = wikidata_kind, fallback: bool = False) -> None:
         self.path = Path(path)
-        self.language = language
+        self.names = names
+        self.fallback = fallback
         self.kind_of = kind_of
         if read_only:
             if not self.path.exists():
@@ -84,6 +98,11 @@ class SearchIndex:
         else:
             self.connection = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
             self.connection.executescript(SCHEMA)
+            columns = {row[1] for row in self.connection.execute("PRAGMA table_info(entities)")}
+            for column in _RANKS:
+                if column not in columns:
+                    self.connection.execute(f"ALTER TABLE entities ADD COLUMN {column} INTEGER NOT NULL "
+                                            f"DEFAULT {NO_RANK}")
         self.generation = 0
 
     # -- writing: one transaction per file ----------------------------------------------------------
@@ -104,11 +123,22 @@ class SearchIndex:
         rows = [(entity_id, self.generation) for entity_id in entity_ids]
         self.connection.executemany("DELETE FROM names WHERE id = ? AND generation < ?", rows)
         self.connection.executemany("DELETE FROM words WHERE id = ? AND generation < ?", rows)
-        self.connection.executemany("UPDATE entities SET label = '', description = '', datatype = NULL, "
-                                    "sitelinks = 0 WHERE id = ? AND generation < ?", rows)
+        self.connection.executemany(f"UPDATE entities SET label = '', description = '', datatype = NULL, "
+                                    f"sitelinks = 0, label_rank = {NO_RANK}, description_rank = {NO_RANK} "
+                                    "WHERE id = ? AND generation < ?", rows)
+
+    def _rank(self, kind: str, language: str) -> tuple[bool, int | None]:
+        """Whether a text is searched, and its rank as a label or description (``None``: it is not one)."""
+        searched = self.names.searched(language)
+        if kind == "description" and searched or kind == "label" and (searched or self.fallback):
+            return searched, self.names.rank(language)
+        if kind == "alias" and self.fallback:
+            return searched, self.names.rank(language, other=True)
+        return searched, None
 
     def add(self, facts: Iterable[Fact]) -> None:
-        """Index *facts* (entity id, kind, value, language); texts in other languages are left out."""
+        """Index *facts* (entity id, kind, value, language); texts in languages not searched are left out, or
+        (with *fallback*) only name a thing that has no better label."""
         rows: dict[str, list[tuple]] = {"label": [], "description": [], "type": [], "sitelinks": [],
                                          "pagerank": [], "alias": [], "name": [], "class": []}
         names: list[tuple[str, str, int]] = []
@@ -116,16 +146,22 @@ class SearchIndex:
         generation = self.generation
         for entity_id, kind, value, language in facts:
             entity_kind = self.kind_of(entity_id)
-            if entity_kind is None or (language and self.language and language != self.language):
+            if entity_kind is None:
                 continue
-            if kind in ("label", "alias", "name"):
+            searched, rank = self._rank(kind, language)
+            if not searched and rank is None:
+                continue
+            if kind in ("label", "alias", "name") and searched:
                 folded = fold(value)
                 names.append((entity_id, folded, generation))
                 words.extend((entity_id, word, generation) for word in _words(folded))
             if kind == "type":
                 term = value.rsplit("#", 1)[-1]
                 value = DATATYPE_NAMES.get(term, term)
-            rows[kind].append((entity_id, entity_kind, _number(entity_id), value, generation))
+            if kind == "alias" and rank is not None:
+                kind = "label"  # an other name: a label of lower rank
+            rows[kind].append((entity_id, entity_kind, _number(entity_id), value, generation)
+                              + ((rank,) if kind in ("label", "description") else ()))
         for kind, column in (("label", "label"), ("description", "description"), ("type", "datatype"),
                              ("sitelinks", "sitelinks"), ("pagerank", "pagerank"), ("alias", None)):
             if not rows[kind]:
@@ -133,6 +169,14 @@ class SearchIndex:
             if column is None:
                 self.connection.executemany("INSERT OR IGNORE INTO entities (id, kind, number, generation) "
                                             "VALUES (?, ?, ?, ?)", [row[:3] + row[4:] for row in rows[kind]])
+                continue
+            if kind in ("label", "description"):  # the best-ranked text wins; the later one at equal rank
+                self.connection.executemany(
+                    f"INSERT INTO entities (id, kind, number, {column}, generation, {column}_rank) "
+                    f"VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET {column} = excluded.{column}, "
+                    f"{column}_rank = excluded.{column}_rank, generation = excluded.generation "
+                    f"WHERE excluded.{column}_rank <= entities.{column}_rank OR entities.{column} = ''",
+                    rows[kind])
                 continue
             self.connection.executemany(
                 f"INSERT INTO entities (id, kind, number, {column}, generation) VALUES (?, ?, ?, ?, ?) "

@@ -16,7 +16,7 @@ from typing import Any
 
 import pyoxigraph as ox
 
-from agent.graph import GraphProfile
+from agent.graph import GraphProfile, Names
 from agent.kb.base import Binding, Claim, Entry, PropertyExample, Qualifier, Value
 from agent.kb.local.search import SearchIndex
 
@@ -37,11 +37,12 @@ def _text(term: Any) -> str:
 class TripleEntries:
     """The three lookups besides search and queries, for a ``triples`` profile, on *store*."""
 
-    def __init__(self, store: ox.Store, graph: GraphProfile, index: SearchIndex) -> None:
+    def __init__(self, store: ox.Store, graph: GraphProfile, index: SearchIndex, names: Names | None = None) -> None:
         self.store, self.graph, self.index = store, graph, index
+        self.names = names or graph.names
         entries = graph.entries
         self.structural = entries.structural
-        self.hidden = {graph.names.label, graph.names.description} - {""}
+        self.hidden = {self.names.description} - {""}
 
     def _rows(self, query: str) -> list[Any]:
         return list(self.store.query(query, use_default_graph_as_union=True))
@@ -60,18 +61,32 @@ class TripleEntries:
 
     # -- texts -------------------------------------------------------------------------------------
 
-    def labels(self, iris: set[str]) -> dict[str, str]:
+    def labels(self, iris: set[str], names: Names | None = None) -> dict[str, str]:
+        """The label of each of *iris* that has one, by every label predicate: the best by *names*' rank
+        (the first listed language present, then untagged, then any; the first predicate within one)."""
         if not iris:
             return {}
-        language = self.graph.names.language
-        condition = f'FILTER(LANG(?l) = "{language}")' if language else ""
-        labels = {row["e"].value: row["l"].value for row in self._rows(
-            f"SELECT ?e ?l WHERE {{ VALUES ?e {{ {_values(iris)} }} ?e <{self.graph.names.label}> ?l {condition} }}")}
+        names = names or self.names
+        best: dict[str, tuple[tuple[int, int, str], str]] = {}
+        for row in self._rows(f"SELECT ?e ?p ?l WHERE {{ VALUES ?e {{ {_values(iris)} }} VALUES ?p "
+                              f"{{ {_values(names.labels)} }} ?e ?p ?l FILTER(isLiteral(?l)) }}"):
+            predicate, label = row["p"].value, row["l"]
+            language = label.language or ""
+            key = (names.rank(language, other=predicate != names.label), names.labels.index(predicate), label.value)
+            entity = row["e"].value
+            if entity not in best or key < best[entity][0]:
+                best[entity] = (key, label.value)
+        labels = {entity: label for entity, (_, label) in best.items()}
         # Classes and properties without a label have the name the index made of their IRI.
         unlabelled = {graph_id: iri for iri in iris - set(labels) if (graph_id := self.graph.id_of(iri))}
         labels.update((unlabelled[hit.id], hit.label) for hit in self.index.describe(list(unlabelled))
                       if hit.label != hit.id)
         return labels
+
+    def _shown_name(self, predicate: str, term: Any, label: str) -> bool:
+        """A label-predicate text is shown in an entry unless it is the entry's label or in a language not read."""
+        return not (predicate in self.names.labels and isinstance(term, ox.Literal)
+                    and (term.value == label or not self.names.searched(term.language or "")))
 
     def value_texts(self, iris: set[str]) -> dict[str, str]:
         """The text of each value node among *iris*: its value, with its unit when it has one."""
@@ -132,8 +147,10 @@ class TripleEntries:
                texts: dict[str, str]) -> Claim:
         qualifiers = [Qualifier(self.graph.written(q), self.predicate_label(q), self._value(v, labels, texts))
                       for q, v in facts.get((head, predicate, _text(value)), [])]
-        return Claim(self.graph.written(predicate), self.predicate_label(predicate), self._value(value, labels, texts),
-                     qualifiers)
+        shown = self._value(value, labels, texts)
+        if predicate in self.names.labels and isinstance(value, ox.Literal) and value.language:
+            shown = Value(f"{shown.text} ({value.language})")  # a name in another language says which
+        return Claim(self.graph.written(predicate), self.predicate_label(predicate), shown, qualifiers)
 
     # -- the lookups -------------------------------------------------------------------------------
 
@@ -141,7 +158,10 @@ class TripleEntries:
         iri = self.graph.iri_of(item_id)
         if not self.exists(iri):
             return None
-        triples = [(p, o) for p, o in self.outgoing(iri) if p not in self.hidden and p not in self.structural]
+        outgoing = self.outgoing(iri)
+        label = self.labels({iri}).get(iri, "")
+        triples = [(p, o) for p, o in outgoing if p not in self.hidden and p not in self.structural
+                   and self._shown_name(p, o, label)]
         facts = self._qualifiers({iri})
         qualifier_values = [value for pairs in facts.values() for _, value in pairs]
         labels, texts = self._referenced([ox.NamedNode(iri), *(o for _, o in triples), *qualifier_values])
@@ -150,8 +170,10 @@ class TripleEntries:
         item_id = self.graph.id_of(iri) or item_id  # as the graph writes it, however the caller wrote it
         hit = self.index.connection.execute("SELECT description FROM entities WHERE id = ?", (item_id,)).fetchone()
         description = hit[0] if hit else ""
-        if not description and self.graph.names.description:
-            description = next((_text(o) for p, o in self.outgoing(iri) if p == self.graph.names.description), "")
+        if not description and self.names.description:
+            described = sorted((self.names.rank(o.language or ""), o.value) for p, o in outgoing
+                               if p == self.names.description and isinstance(o, ox.Literal))
+            description = described[0][1] if described else ""
         return Entry(item_id, labels.get(iri, item_id), description, claims)
 
     def property_examples(self, property_id: str) -> list[PropertyExample] | None:
