@@ -68,6 +68,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--conversations", metavar="FILE",
                         help="a SQLite file keeping the chat's conversations, so their links still open after a "
                              "restart (default: kept in memory)")
+    parser.add_argument("--watch-grace", type=float, metavar="SECONDS",
+                        help="seconds a chat question goes on once no page watches it, so that a reload takes it "
+                             "up again; then it is stopped (default: the chat page's, half a minute; 0 stops it at "
+                             "once)")
     parser.add_argument("--timeout", type=float, default=defaults.timeout, metavar="SECONDS",
                         help=f"seconds a question may wait and run (default: {defaults.timeout:.0f})")
     parser.add_argument("--llm-timeout", type=float, metavar="SECONDS",
@@ -105,9 +109,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: the service needs {', '.join(missing)}, from the package's [serve] extra: {SERVE_EXTRA}",
               file=sys.stderr)
         return 2
-    for name in ("workers", "queue", "per_client", "waiting_per_client", "timeout"):
-        least = 0 if name in ("queue", "waiting_per_client") else 1
-        if getattr(args, name) < least:
+    for name in ("workers", "queue", "per_client", "waiting_per_client", "watch_grace", "timeout"):
+        least = 0 if name in ("queue", "waiting_per_client", "watch_grace") else 1
+        if getattr(args, name) is not None and getattr(args, name) < least:
             print(f"error: --{name.replace('_', '-')} must be at least {least}", file=sys.stderr)
             return 2
     remember_environment(os.environ)
@@ -135,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("serve").info("model: %s", model)
     app = build_app(graphs, llm, PoolLimits(workers=args.workers, queue=args.queue, per_client=args.per_client,
                                             waiting_per_client=args.waiting_per_client, timeout=args.timeout),
-                    conversations)
+                    conversations, args.watch_grace)
     # uvicorn's own lines (the server's, one a request) go to the log above, as every other line does.
     # uvicorn trusts X-Forwarded-For from 127.0.0.1 unless told otherwise: then any process on this machine could
     # claim many addresses and pass the per-address limit.  Only the proxies the operator names are trusted.

@@ -17,9 +17,9 @@ from serve.runs import PoolLimits, RunPool
 
 
 def build_app(graphs: dict[str, ServedGraph], llm: ChatModel, limits: PoolLimits,
-              conversations: Conversations | None = None) -> FastAPI:
+              conversations: Conversations | None = None, watch_grace: float | None = None) -> FastAPI:
     """The application for *graphs*, answering with *llm* within *limits*, keeping the chat's *conversations*
-    (in memory when none are given)."""
+    (in memory when none are given); a chat question no page watches goes on for *watch_grace* seconds."""
     pool = RunPool(llm, limits)
     conversations = conversations or Conversations()
 
@@ -38,6 +38,7 @@ def build_app(graphs: dict[str, ServedGraph], llm: ChatModel, limits: PoolLimits
     app.state.conversations = conversations
     app.state.chat_runs = {}
     app.state.conversation_runs = {}
+    app.state.watch_grace = chat.WATCH_GRACE_SECONDS if watch_grace is None else watch_grace
     app.state.tasks = set()
     app.include_router(text2sparql.router)
     app.include_router(chat.router)

@@ -9,8 +9,9 @@ once a worker takes the run, one ``step`` per step as the agent takes it, then
 ``final`` (or ``failed``) and ``end``.  Each event has an ID: a page that
 connects again (a reload, the browser's own reconnection with
 ``Last-Event-ID``) gets the events it has not seen, and the question is never
-asked twice.  A run that no page has watched for :data:`CONNECT_SECONDS` is
-cancelled; ``POST /chat/runs/{id}/stop`` stops it at once.
+asked twice.  A run whose page does not connect within :data:`CONNECT_SECONDS`,
+or that no page has watched for the server's watch grace
+(:data:`WATCH_GRACE_SECONDS` unless configured), is cancelled; ``POST /chat/runs/{id}/stop`` stops it at once.
 
 ``GET /chat/conversations/{id}`` gives what a conversation's link shows: its
 questions with the steps and answers the page showed, and the question in
@@ -44,9 +45,11 @@ log = logging.getLogger(__name__)
 
 router = APIRouter()
 
-#: Seconds a run may go without a page watching it (before its page connects, or after it went away) before it is
-#: cancelled: a reload, or a page opened from the conversation's link, takes it up again within them.
+#: Seconds a started run waits for its page to connect before it is cancelled.
 CONNECT_SECONDS = 30.0
+#: Seconds a run goes on once no page watches it (``--watch-grace``): a reload, or the conversation's link opened
+#: again, takes it up within them; then it is cancelled.
+WATCH_GRACE_SECONDS = 30.0
 #: The page loads nothing from elsewhere and runs only its own script file: markup slipped into it could not run.
 PAGE_POLICY = ("default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; "
                "base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
@@ -75,7 +78,7 @@ class ChatRun:
     #: Pages waiting for the next event, each on a future of its own.
     waiting: list[asyncio.Future[None]] = field(default_factory=list)
     finished: bool = False
-    #: Pages reading its events now; when none has for CONNECT_SECONDS, the run is cancelled.
+    #: Pages reading its events now; when none has for the watch grace, the run is cancelled.
     watchers: int = 0
     #: Some page has read its events (else "did not connect" is what an operator reads of its cancellation).
     connected: bool = False
@@ -297,4 +300,4 @@ async def _stream(state: Any, run: ChatRun, sent: int) -> AsyncIterator[dict[str
         run.watchers -= 1
         if not run.watchers and not run.finished:
             run.unwatched += 1
-            asyncio.get_running_loop().call_later(CONNECT_SECONDS, _cancel_unwatched, state, run, run.unwatched)
+            asyncio.get_running_loop().call_later(state.watch_grace, _cancel_unwatched, state, run, run.unwatched)
