@@ -321,7 +321,10 @@ def start_own_server(delay: float, workers: int, directory: Path) -> OwnServer:
     model = FakeLLMServer(trajectory)
     try:
         store = build_library_store(directory)
-        service = start_serve(model.base_url, {"library": store}, directory, options=("--workers", str(workers)))
+        # No watch grace: a leaving run is stopped as soon as its page goes, not half a minute later (the time a
+        # reload may take), so the third table measures the stopping itself.
+        service = start_serve(model.base_url, {"library": store}, directory,
+                              options=("--workers", str(workers), "--watch-grace", "0"))
     except BaseException:
         model.close()
         raise

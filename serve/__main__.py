@@ -31,12 +31,14 @@ import importlib
 import ipaddress
 import logging
 import os
+import sqlite3
 import sys
 
 from agent.cli import program_name
 from agent.llm import ChatModel, LLMConfig, LLMConfigurationError
 from agent.logs import install as install_logging
 from agent.redact import Scrubbed, redact, remember_environment
+from serve.conversations import Conversations
 from serve.graphs import LIVE, GraphSpecError, open_graphs
 from serve.runs import PoolLimits
 
@@ -65,7 +67,18 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--queue", type=int, default=defaults.queue, metavar="N",
                         help=f"questions waiting beyond those; more are refused (default: {defaults.queue})")
     parser.add_argument("--per-client", type=int, default=defaults.per_client, metavar="N",
-                        help=f"questions one address may have waiting or running (default: {defaults.per_client})")
+                        help=f"questions one address may have running (default: {defaults.per_client}); the API "
+                             "refuses more, the chat page lines them up")
+    parser.add_argument("--waiting-per-client", type=int, default=defaults.waiting_per_client, metavar="N",
+                        help="chat questions one address may have waiting in line beyond those "
+                             f"(default: {defaults.waiting_per_client})")
+    parser.add_argument("--conversations", metavar="FILE",
+                        help="a SQLite file keeping the chat's conversations, so their links still open after a "
+                             "restart (default: kept in memory)")
+    parser.add_argument("--watch-grace", type=float, metavar="SECONDS",
+                        help="seconds a chat question goes on once no page watches it, so that a reload takes it "
+                             "up again; then it is stopped (default: the chat page's, half a minute; 0 stops it at "
+                             "once)")
     parser.add_argument("--timeout", type=float, default=defaults.timeout, metavar="SECONDS",
                         help=f"seconds a question may wait and run (default: {defaults.timeout:.0f})")
     parser.add_argument("--answer-within", type=float, default=defaults.answer_within, metavar="SECONDS",
@@ -108,10 +121,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: the service needs {', '.join(missing)}, from the package's [serve] extra: {SERVE_EXTRA}",
               file=sys.stderr)
         return 2
-    for name in ("workers", "queue", "per_client", "timeout", "answer_within"):
-        if not getattr(args, name) >= (0 if name == "queue" else 1):  # "nan" too
-            print(f"error: --{name.replace('_', '-')} must be at least {0 if name == 'queue' else 1}",
-                  file=sys.stderr)
+    for name in ("workers", "queue", "per_client", "waiting_per_client", "watch_grace", "timeout", "answer_within"):
+        least = 0 if name in ("queue", "waiting_per_client", "watch_grace") else 1
+        value = getattr(args, name)
+        if value is not None and not value >= least:  # "nan" too
+            print(f"error: --{name.replace('_', '-')} must be at least {least}", file=sys.stderr)
             return 2
     remember_environment(os.environ)
     install_logging(logging.INFO)
@@ -123,6 +137,11 @@ def main(argv: list[str] | None = None) -> int:
         # /models) is the operator's to fix at start, not a "could not be reached" on every chat answer.
         model = llm.resolve_model()
         graphs = open_graphs(args.graph, args.dataset)
+        conversations = Conversations(args.conversations) if args.conversations else None
+    except sqlite3.Error as error:
+        print(f"error: --conversations {args.conversations}: {error} (a SQLite file the server keeps; give a new "
+              "path or the one it kept before)", file=sys.stderr)
+        return 2
     except (LLMConfigurationError, GraphSpecError, ValueError, OSError) as error:
         print(f"error: {redact(str(error))}", file=sys.stderr)
         return 2
@@ -132,7 +151,9 @@ def main(argv: list[str] | None = None) -> int:
 
     logging.getLogger("serve").info("model: %s", model)
     app = build_app(graphs, llm, PoolLimits(workers=args.workers, queue=args.queue, per_client=args.per_client,
-                                            timeout=args.timeout, answer_within=args.answer_within))
+                                            waiting_per_client=args.waiting_per_client, timeout=args.timeout,
+                                            answer_within=args.answer_within),
+                    conversations, args.watch_grace)
     # uvicorn's own lines go to the log above, as every other line does; its line a request only when asked for:
     # an operator reads the service's own lines (a question, its answer, a refusal), not every poll of a page.
     # uvicorn trusts X-Forwarded-For from 127.0.0.1 unless told otherwise: then any process on this machine could

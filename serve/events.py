@@ -1,27 +1,39 @@
-"""What the chat page is sent about a run: its steps in the wiki trace's compact form, then the answer.
+"""What the chat page is sent about a run: each step as data (its action by the graph's own tool name, its
+argument or query, what it returned as a table with labels beside IDs), then the answer.
 
 Every string comes from someone else (the asker, the model, the graph's
 labels and values) and is cleaned as the wiki's text is
 (:func:`bot.wikitext.clean`: no control, format or bidi characters); the
-page then shows it as text, never as markup.
+page then builds its tables and lines with DOM text, never as markup.
 """
 
 from __future__ import annotations
 
+import logging
+import re
 from typing import Any
 
 from agent import AgentResult, Step
-from agent.observations import format_table
+from agent.actions import ACTIONS
+from agent.graph import GraphProfile
+from agent.kb.base import Binding, KnowledgeBase
+from agent.observations import format_term
 from agent.trace import StopReason
-from bot.messages import messages_for
-from bot.render import step_lines
 from bot.wikitext import clean, query_service_link
 from serve.graphs import ServedGraph
 
-#: Rows (or lines) of each observation the page shows (the wiki's reply shows fewer).
-OBSERVATION_ROWS = 8
+log = logging.getLogger(__name__)
+
+#: Lines of an observation other than a table (a search's hits, an entry's heading) the page shows.
+OBSERVATION_LINES = 8
 #: Rows of the final query's result shown.
 PREVIEW_ROWS = 20
+#: The longest argument (a search text, an ID) shown on a step's line.
+ARGUMENT_CHARS = 300
+#: IDs whose labels are looked up for one table (one lookup).
+LABELLED_IDS = 50
+#: An item or property ID as a query's cell shows it: these get their label beside them.
+_ENTITY = re.compile(r"[QP][1-9][0-9]*")
 
 #: What the page says when a run ends without a query, by the run's ending.
 NO_QUERY = {
@@ -29,31 +41,105 @@ NO_QUERY = {
     StopReason.LLM_ERROR: "The language model could not be reached; ask again later.",
     StopReason.KB_ERROR: "The knowledge graph could not be reached; ask again later.",
 }
+#: What a query step's observation says in place of a table.
+_QUERY_SAID = {"empty": "No rows.", "timeout": "The query timed out."}
 
 
-def step_event(number: int, step: Step) -> dict[str, Any]:
-    lines = step_lines(number, step, OBSERVATION_ROWS, "", messages_for("en"))
-    return {"number": number, "action": clean(step.action), "lines": [clean(line) for line in lines],
-            "rolled_back": step.rolled_back}
+def shows(step: Step) -> bool:
+    """Whether the page shows *step*: not a ``stop`` that says nothing (its query is the final one)."""
+    return step.action != "stop" or bool(step.thought.strip())
 
 
-def preview(result: AgentResult) -> str | None:
-    if isinstance(result.answer, bool):
-        return "yes" if result.answer else "no"
-    if result.answer is None:
-        return None
-    return format_table(result.variables, result.answer, head=PREVIEW_ROWS, tail=0)
+def tool_name(action: str, graph: GraphProfile) -> str:
+    """*action* by the name the model knows it by on *graph* (``search_graph`` off Wikidata)."""
+    spec = ACTIONS.get(action)
+    return spec.name_on(graph) if spec else action
 
 
-def final_event(result: AgentResult, graph: ServedGraph) -> dict[str, Any]:
+def entity_ids(rows: list[dict[str, Binding]], shown: dict[str, str] | None = None) -> list[str]:
+    """The item and property IDs the cells of *rows* show, first seen first, at most :data:`LABELLED_IDS`."""
+    found: dict[str, None] = {}
+    for row in rows:
+        for term in row.values():
+            if term.get("type") == "uri" and _ENTITY.fullmatch(text := format_term(term, shown)):
+                found.setdefault(text)
+    return list(found)[:LABELLED_IDS]
+
+
+def labels_for(kb: KnowledgeBase, rows: list[dict[str, Binding]], shown: dict[str, str] | None = None
+               ) -> dict[str, str]:
+    """The labels of the IDs *rows* show, in one lookup; none when the lookup fails (the IDs still show)."""
+    ids = entity_ids(rows, shown)
+    if not ids:
+        return {}
+    try:
+        return {hit.id: hit.label for hit in kb.describe(ids) if hit.label and hit.label != hit.id}
+    except Exception as error:  # a label is a courtesy: the table stands without it
+        log.warning("chat: no labels for %d IDs: %s", len(ids), error)
+        return {}
+
+
+def table(variables: list[str], rows: list[dict[str, Binding]], row_count: int, labels: dict[str, str],
+          shown: dict[str, str] | None = None) -> dict[str, Any]:
+    """A result as the page lays it out: its variables, and each row's cells as ``[text]`` or ``[text, label]``."""
+    def cell(term: Binding | None) -> list[str]:
+        if term is None:
+            return [""]
+        text = format_term(term, shown)
+        label = labels.get(text) if term.get("type") == "uri" else None
+        return [clean(text), clean(" ".join(label.split()))] if label else [clean(text)]
+
+    return {"variables": [clean(name) for name in variables],
+            "rows": [[cell(row.get(name)) for name in variables] for row in rows],
+            "row_count": row_count}
+
+
+def _said(step: Step) -> list[str]:
+    """What a step returned, when it is no table: a search's hits, an entry's heading, a query's failure."""
+    observation = (step.observation or "").strip()
+    if step.action == "execute_sparql":
+        if step.query_status in _QUERY_SAID:
+            return [_QUERY_SAID[step.query_status]]
+        return [clean(observation.splitlines()[0])] if observation else []
+    lines = [clean(line.rstrip()) for line in observation.splitlines() if line.strip()]
+    if len(lines) > OBSERVATION_LINES:
+        lines = lines[:OBSERVATION_LINES] + [f"… {len(lines) - OBSERVATION_LINES} more lines"]
+    return lines
+
+
+def step_event(number: int, step: Step, graph: GraphProfile, labels: dict[str, str]) -> dict[str, Any]:
+    """*step* as the page shows it: its thought, the action by *graph*'s tool name with its argument (or its query),
+    what it returned (a table with *labels* beside IDs, or lines), and the IDs new to the run on a line of their
+    own."""
+    event: dict[str, Any] = {"number": number, "action": clean(tool_name(step.action, graph)),
+                             "thought": clean(" ".join(step.thought.split())), "rolled_back": step.rolled_back,
+                             "unseen_ids": [clean(entity) for entity in step.unseen_ids]}
+    if step.action == "execute_sparql":
+        event["query"] = clean(step.argument.strip("\n"))
+    elif step.action != "stop":
+        argument = " ".join(step.argument.split())
+        event["argument"] = clean(argument if len(argument) <= ARGUMENT_CHARS else argument[:ARGUMENT_CHARS] + "…")
+    if step.rows and step.variables:
+        event["table"] = table(step.variables, step.rows, step.row_count or len(step.rows), labels, step.shown)
+    elif step.action != "stop":
+        event["said"] = _said(step)
+    return event
+
+
+def final_event(result: AgentResult, graph: ServedGraph, labels: dict[str, str]) -> dict[str, Any]:
+    """The answer: the explanation first, the query, then its result (a table, with *labels* beside IDs)."""
     query = result.final_sparql
     note = ""
     if query is None:
         note = NO_QUERY.get(result.stop_reason, "No query answers the question.")
     elif result.best_effort:
         note = "The agent did not stop on this query itself: it is the best query its steps found."
-    shown = preview(result) if query else None
+    preview: dict[str, Any] | None = None
+    if query and isinstance(result.answer, bool):
+        preview = {"answer": "yes" if result.answer else "no"}
+    elif query and result.answer is not None:
+        preview = table(result.variables, result.answer[:PREVIEW_ROWS], len(result.answer), labels)
     return {"query": clean(query) if query else None,
             "try_it": query_service_link(query) if query and graph.links_to_query_service else None,
-            "preview": clean(shown) if shown is not None else None,
-            "explanation": clean(result.explanation), "note": note, "ended": result.stop_reason}
+            "preview": preview, "explanation": clean(result.explanation), "note": note,
+            "ended": result.stop_reason}

@@ -1,5 +1,9 @@
-"""Which agent runs go when: a few at once in worker threads, a bounded queue, a limit per client, a deadline,
-and a way to stop a run whose asker went away.
+"""Which agent runs go when: a few at once in worker threads, a bounded line of runs waiting for a worker, a limit
+per client, a deadline, and a way to stop a run whose asker went away.
+
+The line is first come, first served, except that a run whose client already
+has :attr:`PoolLimits.per_client` runs going lets the runs behind it pass: one
+person's many questions wait their turn without holding back everyone else's.
 
 The agent is synchronous (one model call, then one knowledge-base call, per
 step), so each run takes a worker thread.  A run nobody waits for any more
@@ -53,6 +57,7 @@ class StopCause(StrEnum):
 
     CLIENT_GONE = "client gone"
     PAST_DEADLINE = "past its deadline"
+    ASKED = "its asker stopped it"
 
 
 @dataclass
@@ -60,9 +65,11 @@ class PoolLimits:
     #: Runs at the same time (each a worker thread).
     workers: int = 2
     #: Runs admitted beyond those: they wait for a worker.
-    queue: int = 8
-    #: Runs one client (an address) may have admitted at once.
+    queue: int = 20
+    #: Runs one client (an address) may have going at once; the API refuses more, the chat page lines them up.
     per_client: int = 2
+    #: Runs of one client that may wait in line beyond those (chat questions only); more are refused.
+    waiting_per_client: int = 10
     #: Seconds from admission to the answer, the wait for a worker included.
     timeout: float = 300.0
     #: Seconds from admission to a TEXT2SPARQL answer: then the run stops and the API answers with its best query
@@ -109,6 +116,21 @@ class Ticket:
         return steps[found].argument if found is not None else None
 
 
+@dataclass(eq=False)
+class _Place:
+    """A ticket's place in the line: *turn* is resolved (true: a worker is its; false: it left) when it leaves."""
+
+    ticket: Ticket
+    turn: asyncio.Future[bool] | None = None
+    #: Its turn came (true) or it left the line (false) before anyone awaited *turn*.
+    outcome: bool | None = None
+
+    def leave(self, started: bool) -> None:
+        self.outcome = started
+        if self.turn is not None and not self.turn.done():
+            self.turn.set_result(started)
+
+
 class RunPool:
     """Runs agents for the API and the chat page on one model, within :class:`PoolLimits`."""
 
@@ -118,28 +140,112 @@ class RunPool:
         self.executor = ThreadPoolExecutor(limits.workers, thread_name_prefix="agent-run")
         self.admitted = 0
         self.per_client: Counter[str] = Counter()
+        #: Runs holding a worker, by client.
+        self.running: Counter[str] = Counter()
+        #: Admitted runs waiting for a worker, in the order they came.
+        self.line: list[_Place] = []
+        #: Every admitted ticket's place (by the ticket's identity) until it is released.
+        self.places: dict[int, _Place] = {}
+        #: Called (in the event loop) whenever the line moves: pages show each waiting question's place.
+        self.watchers: list[Callable[[], None]] = []
         self._lock = threading.Lock()
 
-    def admit(self, client: str) -> Ticket:
-        """A ticket for a run of *client*'s, or :class:`Busy` when the queue or the client's share is full."""
+    def admit(self, client: str, *, may_wait: bool = False) -> Ticket:
+        """A ticket for a run of *client*'s, or :class:`Busy` when the queue or the client's share is full.
+
+        With *may_wait* (a person's chat questions) a client's runs beyond :attr:`PoolLimits.per_client` wait in
+        line, up to :attr:`PoolLimits.waiting_per_client` of them; without it (the API) they are refused."""
         with self._lock:
-            if self.per_client[client] >= self.limits.per_client:
+            waiting = sum(place.ticket.client == client for place in self.line)
+            if not may_wait and self.per_client[client] >= self.limits.per_client:
                 raise Busy(429, f"you have {self.per_client[client]} questions running; wait for one to end", 10)
+            if may_wait and waiting >= self.limits.waiting_per_client:
+                raise Busy(429, f"you have {waiting} questions waiting in line; wait for one to start", 10)
             if self.admitted >= self.limits.workers + self.limits.queue:
                 raise Busy(503, "the server is answering as many questions as it can; ask again shortly", 30)
             self.admitted += 1
             self.per_client[client] += 1
-            waiting = self.admitted - self.limits.workers
-        if waiting > 0:  # an operator sees why an answer is slow
-            log.info("queued for %s: every worker is busy, %d waiting", client, waiting)
-        return Ticket(client, time.monotonic() + self.limits.timeout)
+            ticket = Ticket(client, time.monotonic() + self.limits.timeout)
+            self.places[id(ticket)] = place = _Place(ticket)
+            self.line.append(place)
+        self._advance()
+        if self.position(ticket):  # an operator sees why an answer is slow
+            log.info("queued for %s: every worker is busy, %d waiting", client, len(self.line))
+        return ticket
 
-    def release(self, ticket: Ticket) -> None:
+    def position(self, ticket: Ticket) -> int:
+        """*ticket*'s place in the line (1 is next), or 0 once a worker took it (or it left)."""
         with self._lock:
+            return next((index for index, place in enumerate(self.line, 1) if place.ticket is ticket), 0)
+
+    def _advance(self) -> None:
+        """Give each free worker the first run in line whose client has a run to spare, and tell the watchers."""
+        started: list[_Place] = []
+        with self._lock:
+            while sum(self.running.values()) < self.limits.workers:
+                place = next((place for place in self.line
+                              if self.running[place.ticket.client] < self.limits.per_client), None)
+                if place is None:
+                    break
+                self.line.remove(place)
+                self.running[place.ticket.client] += 1
+                started.append(place)
+        for place in started:
+            place.leave(True)
+        self._moved()
+
+    def _moved(self) -> None:
+        for watcher in list(self.watchers):
+            watcher()
+
+    async def wait_turn(self, ticket: Ticket) -> bool:
+        """Wait until a worker is *ticket*'s (true), or it left the line (false, released); past its deadline the
+        ticket leaves and :class:`TimeoutError` is raised, as it is for a run."""
+        with self._lock:
+            place = self.places.get(id(ticket))
+        if place is None:  # released already
+            return False
+        if place.outcome is None:
+            place.turn = asyncio.get_running_loop().create_future()
+        try:
+            started = place.outcome if place.outcome is not None else await asyncio.wait_for(
+                asyncio.shield(place.turn), max(0.0, ticket.deadline - time.monotonic()))
+        except (TimeoutError, asyncio.CancelledError):
+            if place.outcome:  # the turn came as the asker left: give the worker back
+                self.release(ticket)
+            else:
+                self.withdraw(ticket)
+            raise
+        return started
+
+    def withdraw(self, ticket: Ticket) -> bool:
+        """Take *ticket* out of the line, its run stopped before it began (released now); false when it was not
+        waiting (it runs, or is done)."""
+        with self._lock:
+            place = next((place for place in self.line if place.ticket is ticket), None)
+            if place is not None:
+                self.line.remove(place)
+        if place is None:
+            return False
+        ticket.stop.set()
+        place.leave(False)
+        self.release(ticket, started=False)
+        return True
+
+    def release(self, ticket: Ticket, started: bool = True) -> None:
+        """Free what *ticket* held: its place in the counts, and its worker when it had one."""
+        with self._lock:
+            if self.places.pop(id(ticket), None) is None:
+                return  # released already
             self.admitted -= 1
             self.per_client[ticket.client] -= 1
             if not self.per_client[ticket.client]:
                 del self.per_client[ticket.client]
+            if started:
+                self.running[ticket.client] -= 1
+                if self.running[ticket.client] <= 0:
+                    del self.running[ticket.client]
+        self._advance()
 
     async def run(self, ticket: Ticket, graph: ServedGraph, question: str, context: AgentContext | None = None,
                   *, answer_guaranteed: bool = False, on_start: Callable[[], None] | None = None,
@@ -171,6 +277,9 @@ class RunPool:
                              shorten_text(question, 200))
                     return None
 
+        if not await self.wait_turn(ticket):  # stopped while it waited in line
+            log.info("run stopped (%s) before it started: %s", ticket.cause or "cancelled", shorten_text(question, 200))
+            return None
         future = asyncio.get_running_loop().run_in_executor(self.executor, work)
         future.add_done_callback(lambda _: self.release(ticket))
         try:

@@ -7,8 +7,10 @@ model the scripted stand-in; each test drives the page as a person does
 
 from __future__ import annotations
 
+import http.client
 import json
 import re
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -28,11 +30,13 @@ from tests.support.serve_rig import KEY, build_library_store, start_serve
 pytestmark = pytest.mark.xdist_group("serve-chat")
 HOSTILE = Path(__file__).parent / "fixtures" / "hostile"
 QUERY = "SELECT ?x WHERE { VALUES ?x { \"Zurich\" \"Geneva\" } }"
+LABELLED = "SELECT ?city WHERE { VALUES ?city { wd:Q72 } }"
 REVISED = "SELECT ?x WHERE { VALUES ?x { \"Zurich\" \"Geneva\" \"Basel\" } }"
 #: Seconds the model takes over its last reply in the slow run: the page must show steps before it ends.
 SLOW = 3
 #: The page's own elements in the conversation: everything else would be markup from someone else.
-PAGE_TAGS = {"SECTION", "P", "OL", "LI", "PRE", "DIV", "A"}
+PAGE_TAGS = {"SECTION", "P", "OL", "LI", "PRE", "DIV", "A", "SPAN", "BUTTON", "DETAILS", "SUMMARY", "TABLE", "THEAD",
+             "TBODY", "TR", "TH", "TD"}
 #: Control, format (bidi) and separator characters that must not reach the reader.
 INVISIBLE = re.compile("[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u206f"
                        "\ufeff\ufff9-\ufffb]")
@@ -81,6 +85,20 @@ def scripted(body: dict[str, Any]):
             return ToolCallReply("execute_sparql", {"thought": f"First look ({question}).", "sparql": QUERY})
         return SlowReply(SLOW, ToolCallReply("stop", {"thought": "done", "explanation": "Two cities.",
                                                       "language": "en"}))
+    if question.startswith("quick"):
+        if taken == 0:
+            return ToolCallReply("execute_sparql", {"thought": "A look.", "sparql": QUERY})
+        return ToolCallReply("stop", {"thought": "", "explanation": "Two cities.", "language": "en"})
+    if question.startswith("labels"):
+        if taken == 0:
+            return ToolCallReply("execute_sparql", {"thought": "Zurich by its ID.", "sparql": LABELLED})
+        return ToolCallReply("stop", {"thought": "", "explanation": "Zurich, by its ID.", "language": "en"})
+    if question.startswith("search the library"):
+        if taken == 0:
+            return ToolCallReply("search_graph", {"thought": "Find Dune.", "query": "Dune"})
+        if taken == 1:
+            return ToolCallReply("execute_sparql", {"thought": "The books.", "sparql": QUERY})
+        return ToolCallReply("stop", {"thought": "", "explanation": "Found it.", "language": "en"})
     if question.startswith("revise"):
         if taken == 0:
             return ToolCallReply("execute_sparql", {"thought": "Add Basel to the earlier query.", "sparql": REVISED})
@@ -159,7 +177,7 @@ def ask(browser, question: str) -> float:
     """Type *question* and press Ask; the page's clock at that moment."""
     return browser.evaluate(f"""(() => {{
         document.querySelectorAll('#log .step').forEach((step) => step.classList.add('counted'));
-        window.seen.firstStep = null;
+        window.seen = {{firstStep: null, done: null}};
         document.getElementById('question').value = {json.dumps(question)};
         document.getElementById('send').click();
         return performance.now();
@@ -177,7 +195,7 @@ def turn(browser, index: int) -> dict[str, Any]:
     return browser.evaluate(f"""(() => {{
         const turn = document.querySelectorAll('#log .turn')[{index}];
         const text = (selector) => [...turn.querySelectorAll(selector)].map((node) => node.textContent);
-        return {{steps: text('.step pre'), query: text('.query'), preview: text('.preview'),
+        return {{steps: text('.step'), query: text('.query'), preview: text('.preview'),
                  explanation: text('.explanation'), failed: text('.failed'), note: text('.note'),
                  links: [...turn.querySelectorAll('a')].map((a) => a.href)}};
     }})()""")
@@ -246,7 +264,8 @@ def test_hostile_text_stays_text(browser, service):
                 scripts: document.scripts.length, html: document.documentElement.outerHTML};
     })()""")
     assert set(shown["tags"]) <= PAGE_TAGS, shown["tags"]
-    assert set(shown["attributes"]) <= {"class", "data-action", "data-done", "href", "rel", "target"}
+    assert set(shown["attributes"]) <= {"class", "data-action", "data-done", "href", "rel", "target", "open", "type",
+                                       "scope", "role"}
     assert all(kind == "try-it" and href.startswith("https://query.wikidata.org/#") for kind, href in shown["links"])
     assert not shown["alerted"] and shown["scripts"] == 1 and shown["title"] == "SPINACH: ask a knowledge graph"
     assert not INVISIBLE.search(shown["text"]), repr(INVISIBLE.findall(shown["text"])[:10])
@@ -295,18 +314,21 @@ def test_two_browsers_at_once_each_get_their_own_run(browser, another_browser, s
     assert first["query"] == second["query"] == [QUERY]
 
 
-def _stops_when_gone(browser, service, leave) -> None:
+def _stops_when_gone(browser, service, leave, question: str, held: HeldReply) -> None:
+    """The run of *question*, whose third model call is *held*, stops once its page has gone (*leave*) and no page
+    came back to it for the server's grace (a reload's time)."""
     log = service.log.read_text
     cancelled, stopped = log().count("cancelled: its page went away"), log().count("run stopped (client gone")
     open_page(browser, service)
-    ask(browser, "endless question")
-    wait_for(lambda: browser.evaluate("document.querySelectorAll('#log .step').length") >= 2, PATIENCE,
-             "two steps shown")
+    ask(browser, question)
+    wait_for(lambda: held.arrived.is_set() and browser.evaluate("document.querySelectorAll('#log .step').length") >= 2,
+             PATIENCE, "two steps shown")
     leave()
     wait_for(lambda: log().count("cancelled: its page went away") > cancelled, PATIENCE, "the run's cancellation")
-    asked = len(service.llm.requests)  # at most one model call was under way when the page went away
+    asked = len(service.llm.requests)  # its model request was closed: the run asks nothing more
     wait_for(lambda: log().count("run stopped (client gone") > stopped, PATIENCE, "the run's end")
-    assert len(service.llm.requests) <= asked + 1, "the run went on after its page went away"
+    held.release.set()
+    assert len(service.llm.requests) == asked, "the run went on after its page went away"
     assert log().count("cancelled: its page went away") == cancelled + 1
 
 
@@ -336,14 +358,27 @@ def test_a_question_waiting_for_a_worker_says_so(browser, another_browser, llm_s
     finally:
         held.release.set()
         service.stop()
-    assert waiting == "Waiting for a free agent…" and steps_while_waiting == 0
+    assert waiting == "Waiting for a free agent: 1st in line." and steps_while_waiting == 0
     assert turn(another_browser, 0)["query"] == [QUERY]
     assert another_browser.evaluate("document.querySelector('#log .status')") is None
 
 
-def test_a_run_stops_when_its_page_goes_away(browser, another_browser, service):
-    _stops_when_gone(browser, service, lambda: browser.call("Page.navigate", url="about:blank"))
-    _stops_when_gone(another_browser, service, another_browser.close)
+def test_a_run_stops_when_its_page_goes_away(browser, another_browser, llm_server, wikidata_store, tmp_path):
+    helds = {question: HeldReply(ToolCallReply("execute_sparql", {"thought": "more", "sparql": QUERY}))
+             for question in ("endless, left for another page", "endless, its browser closed")}
+    llm = llm_server(lambda body: helds[_question(body)] if _question(body) in helds and _calls(body) == 2
+                     else scripted(body))
+    service = start_serve(llm.base_url, {"wikidata": wikidata_store}, tmp_path)
+    service.llm = llm
+    try:
+        _stops_when_gone(browser, service, lambda: browser.call("Page.navigate", url="about:blank"),
+                         "endless, left for another page", helds["endless, left for another page"])
+        _stops_when_gone(another_browser, service, another_browser.close, "endless, its browser closed",
+                         helds["endless, its browser closed"])
+    finally:
+        for held in helds.values():
+            held.release.set()
+        service.stop()
 
 
 def test_a_run_past_its_deadline_says_so(browser, llm_server, wikidata_store, tmp_path):
@@ -373,3 +408,309 @@ def test_a_form_posted_from_another_site_starts_no_run(service):
         urllib.request.urlopen(request, timeout=30)
     assert refused.value.code == 422
     assert not service.llm.requests
+
+
+class EventReader(threading.Thread):
+    """A page's event stream read over HTTP, as the page's EventSource reads it: the events, in order, until ``end``
+    (a question a test lines up keeps a reader, as a page that watches it does)."""
+
+    def __init__(self, base: str, run: str) -> None:
+        super().__init__(daemon=True)
+        self.base, self.run_id = base, run
+        self.events: list[tuple[str, Any]] = []
+
+    def run(self) -> None:
+        host, port = self.base.removeprefix("http://").split(":")
+        connection = http.client.HTTPConnection(host, int(port), timeout=PATIENCE)
+        connection.request("GET", f"/chat/runs/{self.run_id}/events")
+        response = connection.getresponse()
+        name = ""
+        for raw in response:
+            line = raw.decode().rstrip("\r\n")
+            if line.startswith("event:"):
+                name = line.split(":", 1)[1].strip()
+            elif line.startswith("data:"):
+                self.events.append((name, json.loads(line.split(":", 1)[1])))
+                if name == "end":
+                    break
+        connection.close()
+
+    def named(self, name: str) -> list[Any]:
+        return [data for event, data in list(self.events) if event == name]
+
+
+def post(base: str, path: str, body: dict[str, Any] | None = None, source: str = "127.0.0.1"
+         ) -> tuple[int, dict[str, str], dict[str, Any]]:
+    """A POST as the page sends it, from the loopback address *source* (another client)."""
+    host, port = base.removeprefix("http://").split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=60, source_address=(source, 0))
+    connection.request("POST", path, body=json.dumps(body or {}), headers={"Content-Type": "application/json"})
+    response = connection.getresponse()
+    answer = json.loads(response.read() or b"{}")
+    connection.close()
+    return response.status, dict(response.headers), answer
+
+
+def line_up(base: str, question: str, source: str = "127.0.0.1") -> EventReader:
+    status, _, body = post(base, "/chat/runs", {"question": question, "graph": "wikidata"}, source)
+    assert status == 200, body
+    reader = EventReader(base, body["run"])
+    reader.start()
+    return reader
+
+
+def held_service(llm_server, wikidata_store, tmp_path, options: tuple[str, ...] = ("--workers", "1")):
+    """A server whose one worker is held at the model by the question "held …" until the test releases it."""
+    held = HeldReply(ToolCallReply("stop", {"thought": "", "explanation": "Two cities.", "language": "en"}))
+
+    def script(body):
+        if _question(body).startswith("held") and _calls(body):
+            return held
+        if _question(body).startswith("held"):
+            return ToolCallReply("execute_sparql", {"thought": "First look.", "sparql": QUERY})
+        return scripted(body)
+
+    llm = llm_server(script)
+    service = start_serve(llm.base_url, {"wikidata": wikidata_store}, tmp_path, options=options)
+    service.llm = llm
+    return service, held
+
+
+STATUS = "document.querySelector('#log .status')?.textContent"
+
+
+def test_a_persons_questions_wait_in_line_and_the_page_shows_its_place(browser, llm_server, wikidata_store, tmp_path):
+    service, held = held_service(llm_server, wikidata_store, tmp_path)
+    try:
+        first = line_up(service.base, "held question")
+        wait_for(held.arrived.is_set, PATIENCE, "the first question holding the only worker")
+        second, third = line_up(service.base, "quick second"), line_up(service.base, "quick third")
+        wait_for(lambda: second.named("queued") and third.named("queued"), PATIENCE, "both questions in line")
+        assert second.named("queued") == [{"position": 1}] and third.named("queued") == [{"position": 2}]
+        open_page(browser, service)
+        ask(browser, "quick question from the page")  # the same person's fourth: it waits, it is not refused
+        wait_for(lambda: browser.evaluate(STATUS) == "Waiting for a free agent: 3rd in line.", PATIENCE,
+                 f"the page's place in line ({browser.evaluate(STATUS)!r})")
+        status, _, _ = post(service.base, f"/chat/runs/{second.run_id}/stop")
+        assert status == 202
+        wait_for(lambda: browser.evaluate(STATUS) == "Waiting for a free agent: 2nd in line.", PATIENCE,
+                 f"the page moving up the line ({browser.evaluate(STATUS)!r})")
+        second.join(PATIENCE)
+        assert second.named("failed") == [{"message": "Stopped, as you asked."}] and not second.named("started")
+        held.release.set()
+        wait_done(browser, 1)
+        first.join(PATIENCE)
+        third.join(PATIENCE)
+    finally:
+        held.release.set()
+        log = service.stop()
+    assert turn(browser, 0)["query"] == [QUERY]
+    assert third.named("final")[0]["query"] == QUERY and first.named("final")
+    assert not [body for body in service.llm.requests if _question(body) == "quick second"], \
+        "a question stopped while it waited reached the model"
+    assert "refused" not in log
+
+
+def test_the_line_is_bounded_for_each_person_and_for_the_server(llm_server, wikidata_store, tmp_path):
+    service, held = held_service(llm_server, wikidata_store, tmp_path,
+                                 ("--workers", "1", "--queue", "3", "--waiting-per-client", "2"))
+    try:
+        readers = [line_up(service.base, "held question")]
+        wait_for(held.arrived.is_set, PATIENCE, "the first question holding the only worker")
+        readers += [line_up(service.base, "quick two"), line_up(service.base, "quick three")]
+        status, headers, body = post(service.base, "/chat/runs", {"question": "quick four", "graph": "wikidata"})
+        assert status == 429 and headers["retry-after"] == "10"
+        assert body["detail"] == "you have 2 questions waiting in line; wait for one to start"
+        readers.append(line_up(service.base, "quick from another reader", source="127.0.0.2"))
+        status, headers, body = post(service.base, "/chat/runs", {"question": "quick five", "graph": "wikidata"},
+                                     source="127.0.0.3")
+        assert status == 503 and headers["retry-after"] == "30" and "as many questions as it can" in body["detail"]
+        held.release.set()
+        for reader in readers:
+            reader.join(PATIENCE)
+    finally:
+        held.release.set()
+        service.stop()
+    assert [reader.named("final")[0]["query"] for reader in readers] == [QUERY] * 4
+
+
+def test_stop_ends_the_question_and_frees_the_worker(browser, llm_server, wikidata_store, tmp_path):
+    llm = llm_server(scripted)
+    service = start_serve(llm.base_url, {"wikidata": wikidata_store}, tmp_path, options=("--workers", "1"))
+    try:
+        open_page(browser, service)
+        ask(browser, "endless question")
+        wait_for(lambda: browser.evaluate("document.querySelectorAll('#log .step').length") >= 2, PATIENCE,
+                 "two steps shown")
+        browser.evaluate("document.querySelector('#log button.stop').click()")
+        wait_done(browser, 1)
+        wait_for(lambda: "run stopped (its asker stopped it" in service.log.read_text(), PATIENCE, "the run's end")
+        asked = len(llm.requests)
+        ask(browser, "quick question after the stop")  # the one worker is free again
+        wait_done(browser, 2)
+    finally:
+        log = service.stop()
+    assert turn(browser, 0)["failed"] == ["Stopped, as you asked."]
+    assert turn(browser, 1)["query"] == [QUERY] and len(llm.requests) == asked + 2
+    assert "stopped by its asker" in log
+
+
+def test_the_answer_comes_first_with_labels_and_its_steps_fold(browser, service):
+    open_page(browser, service)
+    ask(browser, "labels of the cities")
+    wait_done(browser, 1)
+    shown = browser.evaluate("""(() => {
+        const turn = document.querySelector('#log .turn');
+        const answer = turn.querySelector('.answer');
+        const steps = turn.querySelector('details.steps-box');
+        return {order: [...answer.children].map((node) => node.className),
+                answerBeforeSteps: !!(answer.compareDocumentPosition(steps) & Node.DOCUMENT_POSITION_FOLLOWING),
+                open: steps.open, summary: steps.querySelector('summary').textContent,
+                preview: [...answer.querySelectorAll('.preview td')].map((cell) => cell.textContent),
+                header: [...answer.querySelectorAll('.preview th')].map((cell) => cell.textContent),
+                stepCells: [...steps.querySelectorAll('.step td')].map((cell) => cell.textContent),
+                unseen: [...steps.querySelectorAll('.step .unseen')].map((line) => line.textContent),
+                steps: [...steps.querySelectorAll('.step')].map((step) => step.textContent),
+                wide: document.documentElement.scrollWidth > document.documentElement.clientWidth};
+    })()""")
+    assert shown["order"][:3] == ["explanation", "query", "tools"], shown["order"]
+    assert shown["order"][3].endswith("preview") and shown["answerBeforeSteps"]
+    assert not shown["open"] and shown["summary"] == "Steps (1)", "the last step, a stop that says nothing, shows"
+    assert shown["header"] == ["city"] and shown["preview"] == ["Q72 (Zurich)"]
+    assert shown["stepCells"] == ["Q72 (Zurich)"], "the step's table is not the result's rows"
+    assert shown["unseen"] == ["IDs new to this run (check them): Q72"] and not shown["wide"]
+    browser.evaluate("document.querySelector('#log summary').click()")
+    assert browser.evaluate("document.querySelector('#log details').open")
+
+
+def test_the_graphs_own_tool_names_show_in_the_steps(browser, service):
+    open_page(browser, service)
+    browser.evaluate("document.getElementById('graph').value = 'library'")
+    ask(browser, "search the library for Dune")
+    wait_done(browser, 1)
+    actions = browser.evaluate("[...document.querySelectorAll('#log .step .action')].map((line) => line.textContent)")
+    assert actions == ["search_graph(Dune)", "execute_sparql:"], actions
+
+
+def test_copy_puts_the_query_on_the_clipboard_or_selects_it(browser, service):
+    open_page(browser, service)
+    ask(browser, "quick question to copy")
+    wait_done(browser, 1)
+    browser.call("Browser.grantPermissions", origin=service.base,
+                 permissions=["clipboardReadWrite", "clipboardSanitizedWrite"])
+    browser.call("Emulation.setFocusEmulationEnabled", enabled=True)  # a headless page never has the focus
+    browser.evaluate("document.querySelector('#log button.copy').click()")
+    wait_for(lambda: browser.evaluate("document.querySelector('#log .copied').textContent"), PATIENCE, "a word")
+    assert browser.evaluate("document.querySelector('#log .copied').textContent") == "Copied."
+    assert browser.evaluate("navigator.clipboard.readText()") == QUERY
+    browser.call("Browser.resetPermissions")
+    browser.call("Emulation.setFocusEmulationEnabled", enabled=False)
+    # Without the Clipboard API (an older browser, a page not served securely) the query is selected instead.
+    browser.evaluate("""(() => {
+        Object.defineProperty(navigator, 'clipboard', {value: undefined, configurable: true});
+        document.querySelector('#log .copied').textContent = '';
+        document.querySelector('#log button.copy').click();
+        return true;
+    })()""")
+    wait_for(lambda: browser.evaluate("document.querySelector('#log .copied').textContent"), PATIENCE, "a word")
+    assert browser.evaluate("window.getSelection().toString()") == QUERY
+    assert browser.evaluate("document.querySelector('#log .copied').textContent").startswith("Selected")
+
+
+def _link(browser) -> str:
+    return browser.evaluate("location.href")
+
+
+def visit(browser, url: str) -> None:
+    """Open *url* as a new page load (a link opened, a reload), never as a jump within the page already open."""
+    browser.call("Page.navigate", url="about:blank")
+    wait_for(lambda: browser.evaluate("location.href") == "about:blank", PATIENCE, "a blank page")
+    browser.open(url, "document.body.dataset.ready === 'true'")
+
+
+def test_a_conversation_link_survives_a_reload_a_restart_and_can_be_shared(browser, another_browser, llm_server,
+                                                                          wikidata_store, tmp_path):
+    llm = llm_server(scripted)
+    kept = tmp_path / "state" / "conversations.sqlite"
+    options = ("--conversations", str(kept))
+    service = start_serve(llm.base_url, {"wikidata": wikidata_store}, tmp_path, options=options)
+    try:
+        open_page(browser, service)
+        ask(browser, "quick question to keep")
+        wait_done(browser, 1)
+        link = _link(browser)
+        assert re.fullmatch(re.escape(service.base) + r"/#c=[A-Za-z0-9_-]{20,}", link), link
+        visit(browser, link)
+        again = turn(browser, 0)
+        assert again["query"] == [QUERY] and again["explanation"] == ["Two cities."] and "Geneva" in again["preview"][0]
+        assert again["steps"][0].startswith("1. A look.")
+        assert browser.evaluate("document.getElementById('graph').disabled")
+        ask(browser, "revise it after the reload")  # the asker continues where the conversation was
+        wait_done(browser, 2)
+        follow_up = [body for body in llm.requests if _question(body).startswith("revise it after")][0]
+        assert QUERY in follow_up["messages"][1]["content"], "the follow-up lost the conversation"
+        assert _link(browser) == link
+    finally:
+        service.stop()
+    service = start_serve(llm.base_url, {"wikidata": wikidata_store}, tmp_path, options=options)
+    try:
+        shared = link.replace(link.split("/#")[0], service.base)  # the same link, on the restarted server's port
+        visit(another_browser, shared)
+        questions = another_browser.evaluate(
+            "[...document.querySelectorAll('#log .question')].map((q) => q.textContent)")
+        assert questions == ["quick question to keep", "revise it after the reload"]
+        assert turn(another_browser, 1)["query"] == [REVISED]
+        visit(another_browser, service.base + "/#c=nobody-was-given-this-one")
+        notice = another_browser.evaluate("document.querySelector('#log .notice').textContent")
+        assert notice.startswith("This conversation link is unknown to the server")
+        assert another_browser.evaluate("location.hash") == ""
+        ask(another_browser, "quick fresh start")
+        wait_done(another_browser, 1)
+        assert turn(another_browser, 0)["query"] == [QUERY]
+    finally:
+        service.stop()
+
+
+def test_a_reload_follows_the_question_in_flight_without_asking_it_again(browser, llm_server, wikidata_store,
+                                                                        tmp_path):
+    service, held = held_service(llm_server, wikidata_store, tmp_path)
+    try:
+        open_page(browser, service)
+        ask(browser, "held question across a reload")
+        wait_for(held.arrived.is_set, PATIENCE, "the question's second step held at the model")
+        wait_for(lambda: browser.evaluate("document.querySelectorAll('#log .step').length") == 1, PATIENCE,
+                 "the first step shown")
+        visit(browser, _link(browser))
+        wait_for(lambda: browser.evaluate("document.querySelectorAll('#log .step').length") == 1, PATIENCE,
+                 "the first step shown again after the reload")
+        assert browser.evaluate(STATUS) == "The agent is exploring the graph…"
+        held.release.set()
+        wait_done(browser, 1)
+    finally:
+        held.release.set()
+        log = service.stop()
+    shown = turn(browser, 0)
+    assert shown["query"] == [QUERY] and len(shown["steps"]) == 1
+    asked = [body for body in service.llm.requests if _question(body) == "held question across a reload"]
+    assert [_calls(body) for body in asked] == [0, 1], "the question was asked again after the reload"
+    assert "cancelled" not in log
+
+
+def test_one_persons_line_does_not_hold_back_another_persons_question(llm_server, wikidata_store, tmp_path):
+    service, held = held_service(llm_server, wikidata_store, tmp_path, ("--workers", "2", "--per-client", "1"))
+    try:
+        first = line_up(service.base, "held question")
+        wait_for(held.arrived.is_set, PATIENCE, "the first question holding a worker")
+        second = line_up(service.base, "quick second of the same person")
+        wait_for(lambda: second.named("queued"), PATIENCE, "the person's second question in line")
+        other = line_up(service.base, "quick question of another person", source="127.0.0.2")
+        other.join(PATIENCE)  # answered on the free worker while the first person's question still runs
+        assert other.named("final")[0]["query"] == QUERY and not other.named("queued")
+        assert not first.named("final") and not second.named("started")
+        held.release.set()
+        first.join(PATIENCE)
+        second.join(PATIENCE)
+    finally:
+        held.release.set()
+        service.stop()
+    assert second.named("queued") == [{"position": 1}] and second.named("final")[0]["query"] == QUERY

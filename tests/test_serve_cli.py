@@ -18,6 +18,9 @@ import pytest
     (("--dataset", "https://example.org/ds/=other"), {"OPENAI_API_KEY": "k"},
      "error: --dataset https://example.org/ds/=other: no graph named 'other' (served: wikidata)"),
     (("--workers", "0"), {"OPENAI_API_KEY": "k"}, "error: --workers must be at least 1"),
+    (("--waiting-per-client", "-1"), {"OPENAI_API_KEY": "k"}, "error: --waiting-per-client must be at least 0"),
+    (("--watch-grace", "-1"), {"OPENAI_API_KEY": "k"}, "error: --watch-grace must be at least 0"),
+    (("--conversations", "{tmp}"), {"OPENAI_API_KEY": "k"}, "error: --conversations "),
     (("--trusted-proxy", "proxy.example"), {"OPENAI_API_KEY": "k"},
      "error: --trusted-proxy 'proxy.example' is not an address or a network"),
 ])

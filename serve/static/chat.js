@@ -1,6 +1,7 @@
 "use strict";
 // Every string the server sends comes from the asker, the model or the graph: it is set as textContent (or as
 // an attribute by the DOM), never parsed as HTML, and a link is made only from an https URL the server built.
+// Tables are built cell by cell from the rows the server sends as data.
 
 const byId = (id) => document.getElementById(id);
 let conversation = null;
@@ -13,23 +14,91 @@ function textElement(tag, text, className) {
   return element;
 }
 
+function button(text, className, onClick) {
+  const element = textElement("button", text, className);
+  element.type = "button";
+  element.addEventListener("click", onClick);
+  return element;
+}
+
 function setBusy(busy) {
   byId("send").disabled = busy;
   byId("new").disabled = busy;
   document.body.dataset.busy = busy ? "true" : "false";
 }
 
-function fail(turn, message) {
-  turn.append(textElement("p", message, "failed"));
-  turn.dataset.done = "true";
+function ordinal(number) {
+  const tens = number % 100;
+  const suffix = tens >= 11 && tens <= 13 ? "th" : ({1: "st", 2: "nd", 3: "rd"})[number % 10] || "th";
+  return `${number}${suffix}`;
 }
 
-function showStep(list, step) {
+function linkTo(id) {
+  if (id) history.replaceState(null, "", `#c=${encodeURIComponent(id)}`);
+  else history.replaceState(null, "", location.pathname);
+}
+
+// A result as a table: a header of the variables, a row per result row, an ID's label beside it.
+function resultTable(result, className) {
+  const box = document.createElement("div");
+  box.className = `table-box ${className}`;
+  const table = document.createElement("table");
+  const head = table.createTHead().insertRow();
+  for (const name of result.variables) {
+    const cell = textElement("th", name);
+    cell.scope = "col";
+    head.append(cell);
+  }
+  const body = table.createTBody();
+  for (const row of result.rows) {
+    const line = body.insertRow();
+    for (const [text, label] of row) {
+      const cell = line.insertCell();
+      cell.append(text);
+      if (label) cell.append(textElement("span", ` (${label})`, "label"));
+    }
+  }
+  box.append(table);
+  if (result.row_count > result.rows.length) {
+    box.append(textElement("p", `${result.rows.length} of ${result.row_count} rows shown.`, "count"));
+  } else {
+    box.append(textElement("p", result.row_count === 1 ? "1 row." : `${result.row_count} rows.`, "count"));
+  }
+  return box;
+}
+
+function stepsBox(turn) {
+  const box = document.createElement("details");
+  box.className = "steps-box";
+  box.open = true;
+  const summary = textElement("summary", "Steps");
+  const list = document.createElement("ol");
+  list.className = "steps";
+  box.append(summary, list);
+  turn.append(box);
+  return box;
+}
+
+function showStep(box, step) {
+  const list = box.querySelector(".steps");
   const item = document.createElement("li");
   item.className = step.rolled_back ? "step rolled-back" : "step";
   item.dataset.action = step.action;
-  item.append(textElement("pre", step.lines.join("\n")));
+  item.append(textElement("p", step.thought ? `${step.number}. ${step.thought}` : `${step.number}.`, "thought"));
+  const undone = step.rolled_back ? " (rolled back)" : "";
+  if (step.query !== undefined) {
+    item.append(textElement("p", `${step.action}:${undone}`, "action"));
+    item.append(textElement("pre", step.query, "sparql"));
+  } else if (step.argument !== undefined) {
+    item.append(textElement("p", `${step.action}(${step.argument})${undone}`, "action"));
+  }
+  if (step.table) item.append(resultTable(step.table, "step-result"));
+  if (step.said && step.said.length) item.append(textElement("pre", step.said.join("\n"), "said"));
+  if (step.unseen_ids && step.unseen_ids.length) {
+    item.append(textElement("p", `IDs new to this run (check them): ${step.unseen_ids.join(", ")}`, "unseen"));
+  }
   list.append(item);
+  box.querySelector("summary").textContent = `Steps (${list.children.length})`;
 }
 
 function tryItLink(address) {
@@ -43,22 +112,103 @@ function tryItLink(address) {
   return link;
 }
 
+// Copy the query: the Clipboard API where the page may use it, else the query's text is selected for the reader.
+async function copyQuery(query, said) {
+  const text = query.textContent;
+  if (navigator.clipboard && window.isSecureContext) {
+    try {
+      await navigator.clipboard.writeText(text);
+      said.textContent = "Copied.";
+      return;
+    } catch (error) { /* no permission: select it instead */ }
+  }
+  const range = document.createRange();
+  range.selectNodeContents(query);
+  const selection = window.getSelection();
+  selection.removeAllRanges();
+  selection.addRange(range);
+  said.textContent = "Selected: copy it with Ctrl+C (⌘C on a Mac).";
+}
+
 function showFinal(turn, answer) {
   const box = document.createElement("div");
   box.className = "answer";
+  if (answer.explanation) box.append(textElement("p", answer.explanation, "explanation"));
   if (answer.note) box.append(textElement("p", answer.note, "note"));
   if (answer.query) {
-    box.append(textElement("pre", answer.query, "query"));
+    const query = textElement("pre", answer.query, "query");
+    const said = textElement("span", "", "copied");
+    said.setAttribute("role", "status");
+    const tools = document.createElement("p");
+    tools.className = "tools";
+    tools.append(button("Copy query", "copy", () => copyQuery(query, said)));
     const link = answer.try_it ? tryItLink(answer.try_it) : null;
-    if (link) box.append(link);
+    if (link) tools.append(" ", link);
+    tools.append(" ", said);
+    box.append(query, tools);
   }
-  if (answer.preview !== null) box.append(textElement("pre", answer.preview, "preview"));
-  if (answer.explanation) box.append(textElement("p", answer.explanation, "explanation"));
-  turn.append(box);
+  if (answer.preview && answer.preview.answer) box.append(textElement("p", answer.preview.answer, "preview"));
+  else if (answer.preview) box.append(resultTable(answer.preview, "preview"));
+  const steps = turn.querySelector(".steps-box");
+  turn.insertBefore(box, steps);
+  if (steps) steps.open = false;  // the answer first; the steps stay one click away
+}
+
+function fail(turn, message) {
+  turn.insertBefore(textElement("p", message, "failed"), turn.querySelector(".steps-box"));
+  const steps = turn.querySelector(".steps-box");
+  if (steps && !steps.querySelector(".step")) steps.remove();
+}
+
+function newTurn(question) {
+  const turn = document.createElement("section");
+  turn.className = "turn";
+  turn.append(textElement("p", question, "question"));
+  byId("log").append(turn);
+  return turn;
 }
 
 function detail(body, status) {
   return typeof body.detail === "string" ? body.detail : `The server refused the question (${status}).`;
+}
+
+// Read a run's events (all of them when the page comes back to a question in flight) until its end.
+function follow(turn, run) {
+  setBusy(true);
+  const steps = stepsBox(turn);
+  const status = document.createElement("p");
+  status.className = "status-line";
+  const said = textElement("span", "Waiting for a free agent…", "status");
+  said.setAttribute("role", "status");
+  const stop = button("Stop", "stop", async () => {
+    stop.disabled = true;
+    said.textContent = "Stopping…";
+    await fetch(`/chat/runs/${encodeURIComponent(run)}/stop`, {method: "POST"}).catch(() => null);
+  });
+  status.append(said, " ", stop);
+  turn.insertBefore(status, steps);
+  const events = new EventSource(`/chat/runs/${encodeURIComponent(run)}/events`);
+  source = events;
+  const finish = () => {
+    status.remove();
+    events.close();
+    source = null;
+    turn.dataset.done = "true";
+    setBusy(false);
+  };
+  events.addEventListener("queued", (message) => {
+    said.textContent = `Waiting for a free agent: ${ordinal(JSON.parse(message.data).position)} in line.`;
+  });
+  events.addEventListener("started", () => { said.textContent = "The agent is exploring the graph…"; });
+  events.addEventListener("step", (message) => showStep(steps, JSON.parse(message.data)));
+  events.addEventListener("final", (message) => showFinal(turn, JSON.parse(message.data)));
+  events.addEventListener("failed", (message) => fail(turn, JSON.parse(message.data).message));
+  events.addEventListener("end", finish);
+  events.onerror = () => {
+    if (source !== events) return;
+    finish();
+    fail(turn, "The connection to the server was lost; reload the page to follow the question.");
+  };
 }
 
 async function ask(event) {
@@ -66,13 +216,7 @@ async function ask(event) {
   const question = byId("question").value.trim();
   if (!question || source) return;
   setBusy(true);
-  const turn = document.createElement("section");
-  turn.className = "turn";
-  turn.append(textElement("p", question, "question"));
-  const steps = document.createElement("ol");
-  steps.className = "steps";
-  turn.append(steps);
-  byId("log").append(turn);
+  const turn = newTurn(question);
   let response;
   try {
     response = await fetch("/chat/runs", {
@@ -81,54 +225,80 @@ async function ask(event) {
     });
   } catch (error) {
     fail(turn, "The server cannot be reached.");
+    turn.dataset.done = "true";
     setBusy(false);
     return;
   }
   const body = await response.json().catch(() => ({}));
   if (!response.ok) {
     fail(turn, detail(body, response.status));
+    turn.dataset.done = "true";
     setBusy(false);
     return;
   }
   conversation = body.conversation;
+  linkTo(conversation);
   byId("graph").disabled = true;
   byId("question").value = "";
-  const events = new EventSource(`/chat/runs/${encodeURIComponent(body.run)}/events`);
-  source = events;
-  const status = textElement("p", "Waiting for a free agent…", "status");
-  turn.append(status);
-  events.addEventListener("started", () => { status.textContent = "The agent is exploring the graph…"; });
-  events.addEventListener("step", (message) => showStep(steps, JSON.parse(message.data)));
-  events.addEventListener("final", (message) => showFinal(turn, JSON.parse(message.data)));
-  events.addEventListener("failed", (message) => fail(turn, JSON.parse(message.data).message));
-  events.addEventListener("end", () => {
-    status.remove();
-    events.close();
-    source = null;
-    turn.dataset.done = "true";
-    setBusy(false);
-  });
-  events.onerror = () => {
-    if (source !== events) return;
-    status.remove();
-    events.close();
-    source = null;
-    fail(turn, "The connection to the server was lost.");
-    setBusy(false);
-  };
+  follow(turn, body.run);
+}
+
+function notice(text) {
+  byId("log").append(textElement("p", text, "notice"));
 }
 
 function newConversation() {
   conversation = null;
+  linkTo(null);
   byId("log").replaceChildren();
   byId("graph").disabled = false;
 }
 
+// The conversation the page's link names: its questions and answers again, and the question in flight followed.
+async function restore(id) {
+  const response = await fetch(`/chat/conversations/${encodeURIComponent(id)}`).catch(() => null);
+  if (!response || !response.ok) {
+    linkTo(null);
+    notice(response && response.status === 404
+      ? "This conversation link is unknown to the server, or the server has forgotten it. Ask below to start a new one."
+      : "The conversation could not be loaded; reload the page to try again.");
+    return;
+  }
+  const found = await response.json();
+  conversation = found.conversation;
+  if (found.served) {
+    byId("graph").value = found.graph;
+    byId("graph").disabled = true;
+  } else {
+    notice(`This conversation was about ${found.title}, which this server no longer serves.`);
+    conversation = null;
+  }
+  for (const shown of found.turns) {
+    const turn = newTurn(shown.question);
+    if (shown.steps && shown.steps.length) {
+      const steps = stepsBox(turn);
+      for (const step of shown.steps) showStep(steps, step);
+      steps.open = false;
+    }
+    if (shown.final) showFinal(turn, shown.final);
+    if (shown.failed) fail(turn, shown.failed);
+    turn.dataset.done = "true";
+  }
+  if (found.running) follow(newTurn(found.running.question), found.running.run);
+}
+
+function linked() {
+  const match = /^#c=([A-Za-z0-9_-]+)$/.exec(location.hash);
+  return match ? match[1] : null;
+}
+
 async function start() {
-  // A page left for another (or kept in the back-forward cache) ends its run: the server stops it.
+  // A page left for another (or kept in the back-forward cache) stops watching its run: with no page back on it
+  // within half a minute, the server stops it.
   window.addEventListener("pagehide", () => {
     if (source) source.close();
   });
+  window.addEventListener("hashchange", () => location.reload());
   byId("ask").addEventListener("submit", ask);
   byId("new").addEventListener("click", newConversation);
   const response = await fetch("/chat/graphs");
@@ -137,6 +307,9 @@ async function start() {
     option.value = graph.name;
     byId("graph").append(option);
   }
+  const id = linked();
+  if (id) await restore(id);
+  else if (location.hash) { linkTo(null); notice("This conversation link is not one the server gives out."); }
   document.body.dataset.ready = "true";
 }
 
