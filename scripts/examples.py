@@ -150,7 +150,11 @@ def build_main(store: ExampleStore, args: argparse.Namespace, config: BotConfig)
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
     counts = store.add(examples)
-    print(f"datasets: {len(examples)} examples ({counts.added} new, {counts.updated} updated)")
+    print(f"datasets: {len(examples)} examples ({counts.added} new, {counts.updated} updated"
+          + (f", {len(counts.refused)} not stored: their query does not parse or names a malformed ID" if
+             counts.refused else "") + ")")
+    for line in counts.refusal_lines():
+        print(line)
     status = 0 if args.no_forum else _harvest(store, args, config)
     _name_properties(store, args)
     _keep_vectors(store, args)

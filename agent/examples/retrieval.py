@@ -41,8 +41,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from agent.examples.languages import ANY_FUNCTION_WORD, guess_language
-from agent.examples.meaning import MAX_WORDS, MEANINGS
+from agent.examples.languages import ANY_FUNCTION_WORD, FUNCTION_WORDS, guess_language
+from agent.examples.meaning import MAX_WORDS, MEANINGS, Meanings
 from agent.examples.quoted import prompt_example
 from agent.examples.store import ExampleStore, SolvedExample, ThreadRef
 from agent.kb.local.search import fold
@@ -59,14 +59,34 @@ POOL = 50
 FUSION_K = 3
 #: Properties nearly every query uses: naming them says nothing about which example fits.
 GENERIC_PROPERTIES = frozenset({"P31", "P279"})
-#: What the examples' lines may take in the first prompt, in characters (the block's heading aside).
-PROMPT_CHARS = 440
+#: What the examples' lines may take in the first prompt, in estimated tokens (:func:`estimated_tokens`; the block's
+#: heading aside): room for five whole examples of the usual size, a small share of a model's context.
+PROMPT_TOKENS = 1500
+#: Characters per token in the estimate: fewer than prose's four, as a query's IDs, prefixes and punctuation are
+#: cut into short tokens.
+CHARS_PER_TOKEN = 3.0
 #: The characters the prompt adds around an example's question and query (see prompts/question.j2).
 EXAMPLE_FRAME = "-  → \n"
+#: The cosine of two questions' vectors from which an example found by meaning alone is relevant (unrelated
+#: questions of the shared sets stay below it: see scripts/bench_examples.py).  An example that shares a word
+#: (other than a function word) or a named property with the question needs no cosine.
+MEANING_FLOOR = 0.82
 #: The IDF-weighted cosine of two requests' words from which they are the same request.  Between a SPINACH
 #: question and its best example from another thread it reaches 0.67 at most (scripts/bench_examples.py); a
 #: question with a quarter of its words dropped keeps 0.79 or more in nine cases out of ten.
 SAME_REQUEST = 0.75
+
+
+def estimated_tokens(text: str) -> int:
+    """The tokens *text* takes in a prompt, estimated from its length (:data:`CHARS_PER_TOKEN`)."""
+    return math.ceil(len(text) / CHARS_PER_TOKEN)
+
+
+def content_words(text: str) -> list[str]:
+    """:func:`words_of` *text* without the function words of its language (English when it uses none of the
+    forum's four): "Qui a peint la Joconde ?" asks about "peint" and "joconde", not "la"."""
+    common = {fold(word) for word in FUNCTION_WORDS[guess_language(text) or "en"]}
+    return [word for word in words_of(text) if word not in common]
 
 
 def words_of(text: str) -> list[str]:
@@ -82,6 +102,14 @@ class Match:
     score: float
     #: The named properties (of the question) this example's query uses.
     shows: set[str] = field(default_factory=set)
+    #: The cosine of its question's vector and the question's, where the ranking by meaning found it.
+    cosine: float | None = None
+    #: Whether the ranking by words found it: it shares a word (not a function word) or a named property.
+    shares_words: bool = False
+
+    def relevant(self, floor: float = MEANING_FLOOR) -> bool:
+        """Whether it is worth showing: it shares words with the question, or means nearly the same."""
+        return self.shares_words or (self.cosine is not None and self.cosine >= floor)
 
 
 @dataclass(frozen=True)
@@ -103,8 +131,12 @@ class Retriever:
 
     def __init__(self, store: ExampleStore, use_properties: bool = True, use_meaning: bool = True,
                  excluded: frozenset[int] = frozenset(), property_weight: float = PROPERTY_WEIGHT,
-                 max_senses: int = MAX_SENSES, fusion_k: int = FUSION_K):
+                 max_senses: int = MAX_SENSES, fusion_k: int = FUSION_K, meanings: Meanings = MEANINGS,
+                 floor: float = MEANING_FLOOR, stopwords: bool = True):
         self.store = store
+        self.meanings = meanings
+        self.floor = floor
+        self.stopwords = stopwords
         self.fusion_k = fusion_k
         self.use_properties = use_properties
         self.use_meaning = use_meaning
@@ -145,20 +177,22 @@ class Retriever:
     def ranking(self) -> str:
         """How it ranks, in words, as an evaluation run records it (a run is not resumed with another ranking)."""
         words = "words and named properties" if self.use_properties else "plain BM25 over the words"
-        model = MEANINGS.model() if self.use_meaning else None
+        model = self.meanings.model() if self.use_meaning else None
         return f"{words} and meaning ({model}), fused (k {self.fusion_k})" if model else f"{words} alone"
 
     def similar(self, question: str, k: int = 5, thread: ThreadRef | None = None) -> list[Match]:
-        """The *k* examples most like *question*, never from *thread* or the excluded ids: the ranking by words
-        and the ranking by meaning fused (by words alone without the model)."""
+        """The *k* examples most like *question* and relevant to it (:meth:`Match.relevant`), never from *thread* or
+        the excluded ids: the ranking by words and the ranking by meaning fused (by words alone without the
+        model)."""
         rankings = [self.by_words(question, thread)]
-        if self.use_meaning and MEANINGS.available():
+        if self.use_meaning and self.meanings.available():
             rankings.append(self.by_meaning(question, thread))
-        return _one_per_thread_and_question(_fused(rankings, self.fusion_k) if len(rankings) > 1 else rankings[0])[:k]
+        ranked = _fused(rankings, self.fusion_k) if len(rankings) > 1 else rankings[0]
+        return _one_per_thread_and_question([match for match in ranked if match.relevant(self.floor)])[:k]
 
     def by_words(self, question: str, thread: ThreadRef | None = None) -> list[Match]:
         """Up to :data:`POOL` examples by BM25 over *question*'s words and the properties it names."""
-        words = list(dict.fromkeys(words_of(question)))[:MAX_WORDS]
+        words = list(dict.fromkeys((content_words if self.stopwords else words_of)(question)))[:MAX_WORDS]
         named = self.named_properties(question) if self.use_properties else {}
         terms = [f'"{word}"' for word in words] + [f'properties : "{pid.lower()}"' for pid in named]
         if not terms:
@@ -168,8 +202,8 @@ class Retriever:
             excluded = self._excluded(thread)
             candidates = [candidate for candidate in ranked if candidate[0] not in excluded]
             examples = {example.id: example for example in self.store.examples([id_ for id_, _ in candidates])}
-        return _one_per_thread_and_question([Match(examples[id_], -score, examples[id_].properties & set(named))
-                                             for id_, score in candidates if id_ in examples])
+        return _one_per_thread_and_question([Match(examples[id_], -score, examples[id_].properties & set(named),
+                                                   shares_words=True) for id_, score in candidates if id_ in examples])
 
     def by_meaning(self, question: str, thread: ThreadRef | None = None) -> list[Match]:
         """Up to :data:`POOL` examples by the cosine of their question's vector and *question*'s."""
@@ -178,16 +212,17 @@ class Retriever:
             version = self.store.version()
             if self._meant[0] != version:
                 examples = self.store.examples()
-                self._meant = (version, examples, MEANINGS.of_store(self.store, examples))
+                self._meant = (version, examples, self.meanings.of_store(self.store, examples))
             _, examples, vectors = self._meant
         if not examples:
             return []
         named = set(self.named_properties(question)) if self.use_properties else set()
-        cosines = vectors @ MEANINGS.of_question(question)
+        cosines = vectors @ self.meanings.of_question(question)
         cosines[[index for index, example in enumerate(examples) if example.id in excluded]] = -np.inf
         best = [index for index in np.argsort(-cosines, kind="stable")[:POOL] if cosines[index] > -np.inf]
         return _one_per_thread_and_question([Match(examples[index], float(cosines[index]),
-                                                   examples[index].properties & named) for index in best])
+                                                   examples[index].properties & named, float(cosines[index]))
+                                             for index in best])
 
     def _excluded(self, thread: ThreadRef | None) -> set[int] | frozenset[int]:
         return self.excluded | (self.store.ids_in_threads([thread]) if thread else set())
@@ -255,27 +290,28 @@ def _fused(rankings: list[list[Match]], constant: int) -> list[Match]:
             found = fused.setdefault(match.example.id, Match(match.example, 0.0))
             found.score += 1 / (constant + rank)
             found.shows |= match.shows
+            found.shares_words |= match.shares_words
+            found.cosine = match.cosine if match.cosine is not None else found.cosine
     return sorted(fused.values(), key=lambda match: -match.score)
 
 
-def prompt_examples(matches: list[Match], chars: int = PROMPT_CHARS) -> list[PromptExample]:
-    """The examples of *matches*, in their order, that fit whole in *chars* characters together.
+def prompt_examples(matches: list[Match], tokens: int = PROMPT_TOKENS) -> list[PromptExample]:
+    """The examples of *matches*, in their order, that fit whole in *tokens* (estimated) together.
 
-    Each is shown as data (:func:`agent.examples.quoted.prompt_example`):
-    its question plain and quoted as a JSON string (cut after a word beyond
-    :data:`~agent.examples.quoted.QUESTION_CHARS`), its query as posted, in fewer characters, on
-    one line.  A query is never cut: an example that would not fit, or
-    whose query cannot be shown whole and safely, is left out and the next
-    one tried.
+    Each is shown whole, as data (:func:`agent.examples.quoted.prompt_example`):
+    its question plain and quoted as a JSON string, its query as posted, in
+    fewer characters, on one line.  Nothing is cut: an example that would
+    not fit, or that cannot be shown whole and safely, is left out and the
+    next one tried.
     """
     shown = []
-    left = chars
+    left = tokens
     for match in matches:
         example = prompt_example(match.example.question, match.example.sparql)
         if example is None:
             continue
         question, query = example
-        size = len(question) + len(query) + len(EXAMPLE_FRAME)
+        size = estimated_tokens(f"- {question} → {query}\n")
         if size <= left:
             shown.append(PromptExample(question, query))
             left -= size

@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from agent.examples.queries import query_properties
+from agent.examples.queries import query_problem, query_properties
 from agent.kb.local.search import fold
 
 SCHEMA = """
@@ -121,6 +121,17 @@ class AddCounts:
     updated: int = 0
     unchanged: int = 0
     keys: list[str] = field(default_factory=list)
+    #: (key, why) of each example not stored: its query does not parse or names a malformed ID (``wd:183``), and a
+    #: reader of the prompt would copy the mistake.
+    refused: list[tuple[str, str]] = field(default_factory=list)
+
+    def refusal_lines(self, shown: int = 10) -> list[str]:
+        """One line per refused example (the first *shown*), then how many more: what a build prints."""
+        lines = [f"not stored, {key}: {why}" for key, why in self.refused[:shown]]
+        if len(self.refused) > shown:
+            lines.append(f"not stored: {len(self.refused) - shown} more whose query does not parse or names a "
+                         "malformed ID")
+        return lines
 
 
 class ExampleStore:
@@ -150,10 +161,16 @@ class ExampleStore:
     # -- examples ---------------------------------------------------------------------------------
 
     def add(self, examples: Iterable[SolvedExample]) -> AddCounts:
-        """Insert *examples*, or update those whose key is stored already; one transaction."""
+        """Insert *examples*, or update those whose key is stored already; one transaction.  An example whose
+        query does not parse or names a malformed Wikidata ID (:func:`~agent.examples.queries.query_problem`) is
+        refused: counted with its reason, never stored (an earlier version under its key stays)."""
         counts = AddCounts()
         with self.connection:
             for example in examples:
+                problem = query_problem(example.sparql)
+                if problem is not None:
+                    counts.refused.append((example.key, problem))
+                    continue
                 values = {name: getattr(example, name) for name in _COLUMNS}
                 values["question"] = " ".join(example.question.split())
                 values["sparql"] = example.sparql.strip()
