@@ -271,10 +271,12 @@ def test_an_example_from_the_questions_own_thread_is_never_returned(store):
 def test_one_example_per_thread(tmp_path):
     store = ExampleStore(tmp_path / "examples.sqlite")
     store.add(EXAMPLES + FILLERS + [example("advisors-2", "Who supervised the thesis of Alan Turing? (another query)",
-                                  ADVISORS.replace("?advisor", "?a"), "Turing's supervisor", "2020-03")])
+                                  ADVISORS.replace("?advisor", "?a"), "Turing's supervisor", "2020-03"),
+                                    example("turing-birth", "When was Alan Turing born?",
+                                            BIRTH.replace("Q7604", "Q7251"), "Turing's birthday", "2021-06")])
     store.add_property_names(store.unnamed_properties(), NAMES)
     matches = Retriever(store).similar("Who supervised the thesis of Alan Turing?", 3)
-    assert len(matches) == 3 and len({"advisors", "advisors-2"} & set(keys(matches))) == 1
+    assert len({"advisors", "advisors-2"} & set(keys(matches))) == 1 and "turing-birth" in keys(matches)
 
 
 def test_a_question_two_sources_ask_is_shown_once(tmp_path):
@@ -443,14 +445,15 @@ def shown_lines(prompt: str) -> tuple[int, list[str]]:
     return label, block
 
 
-def first_prompt(llm_server, wikidata_server, store_path, question: str) -> str:
-    """The first prompt the agent sends for *question*, with the examples the store gives it, as the bot runs it."""
+def first_prompt(llm_server, wikidata_server, store_path, question: str, floor: float | None = None) -> str:
+    """The first prompt the agent sends for *question*, with the examples the store gives it, as the bot runs it
+    (with another relevance *floor* when given)."""
     from agent import Agent, AgentConfig, AgentContext
     from agent.llm import ChatModel, LLMConfig
     from tests.support.euler import EULER_ADVISORS_QUERY, euler_run
 
     llm, wikidata = euler_run(llm_server, wikidata_server)
-    retriever = Retriever(ExampleStore(store_path, read_only=True))
+    retriever = Retriever(ExampleStore(store_path, read_only=True), **({} if floor is None else {"floor": floor}))
     agent = Agent(llm=ChatModel.from_config(LLMConfig(base_url=llm.base_url, api_key="test", max_retries=0,
                                                       timeout=30)),
                   kb=LiveWikidata(WikidataConfig(api_url=wikidata.api_url, sparql_url=wikidata.sparql_url)),
@@ -501,7 +504,9 @@ def test_a_request_that_speaks_to_the_model_reaches_it_only_quoted_as_data(
         name, question, words, tmp_path, llm_server, wikidata_server):
     """Whatever language or encoding a stored request speaks to the model in, the prompt shows it as one quoted
     string in the block of other people's requests, as a reader sees it: never a line of its own, no invisible
-    character, no chat template token.  The phrase filter keeps some out altogether, as a second line."""
+    character, no chat template token.  The phrase filter keeps some out altogether, as a second line.  The
+    relevance floor would keep most of them out too (they ask about other rivers, in other languages): it is
+    lowered here, as the quoting must hold for whatever an example store lets through."""
     from agent.examples.quoted import addresses_model, plain, quoted_question
 
     store = ExampleStore(tmp_path / "examples.sqlite")
@@ -510,7 +515,7 @@ def test_a_request_that_speaks_to_the_model_reaches_it_only_quoted_as_data(
                        "SELECT ?river WHERE { ?river wdt:P31 wd:Q4022 ; wdt:P17 wd:Q183 . }")])
     store.close()
     asked = "Which rivers flow through the country?"
-    prompt = first_prompt(llm_server, wikidata_server, tmp_path / "examples.sqlite", asked)
+    prompt = first_prompt(llm_server, wikidata_server, tmp_path / "examples.sqlite", asked, floor=-1.0)
     assert prompt.startswith(f"Question: {asked}\n")
     questions = assert_only_quoted(prompt, words)
     assert "Which rivers flow through Germany?" in questions

@@ -75,7 +75,7 @@ EXAMPLE_FRAME = "-  → \n"
 #: The cosine of two questions' vectors from which an example found by meaning alone is relevant (unrelated
 #: questions of the shared sets stay below it: see scripts/bench_examples.py).  An example that shares a word
 #: (other than a function word) or a named property with the question needs no cosine.
-MEANING_FLOOR = 0.82
+MEANING_FLOOR = 0.81
 #: The IDF-weighted cosine of two requests' words from which they are the same request.  Between a SPINACH
 #: question and its best example from another thread it reaches 0.67 at most (scripts/bench_examples.py); a
 #: question with a quarter of its words dropped keeps 0.79 or more in nine cases out of ten.
@@ -186,7 +186,10 @@ class Retriever:
         """How it ranks, in words, as an evaluation run records it (a run is not resumed with another ranking)."""
         words = "words and named properties" if self.use_properties else "plain BM25 over the words"
         model = self.meanings.model() if self.use_meaning else None
-        return f"{words} and meaning ({model}), fused (k {self.fusion_k})" if model else f"{words} alone"
+        if not model:
+            return f"{words} alone" + ("" if self.stopwords else ", function words included")
+        return (f"{words} and meaning ({model}), fused (k {self.fusion_k}, words {self.words_weight:g}, across "
+                f"languages {self.words_weight_across:g}), floor {self.floor:g}")
 
     def similar(self, question: str, k: int = 5, thread: ThreadRef | None = None) -> list[Match]:
         """The *k* examples most like *question* and relevant to it (:meth:`Match.relevant`), never from *thread* or
