@@ -408,9 +408,16 @@ def held_out_figures(shared: Path, directory: Path, tune: bool) -> Iterator[str]
         one.store.close()
 
 
+#: The peak memory of a process, in MB, as Linux counts it for the program it runs (``ru_maxrss`` would count the
+#: benchmark that started it: it survives the exec).
+PEAK = """def peak():
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:")) / 1024
+"""
 #: A fresh process's view of one store: its first question (the store's vectors read), then others.
-SCALE_CHILD = """import json, resource, statistics, sys, time
+SCALE_CHILD = """import json, statistics, sys, time
 from agent.examples import ExampleStore, Retriever
+""" + PEAK + """
 store = ExampleStore(sys.argv[1], read_only=True)
 questions = json.loads(sys.argv[2])
 retriever = Retriever(store)
@@ -423,18 +430,19 @@ for question in questions[1:]:
     retriever.similar(question)
     times.append(time.perf_counter() - started)
 print(json.dumps({"first": first, "median": statistics.median(times), "max": max(times),
-                  "memory": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                  "memory": peak()}))
 """
 #: A fresh process computing the vectors of some texts, a batch at a time.
-COMPUTE_CHILD = """import json, resource, sys, time
+COMPUTE_CHILD = """import json, sys, time
 from agent.examples.meaning import Meanings
+""" + PEAK + """
 texts = json.loads(sys.argv[1])
 meanings = Meanings()
 meanings.of_question("warm up")
 started = time.perf_counter()
 meanings.of_examples(texts)
 print(json.dumps({"seconds": time.perf_counter() - started, "threads": meanings.threads, "batch": meanings.batch,
-                  "memory": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                  "memory": peak()}))
 """
 
 
