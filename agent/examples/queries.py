@@ -119,3 +119,105 @@ def shorten_text(text: str, limit: int) -> str:
     if space > limit // 2:
         kept = kept[:space]
     return kept.rstrip() + _ELLIPSIS
+
+
+#: What a Wikidata name must look like after each prefix (an item, property, lexeme or media file after ``wd:``;
+#: a property after the prefixes of statements, qualifiers, references and direct claims).
+_ENTITY = re.compile(r"(?:[QPLM][1-9][0-9]*|L[1-9][0-9]*-[FS][1-9][0-9]*)")
+_ID_SHAPES: dict[str, re.Pattern[str]] = {
+    PREFIXES["wd"]: _ENTITY,
+    **{PREFIXES[prefix]: _PROPERTY for prefix in ("wdt", "wdtn", "wdno", "p", "ps", "psv", "psn", "pq", "pqv", "pqn",
+                                                  "pr", "prv", "prn")},
+}
+
+
+def query_problem(sparql: str, prefixes: dict[str, str] | None = PREFIXES) -> str | None:
+    """Why *sparql* is no query to show as an example, in a few words; ``None`` for a query that parses and names
+    well-formed Wikidata IDs.
+
+    *prefixes* are those its graph declares for every query (the query service's for Wikidata, a profile's
+    for another graph); ``None`` when they are not known (a graph with no shipped profile): then the query is
+    read by the lexer alone, since a parse would refuse it for prefixes its graph declares.
+
+    A query must read whole with the project's lexer (every quote and bracket closed) and parse with
+    pyoxigraph's SPARQL 1.1 parser, the query service's prefixes declared for it; one using the query service's
+    named subqueries (``WITH { … } AS %name``), which SPARQL 1.1 does not have, is read by the lexer alone.  A
+    name in a Wikidata namespace must have its shape: ``wd:183`` or ``wdt:Q5`` is a typo a reader would copy.
+    """
+    everything = tokenize(sparql)
+    tokens = [token for token in everything if token.kind not in ("space", "comment")]
+    if not tokens:
+        return "no query"
+    unknown = next((token.text for token in tokens if token.kind == "unknown"), None)
+    if unknown is not None:
+        return f"unreadable at {unknown!r} (a quote or IRI never closed)"
+    depth = 0
+    for token in tokens:
+        depth += {"{": 1, "(": 1, "[": 1, "}": -1, ")": -1, "]": -1}.get(token.text, 0) if token.kind == "punct" \
+            else 0
+        if depth < 0:
+            return f"a {token.text!r} closes nothing"
+    if depth:
+        return "a bracket is never closed"
+    malformed = _malformed_id(sparql, tokens, prefixes or {})
+    if malformed:
+        return f"malformed Wikidata ID {malformed}"
+    if prefixes is None or any(token.kind == "word" and token.text.startswith("%") for token in tokens):
+        return None
+    return _parse_problem(everything, tuple(prefixes.items()))
+
+
+def _malformed_id(sparql: str, tokens: list[Token], prefixes: dict[str, str]) -> str | None:
+    declared = {match[1]: match[2] for match in re.finditer(r"\bPREFIX\s+([\w.-]*):\s*<([^>]*)>", sparql,
+                                                            re.IGNORECASE)}
+    for index, token in enumerate(tokens):
+        if token.kind == "pname":
+            if index and tokens[index - 1].kind == "word" and tokens[index - 1].text.upper() == "PREFIX":
+                continue
+            prefix, local = token.text.split(":", 1)
+            namespace = declared.get(prefix, prefixes.get(prefix, ""))
+        elif token.kind == "iri":
+            if index > 1 and tokens[index - 1].kind == "pname" and tokens[index - 2].text.upper() == "PREFIX":
+                continue
+            iri = token.text[1:-1]
+            namespace = max((space for space in _ID_SHAPES if iri.startswith(space)), key=len, default="")
+            local = iri[len(namespace):]
+        else:
+            continue
+        shape = _ID_SHAPES.get(namespace)
+        if shape is not None and not shape.fullmatch(local):
+            return token.text
+    return None
+
+
+def _parse_problem(tokens: list[Token], prefixes: tuple[tuple[str, str], ...]) -> str | None:
+    """pyoxigraph's parse error for the query of *tokens*, or ``None``.  The query is parsed, never run: an
+    ``ASK`` is read as the ``SELECT *`` of the same pattern (pyoxigraph runs an ASK at once, and a ``SERVICE`` in
+    it would call out), and the solutions of the others are never read."""
+    import pyoxigraph
+
+    pieces = [token.text for token in tokens]
+    form = next((index for index, token in enumerate(tokens) if token.kind == "word" and token.text.upper() in (
+        "SELECT", "ASK", "CONSTRUCT", "DESCRIBE")), None)
+    if form is not None and pieces[form].upper() == "ASK":
+        pieces[form] = "SELECT *"
+    try:
+        _empty_store(pyoxigraph).query(_prologue(prefixes) + "".join(pieces))  # the query's own declarations come later
+    except SyntaxError as error:
+        message = re.sub(r"^error at [0-9:]+:\s*", "", " ".join(str(error).split()))  # lines of ours, not its
+        return f"does not parse ({message[:120]})"
+    except (OSError, RuntimeError, ValueError):
+        return None  # parsed, and the engine refused to start it: not a syntax problem
+    return None
+
+
+@lru_cache(maxsize=8)
+def _prologue(prefixes: tuple[tuple[str, str], ...]) -> str:
+    """The graph's prefixes (the query service's for Wikidata), declared on one line before a query is parsed."""
+    return "".join(f"PREFIX {prefix}: <{iri}> " for prefix, iri in prefixes) + "\n"
+
+
+@lru_cache(maxsize=1)
+def _empty_store(pyoxigraph) -> "pyoxigraph.Store":  # noqa: F821 (imported when first needed)
+    """One empty in-memory store to parse with (made once: a store is not free to make)."""
+    return pyoxigraph.Store()

@@ -13,7 +13,8 @@ construction as something quoted, never as words to the model
   U+E0000–E007F; controls, private use, surrogates, unassigned code points,
   and the other default-ignorable ones: variation selectors, fillers), its
   white space one space;
-* its question is cut to :data:`QUESTION_CHARS` and quoted as a JSON string
+* its question, whole and at most :data:`QUESTION_CHARS` long (a longer one
+  is not shown: a question cut mid-request misleads), is quoted as a JSON string
   on the example's line, ``<`` and ``[`` written as JSON escapes: no line
   break, heading (``### System:``), fence or chat template token
   (``<start_of_turn>``, ``<|im_start|>``, ``[INST]``) can be spelt in it,
@@ -38,12 +39,13 @@ import json
 import re
 import unicodedata
 
-from agent.examples.queries import shorten_text, whole_query
+from agent.examples.queries import whole_query
 
-#: A question shown at most this long, in characters (a forum post can run to paragraphs).
-QUESTION_CHARS = 200
+#: A question shown at most this long, in characters; a longer one is not shown (a forum post can run to
+#: paragraphs, and a question is never cut).
+QUESTION_CHARS = 600
 #: A query shown at most this long, in characters; a longer one is not shown (a query is never cut).
-QUERY_CHARS = 400
+QUERY_CHARS = 1500
 #: Code points no reader sees that Unicode does not class as format or other characters: the rest of
 #: Default_Ignorable_Code_Point (a combining grapheme joiner, Hangul fillers, Khmer inherent vowels, Mongolian
 #: and other variation selectors).
@@ -82,11 +84,13 @@ def revealed(text: str) -> str:
     return _TAG_CHARACTERS.sub(lambda match: chr(ord(match[0]) - 0xE0000), text)
 
 
-def quoted_question(question: str) -> str:
-    """*question* as the prompt quotes it: plain, cut after a word beyond :data:`QUESTION_CHARS`, a JSON
-    string whose ``<`` and ``[`` are escapes."""
-    text = json.dumps(shorten_text(plain(question), QUESTION_CHARS), ensure_ascii=False)
-    return text.replace("<", "\\u003c").replace("[", "\\u005b")
+def quoted_question(question: str) -> str | None:
+    """*question* as the prompt quotes it: plain, whole, a JSON string whose ``<`` and ``[`` are escapes;
+    ``None`` beyond :data:`QUESTION_CHARS`."""
+    text = plain(question)
+    if len(text) > QUESTION_CHARS:
+        return None
+    return json.dumps(text, ensure_ascii=False).replace("<", "\\u003c").replace("[", "\\u005b")
 
 
 def shown_query(sparql: str) -> str | None:
@@ -104,10 +108,10 @@ def shown_query(sparql: str) -> str | None:
 def prompt_example(question: str, sparql: str) -> tuple[str, str] | None:
     """An example's question and query as the prompt shows them (:func:`quoted_question`,
     :func:`shown_query`); ``None`` for one not shown: its query cannot be, or its text speaks to the model."""
-    query = shown_query(sparql)
-    if query is None or addresses_model(question) or addresses_model(sparql):
+    query, quoted = shown_query(sparql), quoted_question(question)
+    if query is None or quoted is None or addresses_model(question) or addresses_model(sparql):
         return None
-    return quoted_question(question), query
+    return quoted, query
 
 
 #: What a request to a person does not say and a text aimed at a language model does: instructions to drop its

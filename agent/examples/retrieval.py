@@ -3,29 +3,30 @@
 Two rankings, fused:
 
 1. By words, with SQLite FTS5's BM25 over one index of two signals: the
-   question's words against the examples' questions (plain BM25), and the
-   properties the question names: a run of its words that is the label or
-   an alias of a property some example uses (longest runs first, each word
-   used once: "official language" is P37, not also "language"), looked for
-   among the examples' properties, weighted :data:`PROPERTY_WEIGHT` times a
-   question word.  A name shared by more than :data:`MAX_SENSES` properties
-   ("from", "president") names none: the question does not say which one it
-   means; nor does a function word ("of", "in").  The names come from the
-   knowledge base (:mod:`agent.examples.naming`), not from a list of ours.
+   question's words but its language's function words (:func:`content_words`)
+   against the examples' questions, and the properties the question names: a
+   run of its words that is the label or an alias of a property some example
+   uses (longest runs first, each word used once: "official language" is
+   P37, not also "language"), looked for among the examples' properties,
+   weighted :data:`PROPERTY_WEIGHT` times a question word.  A name shared by
+   more than :data:`MAX_SENSES` properties ("from", "president") names none:
+   the question does not say which one it means; nor does a function word
+   ("of", "in").  The names come from the knowledge base
+   (:mod:`agent.examples.naming`), not from a list of ours.
 2. By meaning (:mod:`agent.examples.meaning`): the cosine of the question's
    vector and each example's, which finds a paraphrase or a request in
    another language that shares no word with it.
 
-Each ranking alone loses to plain BM25 somewhere: the properties pull in
-long requests that merely share one of them ("what is the name of justin
-bieber brother?" got four forum requests listing many properties), the
-vectors miss the long forum requests whose words say most.  Reciprocal rank
-fusion (Cormack, Clarke and Büttcher, 2009) with a small constant
-(:data:`FUSION_K`) takes the top of each in turn, and first what both put
-near the top.  Examples are taken one per thread and one per question
-(QALD-7 and QALD-9 ask many of the same questions).
+Reciprocal rank fusion (Cormack, Clarke and Büttcher, 2009) with a small
+constant (:data:`FUSION_K`) takes the top of each in turn, and first what both
+put near the top; the rank by words counts :data:`WORDS_WEIGHT_ACROSS` for an
+example in another language than the question's (:func:`language_of`), where
+shared words are names at best.  An example that shares no word with the
+question and whose cosine is below :data:`MEANING_FLOOR` (:data:`MEANING_FLOOR_ACROSS`
+across languages) is not relevant, and not returned (:meth:`Match.relevant`).  Examples are taken one per thread and
+one per question (QALD-7 and QALD-9 ask many of the same).
 ``scripts/bench_examples.py`` measures it on each question set held out in
-turn, against plain BM25.
+turn, against plain BM25 and meaning alone, at rank 1 and 5.
 
 No leakage: examples from the question's own thread (:class:`ThreadRef`) and
 any ids given as *excluded* are never returned.
@@ -41,8 +42,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from agent.examples.languages import ANY_FUNCTION_WORD, guess_language
-from agent.examples.meaning import MAX_WORDS, MEANINGS
+from agent.examples.languages import ANY_FUNCTION_WORD, FUNCTION_WORDS, guess_language
+from agent.examples.meaning import MAX_WORDS, MEANINGS, Meanings
 from agent.examples.quoted import prompt_example
 from agent.examples.store import DEFAULT_GRAPH, ExampleStore, SolvedExample, ThreadRef
 from agent.kb.local.search import fold
@@ -53,20 +54,48 @@ PROPERTY_WEIGHT = 0.5
 MAX_SENSES = 2
 #: Candidates each ranking gives the fusion.
 POOL = 50
-#: Reciprocal rank fusion: an example at rank r (from 1) of a ranking scores 1 / (FUSION_K + r) there.  Small, so
-#: the fusion follows the top of each ranking (chosen on held-out question sets among 1, 3, 10 and 60, the constant
-#: of its authors; see scripts/bench_examples.py).
-FUSION_K = 3
+#: Reciprocal rank fusion: an example at rank r (from 1) of a ranking scores 1 / (FUSION_K + r) there.  With the
+#: weights below, chosen by ``scripts/bench_examples.py --tune`` on SPINACH dev, WikiWebQuestions dev and QALD-10 in
+#: German alone (among 1, 3, 10 and 60; 0.5 to 1; 0.1 to 1), for the best rank 1 against plain BM25 and meaning.
+FUSION_K = 10
+#: How much the ranking by words counts in the fusion, against the ranking by meaning's 1: for an example in the
+#: question's language, and for one in another (where shared words are names at best, and meaning knows more).
+WORDS_WEIGHT = 1.0
+WORDS_WEIGHT_ACROSS = 0.1
 #: Properties nearly every query uses: naming them says nothing about which example fits.
 GENERIC_PROPERTIES = frozenset({"P31", "P279"})
-#: What the examples' lines may take in the first prompt, in characters (the block's heading aside).
-PROMPT_CHARS = 440
+#: What the examples' lines may take in the first prompt, in estimated tokens (:func:`estimated_tokens`; the block's
+#: heading aside): room for five whole examples of the usual size, a small share of a model's context.
+PROMPT_TOKENS = 1500
+#: Characters per token in the estimate: fewer than prose's four, as a query's IDs, prefixes and punctuation are
+#: cut into short tokens.
+CHARS_PER_TOKEN = 3.0
 #: The characters the prompt adds around an example's question and query (see prompts/question.j2).
 EXAMPLE_FRAME = "-  → \n"
+#: The cosine of two questions' vectors from which an example found by meaning alone is relevant (unrelated
+#: questions of the shared sets stay below it: see scripts/bench_examples.py).  An example that shares a word
+#: (other than a function word) or a named property with the question needs no cosine.
+MEANING_FLOOR = 0.81
+#: The floor for an example in another language than the question's: such cosines run lower (the mean cosine of a
+#: QALD-10 question with the other sets' questions is 0.744 in English, 0.718 in German, 0.705 in Russian), and the
+#: fifth best of a Russian question is 0.784 (median).
+MEANING_FLOOR_ACROSS = 0.77
 #: The IDF-weighted cosine of two requests' words from which they are the same request.  Between a SPINACH
 #: question and its best example from another thread it reaches 0.67 at most (scripts/bench_examples.py); a
 #: question with a quarter of its words dropped keeps 0.79 or more in nine cases out of ten.
 SAME_REQUEST = 0.75
+
+
+def estimated_tokens(text: str) -> int:
+    """The tokens *text* takes in a prompt, estimated from its length (:data:`CHARS_PER_TOKEN`)."""
+    return math.ceil(len(text) / CHARS_PER_TOKEN)
+
+
+def content_words(text: str) -> list[str]:
+    """:func:`words_of` *text* without the function words of its language (English when it uses none of the
+    forum's four): "Qui a peint la Joconde ?" asks about "peint" and "joconde", not "la"."""
+    common = {fold(word) for word in FUNCTION_WORDS[guess_language(text) or "en"]}
+    return [word for word in words_of(text) if word not in common]
 
 
 def words_of(text: str) -> list[str]:
@@ -82,6 +111,14 @@ class Match:
     score: float
     #: The named properties (of the question) this example's query uses.
     shows: set[str] = field(default_factory=set)
+    #: The cosine of its question's vector and the question's, where the ranking by meaning found it.
+    cosine: float | None = None
+    #: Whether the ranking by words found it: it shares a word (not a function word) or a named property.
+    shares_words: bool = False
+
+    def relevant(self, floor: float = MEANING_FLOOR) -> bool:
+        """Whether it is worth showing: it shares words with the question, or means nearly the same."""
+        return self.shares_words or (self.cosine is not None and self.cosine >= floor)
 
 
 @dataclass(frozen=True)
@@ -104,9 +141,18 @@ class Retriever:
 
     def __init__(self, store: ExampleStore, use_properties: bool = True, use_meaning: bool = True,
                  excluded: frozenset[int] = frozenset(), property_weight: float = PROPERTY_WEIGHT,
-                 max_senses: int = MAX_SENSES, fusion_k: int = FUSION_K, graph: str = DEFAULT_GRAPH):
+                 max_senses: int = MAX_SENSES, fusion_k: int = FUSION_K, meanings: Meanings = MEANINGS,
+                 floor: float = MEANING_FLOOR, floor_across: float = MEANING_FLOOR_ACROSS, stopwords: bool = True,
+                 words_weight: float = WORDS_WEIGHT, words_weight_across: float = WORDS_WEIGHT_ACROSS,
+                 graph: str = DEFAULT_GRAPH):
         self.store = store
         self.graph = graph
+        self.words_weight = words_weight
+        self.words_weight_across = words_weight_across
+        self.meanings = meanings
+        self.floor = floor
+        self.floor_across = floor_across
+        self.stopwords = stopwords
         self.fusion_k = fusion_k
         self.use_properties = use_properties
         self.use_meaning = use_meaning
@@ -147,20 +193,37 @@ class Retriever:
     def ranking(self) -> str:
         """How it ranks, in words, as an evaluation run records it (a run is not resumed with another ranking)."""
         words = "words and named properties" if self.use_properties else "plain BM25 over the words"
-        model = MEANINGS.model() if self.use_meaning else None
-        return f"{words} and meaning ({model}), fused (k {self.fusion_k})" if model else f"{words} alone"
+        model = self.meanings.model() if self.use_meaning else None
+        if not model:
+            return f"{words} alone" + ("" if self.stopwords else ", function words included")
+        return (f"{words} and meaning ({model}), fused (k {self.fusion_k}, words {self.words_weight:g}, across "
+                f"languages {self.words_weight_across:g}), floor {self.floor:g} (across languages "
+                f"{self.floor_across:g})")
 
     def similar(self, question: str, k: int = 5, thread: ThreadRef | None = None) -> list[Match]:
-        """The *k* examples most like *question*, never from *thread* or the excluded ids: the ranking by words
-        and the ranking by meaning fused (by words alone without the model)."""
+        """The *k* examples most like *question* and relevant to it (:meth:`Match.relevant`), never from *thread* or
+        the excluded ids: the ranking by words and the ranking by meaning fused (by words alone without the
+        model)."""
         rankings = [self.by_words(question, thread)]
-        if self.use_meaning and MEANINGS.available():
+        if self.use_meaning and self.meanings.available():
             rankings.append(self.by_meaning(question, thread))
-        return _one_per_thread_and_question(_fused(rankings, self.fusion_k) if len(rankings) > 1 else rankings[0])[:k]
+        return self.fuse(question, rankings, k)
+
+    def fuse(self, question: str, rankings: list[list[Match]], k: int = 5) -> list[Match]:
+        """The *k* best of *rankings* (by words, then by meaning when there is one) of *question* fused, those below
+        the floor left out, one per thread and question."""
+        language = language_of(question)
+        if len(rankings) > 1:
+            ranked = _fused(rankings, self.fusion_k, lambda match: self.words_weight if _same_language(
+                language, match.example) else self.words_weight_across)
+        else:
+            ranked = rankings[0]
+        return _one_per_thread_and_question([match for match in ranked if match.relevant(
+            self.floor if _same_language(language, match.example) else self.floor_across)])[:k]
 
     def by_words(self, question: str, thread: ThreadRef | None = None) -> list[Match]:
         """Up to :data:`POOL` examples by BM25 over *question*'s words and the properties it names."""
-        words = list(dict.fromkeys(words_of(question)))[:MAX_WORDS]
+        words = list(dict.fromkeys((content_words if self.stopwords else words_of)(question)))[:MAX_WORDS]
         named = self.named_properties(question) if self.use_properties else {}
         terms = [f'"{word}"' for word in words] + [f'properties : "{pid.lower()}"' for pid in named]
         if not terms:
@@ -170,8 +233,8 @@ class Retriever:
             excluded = self._excluded(thread)
             candidates = [candidate for candidate in ranked if candidate[0] not in excluded]
             examples = {example.id: example for example in self.store.examples([id_ for id_, _ in candidates])}
-        return _one_per_thread_and_question([Match(examples[id_], -score, examples[id_].properties & set(named))
-                                             for id_, score in candidates if id_ in examples])
+        return _one_per_thread_and_question([Match(examples[id_], -score, examples[id_].properties & set(named),
+                                                   shares_words=True) for id_, score in candidates if id_ in examples])
 
     def by_meaning(self, question: str, thread: ThreadRef | None = None) -> list[Match]:
         """Up to :data:`POOL` examples by the cosine of their question's vector and *question*'s."""
@@ -180,16 +243,17 @@ class Retriever:
             version = self.store.version()
             if self._meant[0] != version:
                 examples = self.store.examples()
-                self._meant = (version, examples, MEANINGS.of_store(self.store, examples))
+                self._meant = (version, examples, self.meanings.of_store(self.store, examples))
             _, examples, vectors = self._meant
         if not examples:
             return []
         named = set(self.named_properties(question)) if self.use_properties else set()
-        cosines = vectors @ MEANINGS.of_question(question)
+        cosines = vectors @ self.meanings.of_question(question)
         cosines[[index for index, example in enumerate(examples) if example.id in excluded]] = -np.inf
         best = [index for index in np.argsort(-cosines, kind="stable")[:POOL] if cosines[index] > -np.inf]
         return _one_per_thread_and_question([Match(examples[index], float(cosines[index]),
-                                                   examples[index].properties & named) for index in best])
+                                                   examples[index].properties & named, float(cosines[index]))
+                                             for index in best])
 
     def _excluded(self, thread: ThreadRef | None) -> set[int] | frozenset[int]:
         return self.excluded | self.store.ids_of_other_graphs(self.graph) | (
@@ -249,36 +313,55 @@ def _one_per_thread_and_question(matches: list[Match]) -> list[Match]:
     return kept
 
 
-def _fused(rankings: list[list[Match]], constant: int) -> list[Match]:
-    """Reciprocal rank fusion of *rankings*: each example scored by the sum, over the rankings it is in, of
-    1 / (*constant* + its rank); what any ranking found that the example's query uses is kept."""
+def language_of(text: str) -> str:
+    """*text*'s language as far as the ranking needs it: one of the forum's four (:func:`guess_language`),
+    ``"other"`` for a text mostly in another script (Russian, Chinese…), "" when it cannot tell."""
+    letters = [character for character in text if character.isalpha()]
+    if letters and sum(character < "\u0250" for character in letters) < len(letters) / 2:
+        return "other"
+    return guess_language(text)
+
+
+def _same_language(language: str, example: SolvedExample) -> bool:
+    """Whether a question in *language* (:func:`language_of`) and *example* are in one language, as far as
+    anyone can tell: an unknown side counts as the same."""
+    if not language or (not example.language and language != "other"):
+        return True
+    return language == (example.language or language_of(example.question))
+
+
+def _fused(rankings: list[list[Match]], constant: int, words_weight=lambda match: 1.0) -> list[Match]:
+    """Reciprocal rank fusion of *rankings* (by words first): each example scored by the sum, over the rankings it
+    is in, of 1 / (*constant* + its rank), its rank by words weighted by *words_weight* (its match); what any
+    ranking found that the example's query uses is kept."""
     fused: dict[int, Match] = {}
-    for ranking in rankings:
+    for index, ranking in enumerate(rankings):
         for rank, match in enumerate(ranking, 1):
             found = fused.setdefault(match.example.id, Match(match.example, 0.0))
-            found.score += 1 / (constant + rank)
+            found.score += (words_weight(match) if index == 0 else 1.0) / (constant + rank)
             found.shows |= match.shows
+            found.shares_words |= match.shares_words
+            found.cosine = match.cosine if match.cosine is not None else found.cosine
     return sorted(fused.values(), key=lambda match: -match.score)
 
 
-def prompt_examples(matches: list[Match], chars: int = PROMPT_CHARS) -> list[PromptExample]:
-    """The examples of *matches*, in their order, that fit whole in *chars* characters together.
+def prompt_examples(matches: list[Match], tokens: int = PROMPT_TOKENS) -> list[PromptExample]:
+    """The examples of *matches*, in their order, that fit whole in *tokens* (estimated) together.
 
-    Each is shown as data (:func:`agent.examples.quoted.prompt_example`):
-    its question plain and quoted as a JSON string (cut after a word beyond
-    :data:`~agent.examples.quoted.QUESTION_CHARS`), its query as posted, in fewer characters, on
-    one line.  A query is never cut: an example that would not fit, or
-    whose query cannot be shown whole and safely, is left out and the next
-    one tried.
+    Each is shown whole, as data (:func:`agent.examples.quoted.prompt_example`):
+    its question plain and quoted as a JSON string, its query as posted, in
+    fewer characters, on one line.  Nothing is cut: an example that would
+    not fit, or that cannot be shown whole and safely, is left out and the
+    next one tried.
     """
     shown = []
-    left = chars
+    left = tokens
     for match in matches:
         example = prompt_example(match.example.question, match.example.sparql)
         if example is None:
             continue
         question, query = example
-        size = len(question) + len(query) + len(EXAMPLE_FRAME)
+        size = estimated_tokens(f"- {question} → {query}\n")
         if size <= left:
             shown.append(PromptExample(question, query))
             left -= size

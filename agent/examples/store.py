@@ -21,7 +21,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from agent.examples.queries import query_properties
+from agent.examples.queries import query_problem, query_properties
+from agent.graph import load_graph, profile_names
+from agent.kb.dialect import PREFIXES
 from agent.kb.local.search import fold
 
 SCHEMA = """
@@ -128,6 +130,17 @@ class AddCounts:
     updated: int = 0
     unchanged: int = 0
     keys: list[str] = field(default_factory=list)
+    #: (key, why) of each example not stored: its query does not parse or names a malformed ID (``wd:183``), and a
+    #: reader of the prompt would copy the mistake.
+    refused: list[tuple[str, str]] = field(default_factory=list)
+
+    def refusal_lines(self, shown: int = 10) -> list[str]:
+        """One line per refused example (the first *shown*), then how many more: what a build prints."""
+        lines = [f"not stored, {key}: {why}" for key, why in self.refused[:shown]]
+        if len(self.refused) > shown:
+            lines.append(f"not stored: {len(self.refused) - shown} more whose query does not parse or names a "
+                         "malformed ID")
+        return lines
 
 
 class ExampleStore:
@@ -178,10 +191,16 @@ class ExampleStore:
     # -- examples ---------------------------------------------------------------------------------
 
     def add(self, examples: Iterable[SolvedExample]) -> AddCounts:
-        """Insert *examples*, or update those whose key is stored already; one transaction."""
+        """Insert *examples*, or update those whose key is stored already; one transaction.  An example whose
+        query does not parse or names a malformed Wikidata ID (:func:`~agent.examples.queries.query_problem`) is
+        refused: counted with its reason, never stored (an earlier version under its key stays)."""
         counts = AddCounts()
         with self.connection:
             for example in examples:
+                problem = query_problem(example.sparql, _declared_prefixes(example.graph))
+                if problem is not None:
+                    counts.refused.append((example.key, problem))
+                    continue
                 values = {name: getattr(example, name) for name in _COLUMNS}
                 values["question"] = " ".join(example.question.split())
                 values["sparql"] = example.sparql.strip()
@@ -341,6 +360,14 @@ class ExampleStore:
         with self.connection:
             self.connection.execute("INSERT OR REPLACE INTO pages VALUES (?, ?, ?, ?, ?)",
                                     (page.title, page.revision, page.harvested_at, page.examples, page.skipped))
+
+
+def _declared_prefixes(graph: str) -> dict[str, str] | None:
+    """The prefixes *graph*'s queries may use undeclared: the query service's for Wikidata, a shipped profile's
+    for another graph, ``None`` (not known) for a graph without one."""
+    if graph == DEFAULT_GRAPH:
+        return PREFIXES
+    return dict(load_graph(graph).prefixes) if graph in profile_names() else None
 
 
 def _example(row: sqlite3.Row) -> SolvedExample:
