@@ -244,7 +244,7 @@ class ChatModel:
             completion = self._post(request, probe, limit, sent)
         except openai.APITimeoutError as error:
             self.abandoned = True
-            raise _counted(LLMUnavailable(f"no reply within {limit:g} s ({why}); not asked again"),
+            raise _counted(LLMUnavailable(f"no reply within {round(limit, 1):g} s ({why}); not asked again"),
                            sent, error.request) from error
         except openai.APIStatusError as error:
             request_sent = error.response.request
@@ -285,7 +285,7 @@ class ChatModel:
         except openai.APITimeoutError as error:
             raise _unsent(LLMUnavailable(
                 f"the endpoint is still busy with a request that timed out (no answer to GET /models within "
-                f"{limit:g} s); nothing was sent")) from error
+                f"{round(limit, 1):g} s); nothing was sent")) from error
         except openai.APIError:
             pass
         self.abandoned = False
