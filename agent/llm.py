@@ -23,7 +23,10 @@ small machine), so the next request would queue behind it and time out in
 turn.  Two things keep that from costing the next question: a model with
 ``stream`` set (:attr:`LLMConfig.stream`, for a local server) asks for the
 reply in chunks and closes the request when its time is up, and such a server
-stops generating at the next chunk it cannot send; and after any timeout the
+stops generating at the next chunk it cannot send (requests with tool
+definitions are sent whole all the same: llama-cpp-python's tool-calling
+format raises "Automatic streaming tool choice is not supported" for a
+streamed tool call, after its answer has begun); and after any timeout the
 next request is sent only once the endpoint answers ``GET /models`` again (a
 busy llama-cpp-python server answers it after the generation it is busy
 with), within that request's own timeout, or the call fails saying the
@@ -100,8 +103,8 @@ class LLMConfig:
     #: Seconds one completion may take (a local model on a small machine may need minutes).
     timeout: float = 60.0
     max_retries: int = 4
-    #: Ask for each reply in chunks, so that a request closed at its timeout stops a local server's generation
-    #: (llama-cpp-python's server notices a closed request only between chunks).
+    #: Ask for each reply without tool definitions in chunks, so that a request closed at its timeout stops a
+    #: local server's generation (llama-cpp-python's server notices a closed request only between chunks).
     stream: bool = False
     #: Where the program using this model takes its name from, as the advice of an error says it.
     named_by: str = "--model or SPINACH_MODEL"
@@ -312,8 +315,9 @@ class ChatModel:
         return self._send(request, options, limit)
 
     def _send(self, request: dict[str, Any], options: dict[str, Any], limit: float | None) -> Completion:
-        """One request (with the client's retries), read whole or, with :attr:`stream`, chunk by chunk."""
-        if not self.stream:
+        """One request (with the client's retries), read whole or, with :attr:`stream` and no tools, chunk by
+        chunk."""
+        if not self.stream or request.get("tools"):
             options = {**options, "headers": {"X-Stainless-Raw-Response": "true"}}  # to read its retry count
             raw = self.client.post("/chat/completions", body=request, cast_to=ChatCompletion, options=options)
             response = raw.parse()
