@@ -783,3 +783,14 @@ def test_a_run_that_spends_its_time_ends_with_its_own_reason_and_no_call_after(l
     assert result.stop_reason == "time_limit" and result.stop_message.startswith("the run's 1 s are spent (no reply")
     assert "the end-of-run extraction gave nothing (time_limit: the run's 1 s are spent)" in result.stop_message
     assert len(server.requests) == 1 and result.usage.llm_calls == 1
+
+
+def test_every_step_request_of_a_run_starts_with_the_same_text_so_a_servers_prefix_cache_holds(llm_server, kb):
+    script = [call("search_wikidata", "Leonhard Euler"), call("get_wikidata_entry", "Q7604"),
+              call("execute_sparql", EULER_ADVISORS_QUERY), call("stop")]
+    server = llm_server(lambda body: script.pop(0) if "tools" in body else TextReply("{}"))
+    make_agent(server, kb, prune_threshold=300).run("Who advised Euler?")
+    steps = [body for body in server.requests if "tools" in body]
+    assert len(steps) == 4 and len(server.requests) == 5  # a pruning call between the second and third step
+    first = json.dumps([steps[0]["tools"], steps[0]["messages"][:2]])
+    assert all(json.dumps([body["tools"], body["messages"][:2]]) == first for body in steps[1:])
