@@ -282,6 +282,7 @@ class ChatModel:
         request is not sent blind into that queue.  Any answer will do, an error
         status included; an endpoint that cannot be reached is left to the request.
         """
+        limit = LLMConfig.timeout if limit is None else limit  # never a wait without an end
         started = time.monotonic()
         try:
             self.client.get("/models", cast_to=object, options={"timeout": limit, "max_retries": 0})
@@ -292,7 +293,7 @@ class ChatModel:
         except openai.APIError:
             pass
         self.abandoned = False
-        log.info("the model endpoint answers again, %.1f s after a request that timed out",
+        log.info("the model endpoint answered again after a wait of %.1f s (a request had timed out)",
                  time.monotonic() - started)
 
     def _post(self, request: dict[str, Any], probe: bool, limit: float | None, sent: list[int]) -> Completion:
