@@ -18,7 +18,7 @@ from pathlib import Path
 
 from agent import Agent, AgentConfig
 from agent.kb import open_kb
-from agent.cli import program_name
+from agent.cli import program_name, protocol_line
 from agent.kb.live import WikidataConfig
 from agent.llm import ChatModel, LLMConfig, LLMConfigurationError
 from agent.observations import format_table
@@ -46,6 +46,12 @@ def build_parser() -> argparse.ArgumentParser:
                         help="read the API key from this file instead of OPENAI_API_KEY")
     parser.add_argument("--llm-timeout", type=float, metavar="SECONDS",
                         help="seconds one model reply may take (default: 60; a local model may need more)")
+    parser.add_argument("--llm-stream", action="store_true",
+                        help="ask for replies in chunks, so that a request closed at its timeout stops a local "
+                             "server's generation (llama-cpp-python's server)")
+    parser.add_argument("--max-seconds", type=float, metavar="SECONDS",
+                        help="seconds the whole run may take, its model calls and the end-of-run extraction "
+                             "included (default: no limit but the steps')")
     parser.add_argument("--contact", help="contact for the User-Agent (default: SPINACH_CONTACT)")
     parser.add_argument("--answer-guaranteed", action="store_true",
                         help="tell the model an answer exists in Wikidata (as in benchmarks)")
@@ -75,6 +81,8 @@ def step_printer() -> Callable[[Step], None]:
 
 def print_result(result: AgentResult) -> None:
     print(f"\nEnded: {result.stop_reason} ({result.stop_message})")
+    if switched := protocol_line(result):
+        print(switched)
     if result.end_of_run:
         print("End of run: " + ", ".join(result.end_of_run))
     if result.stop_reason == StopReason.CANNOT_ANSWER:
@@ -105,7 +113,8 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     try:
         llm = ChatModel.from_config(LLMConfig.from_env(os.environ, base_url=args.base_url, api_key=api_key,
-                                                       model=args.model, timeout=args.llm_timeout))
+                                                       model=args.model, timeout=args.llm_timeout,
+                                                       stream=True if args.llm_stream else None))
         config = WikidataConfig.from_env()
         if args.contact:
             config.contact = args.contact
@@ -115,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     agent = Agent(llm=llm, kb=kb, config=AgentConfig(
         answer_guaranteed=args.answer_guaranteed, max_path_actions=args.max_path_actions,
-        max_total_actions=args.max_total_actions))
+        max_total_actions=args.max_total_actions, max_seconds=args.max_seconds))
     result = agent.run(args.question, on_step=None if args.json else step_printer())
     if args.json:
         print(json.dumps(result.to_dict(), ensure_ascii=False, indent=1))

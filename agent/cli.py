@@ -1,5 +1,5 @@
-"""What every command line of the project shares: the name it goes by in its usage line, and what it says
-when the extra it needs is not installed.
+"""What every command line of the project shares: the name it goes by in its usage line, what it says
+when the extra it needs is not installed, and the line that says a run changed its protocol.
 
 Installed as a console script (``spinach-bot``), a command is called by that
 name; run as a module, by ``python -m <module>``.  argparse's default would
@@ -12,6 +12,10 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from agent.trace import AgentResult
 
 #: The packages the ``[eval]`` extra adds to the plain install (``setup.cfg``).
 EVAL_PACKAGES = frozenset({"scipy", "matplotlib"})
@@ -36,3 +40,14 @@ def eval_extra(module: str) -> Iterator[None]:
             raise
         raise SystemExit(f"error: {program_name(module)} needs the [eval] extra ({error}): "
                          "pip install -e '.[eval]' in the project's directory") from None
+
+
+def protocol_line(result: AgentResult) -> str | None:
+    """The one line saying how a run left the tool-calling protocol and why (``None`` when it did not): an
+    operator reading a command's output should not have to open the trace to learn that the endpoint refused
+    tools or ``tool_choice`` "required"."""
+    if not result.protocol_switch:
+        return None
+    now = "the plain-text protocol" if result.protocol == "text" else f"tool calls with tool_choice " \
+                                                                        f"{result.tool_choice!r}"
+    return f"Protocol: switched to {now} for this question ({result.protocol_switch})"

@@ -118,8 +118,11 @@ def extract(run: _Run) -> Extraction | None:
                      {"role": "user", "content": note + " If one is not what you meant, correct the query. "
                                                         "Answer with the same JSON object."}]
         completion = run.call_llm(messages, temperature=0.0, max_tokens=run.config.max_completion_tokens)
-    except RunEnded:
-        return extraction if run.final_unseen_ids else None
+    except RunEnded as ended:
+        if run.final_unseen_ids:
+            return extraction
+        run.extraction_failure = f"{ended.reason}: {ended.message}"
+        return None
     checked = parse_extraction(completion.content)
     if not checked.sparql:
         return extraction

@@ -22,11 +22,31 @@ deadline that passed) runs the agent under a :class:`CallGuard`: the request
 in flight is then closed at once by :meth:`CallGuard.interrupt`, from any
 thread, and ends as :class:`Interrupted`, neither retried nor reported as a
 model failure.
+
+A request that timed out may keep the server busy: llama-cpp-python's server
+finishes a non-streamed reply whoever waits for it (a minute and more on a
+small machine), so the next request would queue behind it and time out in
+turn.  Two things keep that from costing the next question: a model with
+``stream`` set (:attr:`LLMConfig.stream`, for a local server) asks for the
+reply in chunks and closes the request when its time is up, and such a server
+stops generating at the next chunk it cannot send (requests with tool
+definitions are sent whole all the same: llama-cpp-python's tool-calling
+format raises "Automatic streaming tool choice is not supported" for a
+streamed tool call, after its answer has begun); and after any timeout the
+next request is sent only once the endpoint answers ``GET /models`` again (a
+busy llama-cpp-python server answers it after the generation it is busy
+with), within that request's own timeout, or the call fails saying the
+endpoint is still busy.
+
+Every request sent is counted, the client's retries included
+(:attr:`Completion.attempts`, :attr:`ModelRequestError.attempts`), so a
+run's count of model calls holds the calls that timed out or failed too.
 """
 
 from __future__ import annotations
 
 import contextvars
+import logging
 import os
 import re
 import socket
@@ -39,14 +59,21 @@ from typing import Any
 
 import httpx2
 import openai
-from openai.types.chat import ChatCompletion
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from agent.kb.http import MAX_RETRY_AFTER, retry_after_seconds, well_formed
 
 DEFAULT_MODEL = "gpt-4o"
+log = logging.getLogger("agent")
 
 
-class LLMUnavailable(RuntimeError):
+class ModelRequestError(RuntimeError):
+    """A model call that gave no completion; *attempts* is how many requests it sent (0: none was sent)."""
+
+    attempts: int = 1
+
+
+class LLMUnavailable(ModelRequestError):
     """The endpoint could not produce a completion (after the client's retries)."""
 
 
@@ -54,11 +81,11 @@ class LLMConfigurationError(ValueError):
     """Neither an API key nor an endpoint is configured."""
 
 
-class ToolsUnsupported(RuntimeError):
+class ToolsUnsupported(ModelRequestError):
     """The endpoint refused a request because it carried tool definitions."""
 
 
-class ToolChoiceRefused(RuntimeError):
+class ToolChoiceRefused(ModelRequestError):
     """The endpoint failed a tools request for its ``tool_choice``; the message says how (status and text)."""
 
 
@@ -86,6 +113,9 @@ class LLMConfig:
     #: Seconds one completion may take (a local model on a small machine may need minutes).
     timeout: float = 60.0
     max_retries: int = 4
+    #: Ask for each reply without tool definitions in chunks, so that a request closed at its timeout stops a
+    #: local server's generation (llama-cpp-python's server notices a closed request only between chunks).
+    stream: bool = False
     #: Where the program using this model takes its name from, as the advice of an error says it.
     named_by: str = "--model or SPINACH_MODEL"
 
@@ -124,16 +154,36 @@ class Completion:
     cached_tokens: int = 0
     #: The model the endpoint says answered ("" when it does not say).
     model: str = ""
+    #: Requests sent for this completion: the client's retries and a refused first request included.
+    attempts: int = 1
+
+
+def _attempt(request: httpx2.Request | None) -> int:
+    """Which attempt *request* was, 1 for the first, from the retry count the ``openai`` client sends with each."""
+    try:
+        return int(request.headers.get("x-stainless-retry-count", 0)) + 1 if request is not None else 1
+    except ValueError:
+        return 1
+
+
+def _seconds(timeout: Any) -> float | None:
+    """A client's timeout in seconds (a number, or an HTTP client's ``Timeout`` by its read timeout)."""
+    if isinstance(timeout, int | float):
+        return float(timeout)
+    return getattr(timeout, "read", None)
 
 
 class ChatModel:
     """``complete(messages, ...) -> Completion`` over an OpenAI-compatible client."""
 
     def __init__(self, client: openai.OpenAI, model: str | None = DEFAULT_MODEL,
-                 named_by: str = LLMConfig.named_by) -> None:
+                 named_by: str = LLMConfig.named_by, stream: bool = False) -> None:
         self.client = client
         self.model = model
         self.named_by = named_by
+        self.stream = stream
+        #: A request of this model timed out: the endpoint may still be busy with it.
+        self.abandoned = False
 
     def resolve_model(self) -> str:
         """The model requests name: the configured one, else the one the endpoint serves (asked once).
@@ -154,7 +204,7 @@ class ChatModel:
                 "no language model is configured: set OPENAI_API_KEY for OpenAI, "
                 "or OPENAI_BASE_URL for another OpenAI-compatible endpoint"
             )
-        return cls(openai_client(config), config.model, config.named_by)
+        return cls(openai_client(config), config.model, config.named_by, config.stream)
 
     def complete(
         self,
@@ -167,8 +217,13 @@ class ChatModel:
         probe: bool = False,
         max_tokens: int | None = None,
         stop: list[str] | None = None,
+        timeout: float | None = None,
     ) -> Completion:
         """One completion; with *tools*, one tool call at a time, chosen as *tool_choice* says.
+
+        *timeout* shortens the client's own (what remains of a run's time, say).
+        After a request that timed out, this one is sent only once the endpoint
+        answers again (:meth:`await_idle`).
 
         A *probe* is the first request of its kind (its ``tool_choice``): an
         error status is not asked again, so a refusal is known at once and
@@ -176,10 +231,16 @@ class ChatModel:
         altogether, aside).  A busy or unreachable endpoint says nothing about
         the request: 429 and connection errors get the client's retries.
         """
+        limit = _seconds(self.client.timeout)
+        why = "the model's timeout"
+        if timeout is not None and (limit is None or timeout < limit):
+            limit, why = max(timeout, 0.0), "what remained of the run's time"
         try:
             model = self.resolve_model()
         except LLMConfigurationError as error:
-            raise LLMUnavailable(str(error)) from error
+            raise _unsent(LLMUnavailable(str(error))) from error
+        if self.abandoned:
+            self.await_idle(limit)
         request: dict[str, Any] = {"model": model, "messages": messages, "temperature": temperature}
         if top_p is not None:
             request["top_p"] = top_p
@@ -191,47 +252,167 @@ class ChatModel:
             request["tools"] = tools
             request["tool_choice"] = tool_choice
             request["parallel_tool_calls"] = False
+        sent = [0]  # requests of earlier tries (a probe's), the one that answered or failed last aside
         try:
-            response = self._post(request, probe)
+            completion = self._post(request, probe, limit, sent)
         except openai.APITimeoutError as error:
-            raise LLMUnavailable(f"no reply within {self.client.timeout} s (the model's timeout); "
-                                 "not asked again") from error
+            self.abandoned = True
+            raise _counted(LLMUnavailable(f"no reply within {round(limit, 1):g} s ({why}); not asked again"),
+                           sent, error.request) from error
         except openai.APIStatusError as error:
+            request_sent = error.response.request
             if _CONTEXT_TOO_LONG.search(str(error)):
-                raise ContextTooLong(f"the prompt does not fit the model's context: {error}") from error
+                raise _counted(ContextTooLong(f"the prompt does not fit the model's context: {error}"),
+                               sent, request_sent) from error
             if tools and error.status_code == 400 and "tool" in str(error).lower():
-                raise ToolsUnsupported(str(error)) from error
+                raise _counted(ToolsUnsupported(str(error)), sent, request_sent) from error
             if tools and probe:
-                raise ToolChoiceRefused(f"HTTP {error.status_code} to tool_choice {tool_choice!r}: "
-                                        f"{_error_text(error)}") from error
+                raise _counted(ToolChoiceRefused(f"HTTP {error.status_code} to tool_choice {tool_choice!r}: "
+                                                 f"{_error_text(error)}"), sent, request_sent) from error
             if error.status_code == 400:
-                raise LLMUnavailable(f"the endpoint refused the request: {error}") from error
-            raise LLMUnavailable(f"{type(error).__name__}: {error}") from error
+                raise _counted(LLMUnavailable(f"the endpoint refused the request: {error}"),
+                               sent, request_sent) from error
+            raise _counted(LLMUnavailable(f"{type(error).__name__}: {error}"), sent, request_sent) from error
         except openai.APIError as error:
-            raise LLMUnavailable(f"{type(error).__name__}: {error}") from error
-        try:
-            return _completion(response)
-        except (NotACompletion, AttributeError, TypeError, IndexError, KeyError) as error:
-            why = error if isinstance(error, NotACompletion) else "of another shape"
-            raise LLMUnavailable(f"the endpoint's answer is not a chat completion ({why}): {_shown(response)}") \
-                from error
+            raise _counted(LLMUnavailable(f"{type(error).__name__}: {error}"), sent,
+                           getattr(error, "request", None)) from error
+        except _NotRead as error:
+            failure = error.__cause__
+            why_not = failure if isinstance(failure, NotACompletion) else "of another shape"
+            raise _counted(LLMUnavailable(f"the endpoint's answer is not a chat completion ({why_not}): "
+                                          f"{_shown(error.response)}"), sent, error.request) from failure
+        completion.attempts += sent[0]
+        return completion
 
-    def _post(self, request: dict[str, Any], probe: bool) -> ChatCompletion:
+    def await_idle(self, limit: float | None) -> None:
+        """Wait, at most *limit* seconds, until the endpoint answers ``GET /models`` after a request timed out.
+
+        A server still generating the abandoned reply answers it only after that
+        (llama-cpp-python's server takes its model's lock for it), so the next
+        request is not sent blind into that queue.  Any answer will do, an error
+        status included; an endpoint that cannot be reached is left to the request.
+        """
+        limit = LLMConfig.timeout if limit is None else limit  # never a wait without an end
+        started = time.monotonic()
+        try:
+            self.client.get("/models", cast_to=object, options={"timeout": limit, "max_retries": 0})
+        except openai.APITimeoutError as error:
+            raise _unsent(LLMUnavailable(
+                f"the endpoint is still busy with a request that timed out (no answer to GET /models within "
+                f"{round(limit, 1):g} s); nothing was sent")) from error
+        except openai.APIError:
+            pass
+        self.abandoned = False
+        log.info("the model endpoint answered again after a wait of %.1f s (a request had timed out)",
+                 time.monotonic() - started)
+
+    def _post(self, request: dict[str, Any], probe: bool, limit: float | None, sent: list[int]) -> Completion:
         # The body is plain JSON already: ``chat.completions.create`` would first walk every message through
         # the SDK's typed-parameter transform (each against the union of message types, milliseconds a
         # message), which found nothing to convert and took most of a replayed run's time.  The client's
         # own ``post`` sends the same body with the same retries, timeout and errors.
+        options: dict[str, Any] = {} if limit is None else {"timeout": limit}
         if probe:
             try:
-                return self.client.post("/chat/completions", body=request, cast_to=ChatCompletion,
-                                        options={"max_retries": 0})
+                return self._send(request, {**options, "max_retries": 0}, limit)
             except openai.RateLimitError as error:  # busy: after the wait it asks for, the client's retries
+                sent[0] += 1
                 wait = retry_after_seconds(error.response.headers.get("Retry-After")) or 0.0
                 time.sleep(min(wait, MAX_RETRY_AFTER))
             except openai.APIConnectionError as error:
                 if isinstance(error, openai.APITimeoutError):
                     raise
-        return self.client.post("/chat/completions", body=request, cast_to=ChatCompletion)
+                sent[0] += 1
+        return self._send(request, options, limit)
+
+    def _send(self, request: dict[str, Any], options: dict[str, Any], limit: float | None) -> Completion:
+        """One request (with the client's retries), read whole or, with :attr:`stream` and no tools, chunk by
+        chunk."""
+        if not self.stream or request.get("tools"):
+            options = {**options, "headers": {"X-Stainless-Raw-Response": "true"}}  # to read its retry count
+            raw = self.client.post("/chat/completions", body=request, cast_to=ChatCompletion, options=options)
+            response = raw.parse()
+            try:
+                completion = _completion(response)
+            except (NotACompletion, AttributeError, TypeError, IndexError, KeyError) as error:
+                raise _NotRead(response, raw.http_request) from error
+            completion.attempts = raw.retries_taken + 1
+            return completion
+        deadline = None if limit is None else time.monotonic() + limit
+        chunks = self.client.post("/chat/completions", body={**request, "stream": True,
+                                                              "stream_options": {"include_usage": True}},
+                                  cast_to=ChatCompletion, options=options, stream=True,
+                                  stream_cls=openai.Stream[ChatCompletionChunk])
+        with chunks:  # closed however the reading ends: the server sees the request go and stops generating
+            kind = chunks.response.headers.get("content-type", "")
+            try:
+                if not kind.startswith("text/event-stream"):  # a proxy's page, a whole JSON answer
+                    raise NotACompletion(f"{kind or 'an answer without a content type'}, not a stream of events")
+                completion = _assembled(chunks, deadline)
+            except (NotACompletion, AttributeError, TypeError, IndexError, KeyError) as error:
+                shown = chunks.response.read().decode("utf-8", "replace") if isinstance(error, NotACompletion) \
+                    and not kind.startswith("text/event-stream") else "a stream of chunks"
+                raise _NotRead(shown, chunks.response.request) from error
+        completion.attempts = _attempt(chunks.response.request)
+        return completion
+
+
+class _NotRead(Exception):
+    """An answer that holds no chat completion, with the request that got it."""
+
+    def __init__(self, response: Any, request: httpx2.Request | None) -> None:
+        super().__init__("not a chat completion")
+        self.response = response
+        self.request = request
+
+
+def _counted(error: ModelRequestError, sent: list[int], request: httpx2.Request | None) -> ModelRequestError:
+    """*error* with the requests its call sent: the earlier tries' and the last one's attempts."""
+    error.attempts = sent[0] + _attempt(request)
+    return error
+
+
+def _unsent(error: ModelRequestError) -> ModelRequestError:
+    error.attempts = 0
+    return error
+
+
+def _assembled(chunks: openai.Stream[ChatCompletionChunk], deadline: float | None) -> Completion:
+    """The :class:`Completion` the chunks of a streamed reply make, tool calls included; a reply still running at
+    *deadline* is a timeout (the caller closes the request)."""
+    content: list[str] = []
+    calls: dict[int, list[str]] = {}
+    usage: Any = None
+    model = ""
+    chosen = False
+    for chunk in chunks:
+        if deadline is not None and time.monotonic() > deadline:
+            raise openai.APITimeoutError(request=chunks.response.request)
+        model = chunk.model or model
+        usage = chunk.usage or usage
+        for choice in chunk.choices[:1]:
+            chosen = True
+            delta = choice.delta
+            content.append(delta.content or "")
+            for call in delta.tool_calls or []:
+                name, arguments = calls.setdefault(call.index, ["", ""])
+                if call.function is not None:
+                    calls[call.index] = [name + (call.function.name or ""),
+                                         arguments + (call.function.arguments or "")]
+    if not chosen:
+        raise NotACompletion("no choices")
+    cached = 0
+    if usage is not None and usage.prompt_tokens_details is not None:
+        cached = usage.prompt_tokens_details.cached_tokens or 0
+    return Completion(
+        content=well_formed("".join(content)),
+        tool_calls=[ToolCall(well_formed(name), well_formed(arguments)) for name, arguments in
+                    (calls[index] for index in sorted(calls))],
+        prompt_tokens=usage.prompt_tokens if usage else 0,
+        completion_tokens=usage.completion_tokens if usage else 0,
+        cached_tokens=cached,
+        model=model,
+    )
 
 
 def _completion(response: Any) -> Completion:

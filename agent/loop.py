@@ -27,6 +27,17 @@ and why, so a resampled model does not walk the same way again.
 
 Budgets: at most ``max_path_actions`` steps on the path and at most
 ``max_total_actions`` actions in all, rolled-back and malformed ones included.
+A run with ``max_seconds`` has one budget of time: each model call may take
+what remains of it (at most the model's own timeout), the end-of-run
+extraction included, and a run that spent it ends (``time_limit``).  Every
+request sent to the model is counted (``llm_calls``), failed ones too.
+
+A run that learns nothing for ``max_steps_without_progress`` steps in a row
+ends early (``no_progress``): a step learns something when its search, entry
+or examples show an ID no earlier observation showed, or its query returns
+rows no earlier query returned.  Repeated, empty or failed searches, errors
+and rolled-back steps learn nothing, so a model that keeps searching for
+what it already has does not spend the whole budget.
 
 Protocols, per question: tool calls first, with ``tool_choice`` "required".
 An endpoint that fails the first request of a ``tool_choice`` (llama-cpp-python's
@@ -54,6 +65,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Sequence
+from itertools import islice
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -62,7 +74,8 @@ from agent.actions import (ACTIONS, CANNOT_ANSWER, action_named, actions_for, ch
                            tool_schemas)
 from agent.kb.base import KBUnavailable, KnowledgeBase, QueryResult
 from agent.llm import (
-    ChatModel, Completion, ContextTooLong, LLMUnavailable, ToolChoiceRefused, ToolsUnsupported, well_formed,
+    ChatModel, Completion, ContextTooLong, LLMUnavailable, ModelRequestError, ToolChoiceRefused, ToolsUnsupported,
+    well_formed,
 )
 from agent.parsing import ParseError, parse_step
 from agent.prompts import render
@@ -107,6 +120,12 @@ class AgentConfig:
     #: Replies that break the tool protocol (prose, no JSON, a wrong tool or argument name) after which the
     #: question goes on in the plain-text protocol: the first one's error is fed back to the model.
     max_malformed_calls: int = 2
+    #: Steps in a row that learn nothing new (no ID, no rows not seen before) after which the run ends
+    #: (``no_progress``); 0 for no such end.
+    max_steps_without_progress: int = 6
+    #: Seconds the whole run may take, its model calls and the end-of-run extraction included (each call gets what
+    #: remains, at most the model's timeout); ``None`` for no limit but the steps'.
+    max_seconds: float | None = None
     #: Replies in a row, in one protocol, without a usable action (none that can be read, an unknown one, an
     #: unusable argument) after which the run ends (``no_usable_action``).
     max_unusable_in_a_row: int = 3
@@ -218,14 +237,21 @@ class _Run:
         self.tool_choice_answered = False
         #: The model the endpoint says answered.
         self.model = ""
+        self.started = time.monotonic()
+        #: Steps in a row that learnt nothing new, and the actions they took.
+        self.without_progress: list[str] = []
+        #: Why the end-of-run extraction gave nothing ("" when it answered or was not asked).
+        self.extraction_failure = ""
 
     # -- the loop -----------------------------------------------------------------
 
     def execute(self) -> AgentResult:
-        started = time.monotonic()
+        self.started = started = time.monotonic()
         final: int | None = None
         try:
             while True:
+                if self.remaining() == 0.0:
+                    raise RunEnded(StopReason.TIME_LIMIT, f"the run's {self.config.max_seconds:g} s are spent")
                 if len(self.steps) >= self.config.max_total_actions:
                     raise RunEnded(StopReason.ACTION_LIMIT,
                                     f"{len(self.steps)} actions taken, the limit is {self.config.max_total_actions}")
@@ -240,6 +266,9 @@ class _Run:
         except RunEnded as ended:
             reason, message = ended.reason, ended.message
         answer = end_of_run.finish(self, reason, final)
+        if self.extraction_failure:
+            message += f"; the end-of-run extraction gave nothing ({self.extraction_failure})"
+            log.warning("the end-of-run extraction gave nothing: %s", self.extraction_failure)
         self.usage.seconds = round(time.monotonic() - started, 3)
         result = answer.result
         return AgentResult(
@@ -261,6 +290,12 @@ class _Run:
             tool_choice=self.tool_choice,
             model=self.model,
         )
+
+    def remaining(self) -> float | None:
+        """Seconds left of the run's time (0 when spent), or ``None`` when the run has no time limit."""
+        if self.config.max_seconds is None:
+            return None
+        return max(0.0, self.started + self.config.max_seconds - time.monotonic())
 
     @property
     def path(self) -> list[int]:
@@ -303,7 +338,34 @@ class _Run:
             raise RunEnded(StopReason.NO_USABLE_ACTION,
                             f"the model gave no usable action {self.unusable_in_a_row} times "
                             f"in a row (the last: {_short(decision.error or '')})")
+        if final is None:
+            self.count_progress(step, index)
         return final
+
+    def count_progress(self, step: Step, index: int) -> None:
+        """End the run after ``max_steps_without_progress`` steps in a row that learnt nothing new."""
+        if self.learnt(step, index):
+            self.without_progress = []
+            return
+        shown = ACTIONS[step.action].name_on(self.graph) if step.action in ACTIONS else step.action or "no action"
+        self.without_progress.append(f"{shown}({_short(step.argument, 40)})" if step.argument else shown)
+        limit = self.config.max_steps_without_progress
+        if limit and len(self.without_progress) >= limit:
+            raise RunEnded(StopReason.NO_PROGRESS,
+                           f"nothing new learnt in {len(self.without_progress)} steps in a row: "
+                           + ", ".join(islice(self.without_progress, 6)))
+
+    def learnt(self, step: Step, index: int) -> bool:
+        """Whether *step* showed something the run had not seen: an ID in what it observed, or new rows."""
+        if step.rolled_back or step.observation is None or step.action not in ACTIONS or step.action == "stop":
+            return False
+        if step.action == "execute_sparql":
+            result = self.results.get(index)
+            return result is not None and result.status == "ok" and not any(
+                earlier.status == "ok" and earlier.bindings == result.bindings and earlier.boolean == result.boolean
+                for at, earlier in self.results.items() if at < index)
+        seen = self.shown_ids(before=index)
+        return bool(grounding.shown_ids([step.observation], self.graph) - seen)
 
     def taken_before(self, step: Step, index: int) -> int | None:
         """The earlier step (rolled back or not) that took the same action, if any."""
@@ -384,14 +446,24 @@ class _Run:
         log.info("the plain-text protocol for the rest of this question: %s", why)
 
     def call_llm(self, messages: list[dict[str, Any]], **options: Any) -> Completion:
+        """One model call within what remains of the run's time; every request it sent is counted."""
+        remaining = self.remaining()
+        if remaining == 0.0:
+            raise RunEnded(StopReason.TIME_LIMIT, f"the run's {self.config.max_seconds:g} s are spent")
         try:
-            completion = self.agent.llm.complete(messages, **options)
-        except ContextTooLong as error:  # asking again cannot help
-            raise RunEnded(StopReason.CONTEXT_LENGTH, str(error)) from error
-        except LLMUnavailable as error:
-            raise RunEnded(StopReason.LLM_ERROR, str(error)) from error
+            completion = self.agent.llm.complete(messages, timeout=remaining, **options)
+        except ModelRequestError as error:
+            self.usage.llm_calls += error.attempts
+            if isinstance(error, ContextTooLong):  # asking again cannot help
+                raise RunEnded(StopReason.CONTEXT_LENGTH, str(error)) from error
+            if isinstance(error, LLMUnavailable):
+                if self.remaining() == 0.0:
+                    raise RunEnded(StopReason.TIME_LIMIT, f"the run's {self.config.max_seconds:g} s are spent "
+                                                          f"({error})") from error
+                raise RunEnded(StopReason.LLM_ERROR, str(error)) from error
+            raise
         self.model = completion.model or self.model
-        self.usage.llm_calls += 1
+        self.usage.llm_calls += completion.attempts
         self.usage.prompt_tokens += completion.prompt_tokens
         self.usage.completion_tokens += completion.completion_tokens
         self.usage.cached_tokens += completion.cached_tokens

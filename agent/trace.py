@@ -68,6 +68,7 @@ class Step:
 class Usage:
     """What a run cost."""
 
+    #: Requests sent to the model: those that failed or timed out, and the client's retries, included.
     llm_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -96,6 +97,10 @@ class StopReason(StrEnum):
     REPEATED_STOP = "repeated_stop"
     #: Reply after reply held no action that could be run.
     NO_USABLE_ACTION = "no_usable_action"
+    #: Step after step learnt nothing new (no entity, property or rows the run had not seen).
+    NO_PROGRESS = "no_progress"
+    #: The run's time (:attr:`agent.AgentConfig.max_seconds`) was spent.
+    TIME_LIMIT = "time_limit"
     #: A prompt outgrew the model's context; the run ends with a best effort.
     CONTEXT_LENGTH = "context_length"
     LLM_ERROR = "llm_error"

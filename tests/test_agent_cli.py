@@ -6,7 +6,8 @@ import sys
 
 from agent.__main__ import build_parser, main
 from tests.support.euler import EULER_ADVISORS_QUERY, euler_entities
-from tests.support.llm_server import SlowReply, ToolCallReply
+from tests.support.llm_server import EndlessReply, SlowReply, TextReply, ToolCallReply
+from tests.support.processes import PATIENCE, wait_for
 from tests.support.wikidata_server import select
 
 
@@ -89,3 +90,35 @@ def test_the_model_timeout_is_an_option(llm_server, wikidata_server, monkeypatch
     assert main(["Who?", "--base-url", llm.base_url, "--llm-timeout", "0.5", "--max-total-actions", "1"]) == 1
     assert "Ended: llm_error (no reply within 0.5 s (the model's timeout); not asked again" in capsys.readouterr().out
     assert len(llm.requests) == 1   # gave up after half a second, not a minute, and not sent again
+
+
+def test_a_switch_to_the_text_protocol_is_said_in_one_line(llm_server, wikidata_server, monkeypatch, capsys):
+    _, wikidata = servers(llm_server, wikidata_server)
+    llm = llm_server([TextReply("Thought: ask\nAction: execute_sparql(" + EULER_ADVISORS_QUERY + ")"),
+                      TextReply("Thought: done\nAction: stop()")], supports_tools=False)
+    monkeypatch.setenv("WIKIDATA_API_URL", wikidata.api_url)
+    monkeypatch.setenv("WIKIDATA_SPARQL_URL", wikidata.sparql_url)
+    assert main(["Who advised Euler?", "--base-url", llm.base_url]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "Protocol: switched to the plain-text protocol for this question (the endpoint refused tool " \
+           "definitions)" in lines
+
+
+def test_a_run_without_a_switch_says_nothing_of_protocols(llm_server, wikidata_server, monkeypatch, capsys):
+    llm, wikidata = servers(llm_server, wikidata_server)
+    monkeypatch.setenv("WIKIDATA_API_URL", wikidata.api_url)
+    monkeypatch.setenv("WIKIDATA_SPARQL_URL", wikidata.sparql_url)
+    assert main(["Who advised Euler?", "--base-url", llm.base_url]) == 0
+    assert "Protocol:" not in capsys.readouterr().out
+
+
+def test_streamed_replies_and_the_runs_time_are_options(llm_server, wikidata_server, monkeypatch, capsys):
+    endless = EndlessReply()
+    llm = llm_server([endless], supports_tools=False)  # the text protocol's requests are streamed
+    _, wikidata = servers(llm_server, wikidata_server)
+    monkeypatch.setenv("WIKIDATA_API_URL", wikidata.api_url)
+    monkeypatch.setenv("WIKIDATA_SPARQL_URL", wikidata.sparql_url)
+    assert main(["Who?", "--base-url", llm.base_url, "--llm-stream", "--max-seconds", "1"]) == 1
+    assert "Ended: time_limit (the run's 1 s are spent (no reply within " in capsys.readouterr().out
+    assert llm.requests[-1]["stream"] is True
+    wait_for(endless.noticed.is_set, PATIENCE, "the model to notice the closed request and stop")

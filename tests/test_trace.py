@@ -40,8 +40,8 @@ def test_records_written_before_the_explanation_existed_still_load():
 
 def test_stop_reasons_are_stored_as_the_strings_earlier_records_hold():
     assert [reason.value for reason in StopReason] == [
-        "stop", "cannot_answer", "path_limit", "action_limit", "repeated_stop", "no_usable_action", "context_length",
-        "llm_error", "kb_error"]
+        "stop", "cannot_answer", "path_limit", "action_limit", "repeated_stop", "no_usable_action", "no_progress",
+        "time_limit", "context_length", "llm_error", "kb_error"]
     for reason in StopReason:
         record = json.loads(json.dumps(AgentResult("Who?", None, None, [], [], reason).to_dict()))
         assert record["stop_reason"] == reason.value

@@ -21,6 +21,17 @@ wraps any exception as a 500 with its text), and an assistant message whose
 ``content`` is null fails the server's request validation, wrapped the same
 way.  A server that ignores tools (a model's own chat template) is a script
 of :class:`TextReply` to tools requests.
+
+A request with ``"stream": true`` is answered as OpenAI streams it: server-sent
+events, one ``chat.completion.chunk`` a piece of the reply (tool calls in
+pieces too), then a chunk with the usage when ``stream_options`` asks for it,
+then ``[DONE]``; errors and raw bodies are sent as they are, before any chunk.
+With ``one_at_a_time`` it serves as llama-cpp-python's server does: one
+completion at a time under its model's lock, which ``GET /v1/models`` takes
+too, so a cheap request waits behind a generation.  :class:`EndlessReply`
+"generates" until the test stops it: streamed, it notices a client that went
+away at its next chunk and stops (``noticed``); not streamed, it goes on as
+that server's non-streamed generation does, whoever still waits for it.
 """
 
 from __future__ import annotations
@@ -169,10 +180,30 @@ class HeldReply:
     limit: float = 300.0
 
 
+@dataclass
+class EndlessReply:
+    """A generation that never ends by itself: a small model looping on its own text.
+
+    Streamed, a chunk goes out every *tick* seconds until a write fails (the
+    client closed the request): then *noticed* is set and it stops.  Not
+    streamed, nothing is written until the test sets *release* (or *limit*
+    seconds pass); then *reply* is sent to whoever still listens.  *finished* is
+    set when the generation is over, either way.
+    """
+
+    reply: Any = field(default_factory=lambda: TextReply("..."))
+    tick: float = 0.02
+    limit: float = 300.0
+    arrived: threading.Event = field(default_factory=threading.Event)
+    noticed: threading.Event = field(default_factory=threading.Event)
+    release: threading.Event = field(default_factory=threading.Event)
+    finished: threading.Event = field(default_factory=threading.Event)
+
+
 #: How often a held request looks whether its client closed the connection.
 HOLD_LOOK_SECONDS = 0.05
 
-Reply = ToolCallReply | TextReply | ErrorReply | SlowReply | FromHeaders | RawReply | HeldReply
+Reply = ToolCallReply | TextReply | ErrorReply | SlowReply | FromHeaders | RawReply | HeldReply | EndlessReply
 Script = list[Reply] | Callable[[dict[str, Any]], Reply]
 
 
@@ -193,8 +224,13 @@ class FakeLLMServer:
     accepts_null_content: bool = True
     #: When false, ``GET /v1/models`` is a 404, as some OpenAI-compatible endpoints answer it.
     lists_models: bool = True
+    #: One completion at a time, and ``GET /v1/models`` waits for it, as llama-cpp-python's server serves.
+    one_at_a_time: bool = False
     requests: list[dict[str, Any]] = field(default_factory=list)
+    #: How many ``GET /v1/models`` requests were answered.
+    model_lists: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _model_lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
         self._server = LoopbackServer(_handler_for(self))
@@ -267,6 +303,30 @@ def _completion(body: dict[str, Any], reply: ToolCallReply | TextReply, model: s
     }
 
 
+def _chunks(body: dict[str, Any], reply: ToolCallReply | TextReply, model: str) -> Iterator[dict[str, Any]]:
+    """The reply as OpenAI streams it: a chunk a piece (of about 8 characters), the finish, and the usage."""
+    whole = _completion(body, reply, model)
+    message = whole["choices"][0]["message"]
+    base = {"id": whole["id"], "object": "chat.completion.chunk", "created": whole["created"], "model": model}
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}]}
+
+    yield chunk({"role": "assistant", "content": ""})
+    text = message.get("content") or ""
+    for start in range(0, len(text), 8):
+        yield chunk({"content": text[start:start + 8]})
+    for index, call in enumerate(message.get("tool_calls") or []):
+        yield chunk({"tool_calls": [{"index": index, "id": call["id"], "type": "function",
+                                     "function": {"name": call["function"]["name"], "arguments": ""}}]})
+        arguments = call["function"]["arguments"]
+        for start in range(0, len(arguments), 8):
+            yield chunk({"tool_calls": [{"index": index, "function": {"arguments": arguments[start:start + 8]}}]})
+    yield chunk({}, whole["choices"][0]["finish_reason"])
+    if (body.get("stream_options") or {}).get("include_usage"):
+        yield {**base, "choices": [], "usage": whole["usage"]}
+
+
 def _handler_for(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -304,8 +364,57 @@ def _handler_for(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
             except OSError:  # reset
                 return True
 
+        def _start_events(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+
+        def _event(self, data: str) -> None:
+            """One server-sent event, as one chunk of the chunked body (a closed client fails the write)."""
+            payload = f"data: {data}\r\n\r\n".encode()
+            self.wfile.write(f"{len(payload):x}\r\n".encode() + payload + b"\r\n")
+            self.wfile.flush()
+
+        def _end_events(self) -> None:
+            self._event("[DONE]")
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+
+        def _generate(self, body: dict[str, Any], reply: EndlessReply) -> Any:
+            """Run an endless generation; the reply to send after it, or ``None`` when nothing is left to send."""
+            reply.arrived.set()
+            try:
+                if not body.get("stream"):
+                    reply.release.wait(reply.limit)
+                    return reply.reply
+                self._start_events()
+                deadline = time.monotonic() + reply.limit
+                base = {"id": "chatcmpl-endless", "object": "chat.completion.chunk", "created": int(time.time()),
+                        "model": server.model}
+                while time.monotonic() < deadline and not reply.release.is_set():
+                    try:
+                        self._event(json.dumps({**base, "choices": [{"index": 0, "delta": {"content": "and "},
+                                                                     "finish_reason": None}]}))
+                    except OSError:
+                        reply.noticed.set()
+                        self.close_connection = True
+                        return None
+                    time.sleep(reply.tick)
+                self._end_events()
+                return None
+            finally:
+                reply.finished.set()
+
         def do_GET(self) -> None:
+            if server.one_at_a_time:
+                if not server._model_lock.acquire(timeout=300):
+                    self._send(503, {"error": {"message": "the model stayed busy", "type": "server_error"}})
+                    return
+                server._model_lock.release()
             if self.path.rstrip("/").endswith("/models") and server.lists_models:
+                with server._lock:
+                    server.model_lists += 1
                 self._send(200, {"object": "list", "data": [{"id": server.model, "object": "model",
                                                              "created": 0, "owned_by": "stand-in"}]})
                 return
@@ -337,8 +446,20 @@ def _handler_for(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
                     server.requests.append(body)
                 self._send(refusal.status, refusal.body)
                 return
+            if not server.one_at_a_time:
+                self._answer(body)
+                return
+            with server._model_lock:
+                self._answer(body)
+
+        def _answer(self, body: dict[str, Any]) -> None:
             reply = server.next_reply(body)
-            while isinstance(reply, SlowReply | FromHeaders | HeldReply):
+            while isinstance(reply, SlowReply | FromHeaders | HeldReply | EndlessReply):
+                if isinstance(reply, EndlessReply):
+                    reply = self._generate(body, reply)
+                    if reply is None:
+                        return
+                    continue
                 if isinstance(reply, FromHeaders):
                     reply = reply.make(self.headers)
                     continue
@@ -368,7 +489,13 @@ def _handler_for(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
                 self._send(reply.status, reply.body or {"error": {"message": reply.message, "type": "server_error"}},
                            headers)
                 return
-            self._send(200, _completion(body, reply, server.model))
+            if not body.get("stream"):
+                self._send(200, _completion(body, reply, server.model))
+                return
+            self._start_events()
+            for chunk in _chunks(body, reply, server.model):
+                self._event(json.dumps(chunk))
+            self._end_events()
 
     return Handler
 
