@@ -184,7 +184,7 @@ def ask(browser, question: str) -> float:
     }})()""")
 
 
-def wait_done(browser, turns: int, seconds: float = 60) -> None:
+def wait_done(browser, turns: int, seconds: float = PATIENCE) -> None:
     deadline = time.monotonic() + seconds
     while browser.evaluate("document.querySelectorAll('#log .turn[data-done]').length") < turns:
         assert time.monotonic() < deadline, browser.evaluate("document.getElementById('log').innerText")
@@ -204,7 +204,7 @@ def turn(browser, index: int) -> dict[str, Any]:
 def test_steps_appear_before_the_run_ends_and_a_follow_up_keeps_the_context(browser, service):
     open_page(browser, service)
     asked_at = ask(browser, "slow question about cities")
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + PATIENCE
     while browser.evaluate("window.seen.firstStep") is None:
         assert time.monotonic() < deadline, "no step was shown"
         time.sleep(0.02)
@@ -382,21 +382,24 @@ def test_a_run_stops_when_its_page_goes_away(browser, another_browser, llm_serve
 
 
 def test_a_run_past_its_deadline_says_so(browser, llm_server, wikidata_store, tmp_path):
-    llm = llm_server(scripted)
+    """The model holds the run's first call past the run's deadline: the page says so when the deadline comes, and
+    the run stops there, its model request closed (the reply it held is never read)."""
+    held = HeldReply(ToolCallReply("stop", {"thought": "", "explanation": "Too late.", "language": "en"}))
+    llm = llm_server(lambda body: held if _question(body) == "endless question" else scripted(body))
     service = start_serve(llm.base_url, {"wikidata": wikidata_store}, tmp_path, options=("--timeout", "2"))
     try:
         open_page(browser, service)
         ask(browser, "endless question")
         wait_done(browser, 1)
         shown = turn(browser, 0)
-        deadline = time.monotonic() + 10  # the worker stops the run at its next step
-        while "run stopped (past its deadline" not in service.log.read_text():
-            assert time.monotonic() < deadline, "the run went on past its deadline"
-            time.sleep(0.1)
+        wait_for(lambda: "run stopped (past its deadline; its model request closed)" in service.log.read_text(),
+                 PATIENCE, "the run's end at its deadline")
+        wait_for(held.closed.is_set, PATIENCE, "the model request closed")
     finally:
+        held.release.set()
         log = service.stop()
-    assert shown["failed"] == ["No answer within 2 seconds."] and shown["steps"]
-    assert "no answer within 2 s" in log
+    assert shown["failed"] == ["No answer within 2 seconds."] and not shown["query"]
+    assert "no answer within 2 s" in log and len(llm.requests) == 1
 
 
 def test_a_form_posted_from_another_site_starts_no_run(service):

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from tests.support.llm_server import ErrorReply, FakeLLMServer, FromHeaders, ToolCallReply, openai_wrong_key
+from tests.support.processes import PATIENCE
 from tests.support.serve_rig import build_library_store, start_serve
 
 #: One worker runs them all: they share one server and read its one log.
@@ -101,7 +102,7 @@ def log_size(service) -> int:
     return service.log.stat().st_size
 
 
-def log_after(service, written: str, since: int = 0, seconds: float = 10) -> str:
+def log_after(service, written: str, since: int = 0, seconds: float = PATIENCE) -> str:
     """The server's log from byte *since* on, once it holds a match of the pattern *written*, whole lines only."""
     deadline = time.monotonic() + seconds
     while True:
