@@ -1,28 +1,24 @@
 """A DBpedia-style graph by its profile alone: case-sensitive IDs with escapes, two property namespaces, classes."""
 
 import json
-from pathlib import Path
 
 import pytest
 
 from agent import Agent, AgentConfig
 from agent.actions import actions_for, check_argument
-from agent.graph import load_graph
-from agent.kb.local import LocalKB
 from agent.llm import ChatModel, LLMConfig
 from agent.observations import format_entry, format_property_examples, format_query_result, format_search
 from agent.prompts import render
+from tests.support.graphs import fixture_graph, fixture_profile
 from tests.support.llm_server import ToolCallReply
 
-GRAPHS = Path(__file__).parent / "fixtures" / "graphs"
-DBPEDIA = load_graph(GRAPHS / "dbpedia.toml")
+DBPEDIA = fixture_profile("dbpedia")
 TEXAS = r"dbr:Paris\,_Texas"
 
 
 @pytest.fixture(scope="module")
 def kb(tmp_path_factory):
-    store = LocalKB(tmp_path_factory.mktemp("dbpedia") / "store", graph=DBPEDIA, timeout=20)
-    store.load([GRAPHS / "dbpedia.ttl"], progress=False)
+    store = fixture_graph(tmp_path_factory.mktemp("dbpedia"), "dbpedia", timeout=20)
     yield store
     store.close()
 

@@ -6,28 +6,26 @@ The museum graph names its techniques by SKOS (``skos:prefLabel``, ``skos:altLab
 
 import json
 import sqlite3
-from pathlib import Path
 
 import pytest
 
 from agent import Agent, AgentConfig
 from agent.actions import actions_for, shown_names, tool_schemas
-from agent.graph import WIKIDATA, load_graph, parse_profile
+from agent.graph import WIKIDATA, parse_profile
 from agent.kb.local import LocalKB
 from agent.kb.local.search import SCHEMA, SearchIndex
 from agent.llm import ChatModel, LLMConfig
 from agent.observations import format_search
 from agent.prompts import render
+from tests.support.graphs import GRAPHS, fixture_graph, fixture_profile
 from tests.support.llm_server import ToolCallReply
 
-GRAPHS = Path(__file__).parent / "fixtures" / "graphs"
-MUSEUM = load_graph(GRAPHS / "museum.toml")
+MUSEUM = fixture_profile("museum")
 
 
 @pytest.fixture(scope="module")
 def kb(tmp_path_factory):
-    store = LocalKB(tmp_path_factory.mktemp("museum") / "store", graph=MUSEUM, timeout=20)
-    store.load([GRAPHS / "museum.ttl"], progress=False)
+    store = fixture_graph(tmp_path_factory.mktemp("museum"), "museum", timeout=20)
     yield store
     store.close()
 

@@ -78,6 +78,15 @@ def _sparql_string(text: str) -> str:
     return json.dumps(text)  # JSON's escapes (\", \\, \n, \uXXXX) are SPARQL's too
 
 
+#: Questions answered in two model calls, by how they start: the query's thought and query, then the stop's
+#: thought and explanation.
+TWO_STEPS = {
+    "quick": ("A look.", QUERY, "", "Two cities."),
+    "labels": ("Zurich by its ID.", LABELLED, "", "Zurich, by its ID."),
+    "revise": ("Add Basel to the earlier query.", REVISED, "done", "Three cities now."),
+}
+
+
 def scripted(body: dict[str, Any]):
     question, taken = _question(body), _calls(body)
     if question.startswith("slow"):
@@ -85,24 +94,18 @@ def scripted(body: dict[str, Any]):
             return ToolCallReply("execute_sparql", {"thought": f"First look ({question}).", "sparql": QUERY})
         return SlowReply(SLOW, ToolCallReply("stop", {"thought": "done", "explanation": "Two cities.",
                                                       "language": "en"}))
-    if question.startswith("quick"):
+    two = next((steps for start, steps in TWO_STEPS.items() if question.startswith(start)), None)
+    if two is not None:  # a query, then the stop
+        thought, query, last_thought, explanation = two
         if taken == 0:
-            return ToolCallReply("execute_sparql", {"thought": "A look.", "sparql": QUERY})
-        return ToolCallReply("stop", {"thought": "", "explanation": "Two cities.", "language": "en"})
-    if question.startswith("labels"):
-        if taken == 0:
-            return ToolCallReply("execute_sparql", {"thought": "Zurich by its ID.", "sparql": LABELLED})
-        return ToolCallReply("stop", {"thought": "", "explanation": "Zurich, by its ID.", "language": "en"})
+            return ToolCallReply("execute_sparql", {"thought": thought, "sparql": query})
+        return ToolCallReply("stop", {"thought": last_thought, "explanation": explanation, "language": "en"})
     if question.startswith("search the library"):
         if taken == 0:
             return ToolCallReply("search_graph", {"thought": "Find Dune.", "query": "Dune"})
         if taken == 1:
             return ToolCallReply("execute_sparql", {"thought": "The books.", "sparql": QUERY})
         return ToolCallReply("stop", {"thought": "", "explanation": "Found it.", "language": "en"})
-    if question.startswith("revise"):
-        if taken == 0:
-            return ToolCallReply("execute_sparql", {"thought": "Add Basel to the earlier query.", "sparql": REVISED})
-        return ToolCallReply("stop", {"thought": "done", "explanation": "Three cities now.", "language": "en"})
     if question.startswith("hostile"):
         payloads = hostile_payloads()
         chunks = [payloads[start:start + 25] for start in range(0, len(payloads), 25)]

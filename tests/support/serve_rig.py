@@ -39,7 +39,6 @@ CK25_DATA = ("prod-inst.ttl", "text2sparql.ttl", "queries.ttl")
 CK25_AGENT_DATA = ("prod-inst.ttl", "text2sparql.ttl")
 #: The stand-in model's key: nothing the page receives may hold it.
 KEY = "sk-serve-stand-in-key"
-GRAPHS = Path(__file__).resolve().parent.parent / "fixtures" / "graphs"
 
 
 def free_port() -> int:
@@ -104,11 +103,9 @@ def start_serve(llm_base_url: str, graphs: dict[str, Path | str], log_dir: Path,
 def build_fixture_store(directory: Path, name: str) -> Path:
     """The tests' graph *name* (``tests/fixtures/graphs/NAME.ttl``, by its profile ``NAME.toml``) in a local store in
     *directory*."""
-    from agent.graph import load_graph
-    from agent.kb.local import LocalKB
+    from tests.support.graphs import fixture_graph
 
-    kb = LocalKB(directory / "store", graph=load_graph(GRAPHS / f"{name}.toml"))
-    kb.load([GRAPHS / f"{name}.ttl"], progress=False)
+    kb = fixture_graph(directory, name)
     kb.close()
     return kb.directory
 
