@@ -40,6 +40,8 @@ model                   (SPINACH_MODEL, else the         the model's name
                         endpoint's one, else gpt-4o)
 llm_timeout             60                               seconds one model reply may take (raise it
                                                          for a local model on a small machine)
+run_minutes             15                               minutes one question's run may take, every model
+                                                         call and the end-of-run extraction included
 ======================  ===============================  ==========================================
 
 The language model settings here win over the environment variables named in
@@ -93,6 +95,7 @@ class BotConfig:
     base_url: str | None = None
     model: str | None = None
     llm_timeout: float = 60.0
+    run_minutes: float = 15.0
 
     @classmethod
     def from_file(cls, path: str | Path) -> BotConfig:

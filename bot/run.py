@@ -175,7 +175,8 @@ def make_answerer(config: BotConfig, llm_config, kb=None):
             log.warning("%s (asked again at the first question)", error)
     # Every answer of the model and the knowledge base is scrubbed of secrets before the agent sees it.
     agent = Agent(llm=llm, kb=kb or open_knowledge_base(config),
-                  config=AgentConfig(answer_guaranteed=False, scholarly_service=config.scholarly_service or ""))
+                  config=AgentConfig(answer_guaranteed=False, scholarly_service=config.scholarly_service or "",
+                                     max_seconds=config.run_minutes * 60))
     endpoint = endpoint_of(llm_config)
 
     def answer(request):

@@ -26,6 +26,21 @@ def test_the_model_timeout_comes_from_bot_ini_and_reaches_the_model(tmp_path, ll
     assert result.stop_reason == "llm_error" and "no reply within 0.5 s" in result.stop_message
 
 
+def test_a_questions_run_ends_when_its_minutes_from_bot_ini_are_spent(tmp_path, llm_server):
+    """A model that answers every call, slowly, with another query: the run ends on its budget, with no call
+    after it, not after its thirty actions."""
+    looping = llm_server(lambda body: SlowReply(0.5, ToolCallReply("execute_sparql", {
+        "thought": "Once more.", "sparql": "SELECT ?x WHERE { VALUES ?x { 1 } }"})))
+    (tmp_path / "bot.ini").write_text(f"[bot]\nbase_url = {looping.base_url}\nmodel = m\nrun_minutes = 0.02\n"
+                                      f"kb_dir = {tmp_path / 'store'}\n")
+    LocalKB(tmp_path / "store").close()
+    config = BotConfig.from_file(tmp_path / "bot.ini")
+    assert config.run_minutes == 0.02 and BotConfig().run_minutes == 15.0
+    result = make_answerer(config, model_settings(config))(Request(heading="Q", question="Who?"))
+    assert result.stop_reason == "time_limit" and "1.2 s are spent" in result.stop_message, result.stop_message
+    assert len(looping.requests) < 6
+
+
 def test_an_unknown_setting_is_an_error_naming_it(tmp_path):
     (tmp_path / "bot.ini").write_text("[bot]\nllm_timeout_seconds = 5\n")
     with pytest.raises(ValueError, match="unknown settings in \\[bot\\]: llm_timeout_seconds"):
