@@ -275,15 +275,16 @@ def harvest(site: pywikibot.site.BaseSite, store: ExampleStore, forum: str, bot:
         store.remove_page(title)
         counts = store.add(page.examples)
         report.threads += page.threads
-        report.examples += len(page.examples)
-        report.corrections += sum(1 for example in page.examples if example.bot_sparql)
+        refused = {key for key, _ in counts.refused}
+        report.examples += len(page.examples) - len(refused)
+        report.corrections += sum(1 for example in page.examples if example.bot_sparql and example.key not in refused)
         report.added += counts.added
         report.updated += counts.updated
         report.skipped.update(page.skipped)
         if counts.refused:  # a query posted with a typo (wd:183) or that does not parse: not an example to copy
             report.skipped["query does not parse or names a malformed Wikidata ID"] += len(counts.refused)
         store.record_page(HarvestedPage(title, latest, datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                                        len(page.examples), len(page.skipped)))
+                                        len(page.examples) - len(refused), len(page.skipped) + len(refused)))
     return report
 
 

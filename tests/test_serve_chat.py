@@ -350,7 +350,8 @@ def test_a_question_waiting_for_a_worker_says_so(browser, another_browser, llm_s
         ask(browser, "slow question that holds the only worker")
         wait_for(held.arrived.is_set, PATIENCE, "the first run holding the worker")
         ask(another_browser, "slow question that waits")
-        wait_for(lambda: another_browser.evaluate(status), PATIENCE, "the second reader's status")
+        wait_for(lambda: "in line" in (another_browser.evaluate(status) or ""), PATIENCE,
+                 "the second reader's place in line")
         waiting = another_browser.evaluate(status)
         steps_while_waiting = another_browser.evaluate("document.querySelectorAll('#log .step').length")
         held.release.set()

@@ -35,6 +35,9 @@ ROOT = Path(__file__).resolve().parent.parent
 CONSOLE_SCRIPTS = ("spinach-bot", "spinach-agent", "spinach-eval", "spinach-kb", "spinach-examples", "spinach-report",
                    "spinach-replay", "spinach-serve")
 PACKAGES = ("agent", "bot", "harness", "prompts", "scripts", "serve")
+#: The project's own packages that only a checkout has: the tests' stand-ins, which a benchmark run from a checkout
+#: starts (and which, installed from the wheel, it says in one line that it needs).
+CHECKOUT_ONLY = ("tests",)
 #: Packages that run only with an extra installed, and that extra.
 EXTRA_ONLY = {"harness": "eval", "scripts": "eval", "serve": "serve"}
 
@@ -173,7 +176,7 @@ def _third_party_imports(package: str) -> dict[str, set[str]]:
                 continue
             for name in names:
                 top = name.split(".")[0]
-                if top not in sys.stdlib_module_names and top not in PACKAGES and top != "__future__":
+                if top not in sys.stdlib_module_names and top not in PACKAGES + CHECKOUT_ONLY and top != "__future__":
                     found.setdefault(top, set()).add(str(path.relative_to(ROOT)))
     return found
 
