@@ -179,6 +179,13 @@ def actions_for(graph: GraphProfile | str = WIKIDATA) -> list[ActionSpec]:
     return [spec.on(graph) for spec in ACTIONS.values()]
 
 
+def shown_name(action: str, graph: GraphProfile | str = WIKIDATA) -> str:
+    """*action*, as a trace records it, by the name the model knows it by on *graph* (``search_graph`` off
+    Wikidata); a name no action has (a malformed call's) as it is."""
+    spec = ACTIONS.get(action)
+    return spec.name_on(graph) if spec else action
+
+
 def shown_names(graph: GraphProfile | str = WIKIDATA) -> dict[str, str]:
     """Each action's name as traces record it, to its name on *graph* (how a report or a page shows it)."""
     return {spec.name: spec.name_on(graph) for spec in ACTIONS.values()}

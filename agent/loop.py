@@ -65,13 +65,12 @@ import json
 import logging
 import time
 from collections.abc import Callable, Sequence
-from itertools import islice
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agent import end_of_run, grounding, observations
 from agent.actions import (ACTIONS, CANNOT_ANSWER, action_named, actions_for, check_argument, is_set, same_action,
-                           tool_schemas)
+                           shown_name, tool_schemas)
 from agent.kb.base import KBUnavailable, KnowledgeBase, QueryResult
 from agent.llm import (
     ChatModel, Completion, ContextTooLong, LLMUnavailable, ModelRequestError, ToolChoiceRefused, ToolsUnsupported,
@@ -251,7 +250,7 @@ class _Run:
         try:
             while True:
                 if self.remaining() == 0.0:
-                    raise RunEnded(StopReason.TIME_LIMIT, f"the run's {self.config.max_seconds:g} s are spent")
+                    raise self.time_spent()
                 if len(self.steps) >= self.config.max_total_actions:
                     raise RunEnded(StopReason.ACTION_LIMIT,
                                     f"{len(self.steps)} actions taken, the limit is {self.config.max_total_actions}")
@@ -296,6 +295,11 @@ class _Run:
         if self.config.max_seconds is None:
             return None
         return max(0.0, self.started + self.config.max_seconds - time.monotonic())
+
+    def time_spent(self, detail: str = "") -> RunEnded:
+        """The end of a run whose time is spent; *detail* says what the last call met."""
+        return RunEnded(StopReason.TIME_LIMIT, f"the run's {self.config.max_seconds:g} s are spent"
+                                               + (f" ({detail})" if detail else ""))
 
     @property
     def path(self) -> list[int]:
@@ -347,13 +351,13 @@ class _Run:
         if self.learnt(step, index):
             self.without_progress = []
             return
-        shown = ACTIONS[step.action].name_on(self.graph) if step.action in ACTIONS else step.action or "no action"
+        shown = shown_name(step.action, self.graph) or "no action"
         self.without_progress.append(f"{shown}({_short(step.argument, 40)})" if step.argument else shown)
         limit = self.config.max_steps_without_progress
         if limit and len(self.without_progress) >= limit:
             raise RunEnded(StopReason.NO_PROGRESS,
                            f"nothing new learnt in {len(self.without_progress)} steps in a row: "
-                           + ", ".join(islice(self.without_progress, 6)))
+                           + ", ".join(self.without_progress[:6]))
 
     def learnt(self, step: Step, index: int) -> bool:
         """Whether *step* showed something the run had not seen: an ID in what it observed, or new rows."""
@@ -449,7 +453,7 @@ class _Run:
         """One model call within what remains of the run's time; every request it sent is counted."""
         remaining = self.remaining()
         if remaining == 0.0:
-            raise RunEnded(StopReason.TIME_LIMIT, f"the run's {self.config.max_seconds:g} s are spent")
+            raise self.time_spent()
         try:
             completion = self.agent.llm.complete(messages, timeout=remaining, **options)
         except ModelRequestError as error:
@@ -458,8 +462,7 @@ class _Run:
                 raise RunEnded(StopReason.CONTEXT_LENGTH, str(error)) from error
             if isinstance(error, LLMUnavailable):
                 if self.remaining() == 0.0:
-                    raise RunEnded(StopReason.TIME_LIMIT, f"the run's {self.config.max_seconds:g} s are spent "
-                                                          f"({error})") from error
+                    raise self.time_spent(str(error)) from error
                 raise RunEnded(StopReason.LLM_ERROR, str(error)) from error
             raise
         self.model = completion.model or self.model

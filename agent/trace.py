@@ -49,6 +49,11 @@ class Step:
     rows: list[Binding] = field(default_factory=list)
     shown: dict[str, str] = field(default_factory=dict)
 
+    def says_something(self) -> bool:
+        """Whether a trace shows this step: every step but a ``stop`` that says nothing (its query is the final
+        one, shown as the answer)."""
+        return self.action != "stop" or bool(self.thought.strip())
+
     def keep_rows(self, result: QueryResult) -> None:
         """Keep the variables and the first rows of *result*, and the shown text of the IRIs they hold."""
         self.variables = list(result.variables)

@@ -452,7 +452,7 @@ def step_lines(number: int, step: Step, rows: int, final: str, words: Words) -> 
 
 def shown_steps(result: AgentResult) -> list[Step]:
     """The steps the trace shows: all but a ``stop`` that says nothing (its query is the final one)."""
-    return [step for step in result.steps if step.action != "stop" or step.thought.strip()]
+    return [step for step in result.steps if step.says_something()]
 
 
 def _traces(result: AgentResult, final: str, words: Words) -> Iterator[str]:

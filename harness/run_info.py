@@ -129,12 +129,11 @@ def begin_part(out_dir: Path, settings: dict[str, Any], started_at: str, force: 
     parts = info.get("parts", [])
     if parts and not force:
         previous = parts[-1]["settings"]
-        changed = [f"another {key} {previous[key]!r} (now {settings.get(key)!r})" for key in MEASURED
-                   if key in previous and not _same(key, previous[key], settings.get(key), out_dir)]
-        named = {key for key in MEASURED
-                 if key in previous and not _same(key, previous[key], settings.get(key), out_dir)}
+        named = [key for key in MEASURED
+                 if key in previous and not _same(key, previous[key], settings.get(key), out_dir)]
+        changed = [f"another {key} {previous[key]!r} (now {settings.get(key)!r})" for key in named]
         content = differences(previous.get("fingerprint"), settings.get("fingerprint"),
-                              tuple(part for part, keys in EXPLAINED_BY.items() if not named & set(keys)))
+                              tuple(part for part, keys in EXPLAINED_BY.items() if not set(named) & set(keys)))
         if content:
             changed.append("other " + ", ".join(content))
         if changed:

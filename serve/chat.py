@@ -37,7 +37,7 @@ from sse_starlette import EventSourceResponse
 
 from agent import Step
 from serve.conversations import Conversation, Conversations, Turn
-from serve.events import PREVIEW_ROWS, final_event, labels_for, shows, step_event
+from serve.events import PREVIEW_ROWS, final_event, labels_for, step_event
 from serve.graphs import ServedGraph
 from serve.runs import Busy, RunPool, StopCause, Ticket
 
@@ -86,8 +86,6 @@ class ChatRun:
     unwatched: int = 0
     #: The place in line last sent (0: not waiting).
     position: int = 0
-    #: Someone pressed Stop.
-    stopped: bool = False
 
     def push(self, name: str, data: dict[str, Any]) -> None:
         self.events.append((name, data))
@@ -213,7 +211,6 @@ async def stop(request: Request, run_id: str) -> JSONResponse:
     if run is None:
         return JSONResponse({"detail": "no such question"}, status_code=404)
     if not run.finished:
-        run.stopped = True
         log.info("chat: run %s stopped by its asker", run.id)
         _stop(request.app.state, run, StopCause.ASKED)
     return JSONResponse({"detail": "stopping" if not run.finished else "it had ended"}, status_code=202)
@@ -227,7 +224,7 @@ async def _drive(state: Any, run: ChatRun, graph: ServedGraph, conversation: Con
     turn = Turn(question, "", "", answered=False)
 
     def on_step(step: Step) -> None:  # in the worker thread
-        if not shows(step):
+        if not step.says_something():
             return
         labels = labels_for(graph.kb, step.rows, step.shown) if step.rows else {}
         event = step_event(next(numbers), step, graph.profile, labels)
@@ -242,7 +239,8 @@ async def _drive(state: Any, run: ChatRun, graph: ServedGraph, conversation: Con
         result = await state.pool.run(run.ticket, graph, question, conversation.context(), on_step=on_step,
                                       on_start=lambda: loop.call_soon_threadsafe(run.push, "started", {}))
         if result is None:
-            failed("Stopped, as you asked." if run.stopped else "The question was cancelled: no page watched it.")
+            failed("Stopped, as you asked." if run.ticket.cause is StopCause.ASKED
+                   else "The question was cancelled: no page watched it.")
         else:
             rows = result.answer[:PREVIEW_ROWS] if isinstance(result.answer, list) else []
             labels = await asyncio.to_thread(labels_for, graph.kb, rows) if result.final_sparql and rows else {}

@@ -14,7 +14,7 @@ import re
 from typing import Any
 
 from agent import AgentResult, Step
-from agent.actions import ACTIONS
+from agent.actions import shown_name
 from agent.graph import GraphProfile
 from agent.kb.base import Binding, KnowledgeBase
 from agent.observations import format_term
@@ -43,17 +43,6 @@ NO_QUERY = {
 }
 #: What a query step's observation says in place of a table.
 _QUERY_SAID = {"empty": "No rows.", "timeout": "The query timed out."}
-
-
-def shows(step: Step) -> bool:
-    """Whether the page shows *step*: not a ``stop`` that says nothing (its query is the final one)."""
-    return step.action != "stop" or bool(step.thought.strip())
-
-
-def tool_name(action: str, graph: GraphProfile) -> str:
-    """*action* by the name the model knows it by on *graph* (``search_graph`` off Wikidata)."""
-    spec = ACTIONS.get(action)
-    return spec.name_on(graph) if spec else action
 
 
 def entity_ids(rows: list[dict[str, Binding]], shown: dict[str, str] | None = None) -> list[str]:
@@ -111,7 +100,7 @@ def step_event(number: int, step: Step, graph: GraphProfile, labels: dict[str, s
     """*step* as the page shows it: its thought, the action by *graph*'s tool name with its argument (or its query),
     what it returned (a table with *labels* beside IDs, or lines), and the IDs new to the run on a line of their
     own."""
-    event: dict[str, Any] = {"number": number, "action": clean(tool_name(step.action, graph)),
+    event: dict[str, Any] = {"number": number, "action": clean(shown_name(step.action, graph)),
                              "thought": clean(" ".join(step.thought.split())), "rolled_back": step.rolled_back,
                              "unseen_ids": [clean(entity) for entity in step.unseen_ids]}
     if step.action == "execute_sparql":

@@ -138,13 +138,12 @@ class RunPool:
         self.llm = llm
         self.limits = limits
         self.executor = ThreadPoolExecutor(limits.workers, thread_name_prefix="agent-run")
-        self.admitted = 0
-        self.per_client: Counter[str] = Counter()
         #: Runs holding a worker, by client.
         self.running: Counter[str] = Counter()
         #: Admitted runs waiting for a worker, in the order they came.
         self.line: list[_Place] = []
-        #: Every admitted ticket's place (by the ticket's identity) until it is released.
+        #: Every admitted ticket's place (by the ticket's identity) until it is released: what is admitted, in all
+        #: and by client.
         self.places: dict[int, _Place] = {}
         #: Called (in the event loop) whenever the line moves: pages show each waiting question's place.
         self.watchers: list[Callable[[], None]] = []
@@ -156,15 +155,14 @@ class RunPool:
         With *may_wait* (a person's chat questions) a client's runs beyond :attr:`PoolLimits.per_client` wait in
         line, up to :attr:`PoolLimits.waiting_per_client` of them; without it (the API) they are refused."""
         with self._lock:
+            mine = sum(place.ticket.client == client for place in self.places.values())
             waiting = sum(place.ticket.client == client for place in self.line)
-            if not may_wait and self.per_client[client] >= self.limits.per_client:
-                raise Busy(429, f"you have {self.per_client[client]} questions running; wait for one to end", 10)
+            if not may_wait and mine >= self.limits.per_client:
+                raise Busy(429, f"you have {mine} questions running; wait for one to end", 10)
             if may_wait and waiting >= self.limits.waiting_per_client:
                 raise Busy(429, f"you have {waiting} questions waiting in line; wait for one to start", 10)
-            if self.admitted >= self.limits.workers + self.limits.queue:
+            if len(self.places) >= self.limits.workers + self.limits.queue:
                 raise Busy(503, "the server is answering as many questions as it can; ask again shortly", 30)
-            self.admitted += 1
-            self.per_client[client] += 1
             ticket = Ticket(client, time.monotonic() + self.limits.timeout)
             self.places[id(ticket)] = place = _Place(ticket)
             self.line.append(place)
@@ -237,10 +235,6 @@ class RunPool:
         with self._lock:
             if self.places.pop(id(ticket), None) is None:
                 return  # released already
-            self.admitted -= 1
-            self.per_client[ticket.client] -= 1
-            if not self.per_client[ticket.client]:
-                del self.per_client[ticket.client]
             if started:
                 self.running[ticket.client] -= 1
                 if self.running[ticket.client] <= 0:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from agent.examples.queries import query_problem, query_properties
-from agent.graph import load_graph, profile_names
+from agent.graph import WIKIDATA, load_graph, profile_names
 from agent.kb.dialect import PREFIXES
 from agent.kb.local.search import fold
 
@@ -59,7 +59,7 @@ CREATE TABLE IF NOT EXISTS pages (title TEXT PRIMARY KEY, revision INTEGER NOT N
 
 
 #: The graph of an example stored before examples knew theirs: every such store was harvested from Wikidata.
-DEFAULT_GRAPH = "wikidata"
+DEFAULT_GRAPH = WIKIDATA.name
 
 
 def thread_name(heading: str) -> str:
