@@ -14,6 +14,7 @@ from enum import StrEnum
 from typing import Any
 
 from agent.kb.base import Binding, QueryResult
+from agent.kb.engines import CrossCheck
 
 #: The rows of a query's result a step keeps as data (the model reads more in its observation).
 KEPT_ROWS = 10
@@ -171,6 +172,8 @@ class AgentResult:
     tool_choice: str = "required"
     #: The model the endpoint said answered ("" when it did not say).
     model: str = ""
+    #: The final query on every engine the operator configured; ``None`` when it was not run on them.
+    cross_check: CrossCheck | None = None
 
     @property
     def path(self) -> list[Step]:
@@ -186,6 +189,7 @@ class AgentResult:
         data = asdict(self)
         data["steps"] = [step.to_dict() for step in self.steps]
         data["usage"] = self.usage.to_dict()
+        data["cross_check"] = self.cross_check and self.cross_check.to_dict()
         return data
 
     @classmethod
@@ -194,4 +198,6 @@ class AgentResult:
         fields["steps"] = [Step.from_dict(step) for step in fields["steps"]]
         fields["usage"] = Usage.from_dict(fields["usage"])
         fields["stop_reason"] = StopReason(fields["stop_reason"])
+        if fields.get("cross_check"):
+            fields["cross_check"] = CrossCheck.from_dict(fields["cross_check"])
         return cls(**fields)

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from enum import Enum
+from enum import StrEnum
+from typing import Any
 
 
-class EngineOutcome(str, Enum):
+class EngineOutcome(StrEnum):
     """How one engine took the final query."""
 
     #: It ran; ``rows`` says how many rows (or 1 for an ASK).
@@ -94,3 +95,21 @@ class CrossCheck:
         """How many of *run*'s rows no other answering engine has."""
         others = set().union(*(other.answer for other in self.answered if other is not run))
         return len(run.answer - others)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON for run records; the rows themselves are not kept (their count is)."""
+        return {"stale": list(self.stale), "runs": [{
+            "engine": vars(run.engine), "outcome": run.outcome.value, "rows": run.rows, "reason": run.reason,
+            "try_link": run.try_link,
+            "data_date": run.data_date and {"modified": run.data_date.modified.isoformat(),
+                                            "source": run.data_date.source},
+        } for run in self.runs]}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CrossCheck:
+        return cls(stale=tuple(data.get("stale", ())), runs=tuple(EngineRun(
+            engine=Engine(**run["engine"]), outcome=EngineOutcome(run["outcome"]), rows=run["rows"],
+            reason=run["reason"], try_link=run["try_link"],
+            data_date=run["data_date"] and DataDate(datetime.fromisoformat(run["data_date"]["modified"]),
+                                                    run["data_date"]["source"]),
+        ) for run in data["runs"]))
