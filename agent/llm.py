@@ -225,7 +225,8 @@ class ChatModel:
 
         *timeout* shortens the client's own (what remains of a run's time, say).
         After a request that timed out, this one is sent only once the endpoint
-        answers again (:meth:`await_idle`).
+        answers again (:meth:`await_idle`), and that wait is taken from the
+        call's time: the request gets what is left of it.
 
         A *probe* is the first request of its kind (its ``tool_choice``): an
         error status is not asked again, so a refusal is known at once and
@@ -242,7 +243,10 @@ class ChatModel:
         except LLMConfigurationError as error:
             raise _unsent(LLMUnavailable(str(error))) from error
         if self.abandoned:
+            waited = time.monotonic()
             self.await_idle(limit)
+            if limit is not None:  # the wait is part of this call's time: the request gets what is left of it
+                limit = max(0.0, limit - (time.monotonic() - waited))
         request: dict[str, Any] = {"model": model, "messages": messages, "temperature": temperature}
         if top_p is not None:
             request["top_p"] = top_p
