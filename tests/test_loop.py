@@ -1,6 +1,8 @@
 """The step loop, driven by a scripted OpenAI-compatible server and a stand-in Wikidata."""
 
 import json
+import re
+import threading
 import time
 
 import pytest
@@ -12,6 +14,7 @@ from agent.llm import ChatModel, LLMConfig, LLMUnavailable
 from tests.support.euler import EULER_ADVISORS_QUERY, euler_entities
 from tests.support.llm_server import (EndlessReply, ErrorReply, RawReply, SlowReply, TextReply, ToolCallReply,
                                       prompt_tokens)
+from tests.support.processes import PATIENCE
 from tests.support.wikidata_server import SparqlReply, entity, select
 
 
@@ -794,3 +797,32 @@ def test_every_step_request_of_a_run_starts_with_the_same_text_so_a_servers_pref
     assert len(steps) == 4 and len(server.requests) == 5  # a pruning call between the second and third step
     first = json.dumps([steps[0]["tools"], steps[0]["messages"][:2]])
     assert all(json.dumps([body["tools"], body["messages"][:2]]) == first for body in steps[1:])
+
+
+def test_a_query_held_past_the_runs_time_is_given_up_at_what_remained_and_the_run_ends(llm_server, wikidata_server):
+    # The query service holds the query until the test lets it go: far past the run's time and the client's own
+    # timeout (60 s); only a query given what remained of the run's time comes back before.
+    arrived, release = threading.Event(), threading.Event()
+
+    def held(query):
+        arrived.set()
+        release.wait(PATIENCE)
+        return select(["advisor"], [{"advisor": "Q124500"}])
+
+    service = wikidata_server(sparql=held)
+    kb = LiveWikidata(WikidataConfig(api_url=service.api_url, sparql_url=service.sparql_url),
+                      http=HttpClient(backoff=0.01))
+    server = llm_server([call("execute_sparql", EULER_ADVISORS_QUERY)])
+    try:
+        result = agent_with_time(server, kb, 3).run("Who advised Euler?")
+        assert not release.is_set()  # the run ended with the query still held: it was given up
+    finally:
+        release.set()
+    [step] = result.steps
+    assert arrived.is_set() and step.query_status == "timeout"
+    given = float(re.search(r"no answer within (\S+) seconds", step.observation).group(1))
+    assert 0 < given < 3  # what remained of the run's 3 s
+    assert result.stop_reason == "time_limit" and result.stop_message.startswith("the run's 3 s are spent")
+    assert "the end-of-run extraction gave nothing (time_limit: the run's 3 s are spent)" in result.stop_message
+    assert len(server.requests) == 1 and result.usage.llm_calls == 1  # nothing sent once the time was spent
+    assert result.usage.kb_calls == 1 and len([r for r in service.requests if r["path"] == "/sparql"]) == 1
