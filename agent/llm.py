@@ -313,7 +313,7 @@ class ChatModel:
         except openai.APIError:
             pass
         self.abandoned = False
-        log.info("the model endpoint answered again after a wait of %.1f s (a request had timed out)",
+        log.info("the model endpoint answered again after a wait of %.1f s (a request had timed out or been closed)",
                  time.monotonic() - started)
 
     def _post(self, request: dict[str, Any], probe: bool, limit: float | None, sent: list[int]) -> Completion:
