@@ -826,3 +826,28 @@ def test_a_query_held_past_the_runs_time_is_given_up_at_what_remained_and_the_ru
     assert "the end-of-run extraction gave nothing (time_limit: the run's 3 s are spent)" in result.stop_message
     assert len(server.requests) == 1 and result.usage.llm_calls == 1  # nothing sent once the time was spent
     assert result.usage.kb_calls == 1 and len([r for r in service.requests if r["path"] == "/sparql"]) == 1
+
+
+def test_the_end_of_run_query_gets_what_remains_of_the_runs_time(llm_server, wikidata_server):
+    # The query service would wait far longer than the run's 3 s (its client allows twice the test's patience):
+    # the extraction's query is given up when the run's time is spent, before the service answers.
+    arrived, answered, release = threading.Event(), threading.Event(), threading.Event()
+
+    def held(query):
+        arrived.set()
+        release.wait(PATIENCE)
+        answered.set()
+        return select(["advisor"], [{"advisor": "Q124500"}])
+
+    service = wikidata_server(sparql=held)
+    service.add(*euler_entities())
+    kb = LiveWikidata(WikidataConfig(api_url=service.api_url, sparql_url=service.sparql_url, timeout=2 * PATIENCE),
+                      http=HttpClient(backoff=0.01))
+    extraction = TextReply(json.dumps({"sparql": EULER_ADVISORS_QUERY, "explanation": "His advisors."}))
+    server = llm_server(lambda body: call("search_wikidata", "Leonhard Euler") if "tools" in body else extraction)
+    try:
+        result = agent_with_time(server, kb, 3, max_total_actions=1).run("Who advised Euler?")
+        assert arrived.is_set() and not answered.is_set()  # the run ended with its last query still held
+    finally:
+        release.set()
+    assert result.stop_reason == "action_limit" and result.final_sparql is None and result.best_effort
