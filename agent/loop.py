@@ -33,9 +33,10 @@ timeout; the wait for a busy server after a timed-out request included), each
 knowledge-base query too (at most its own ``query_timeout``), the end-of-run
 extraction and its query included.  The run checks the clock before each
 wait and after it; a run that spent its time ends (``time_limit``), and
-nothing is sent that could not be waited for.  (Lookups other than queries,
-searches and entries, are bounded by the knowledge base's own timeout; they
-are charged all the same.)  Every request sent to the model is counted
+nothing is sent that could not be waited for.  Lookups without a timeout of
+their own (searches, entries, the names of IDs) are cut at the run's end as
+well, on a knowledge base reached over HTTP (:func:`agent.kb.http.deadline`).
+Every request sent to the model is counted
 (``llm_calls``), failed ones too.
 
 A run that learns nothing for ``max_steps_without_progress`` steps in a row
@@ -77,6 +78,7 @@ from typing import TYPE_CHECKING, Any
 from agent import end_of_run, grounding, observations
 from agent.actions import (ACTIONS, CANNOT_ANSWER, action_named, actions_for, check_argument, is_set, same_action,
                            shown_name, tool_schemas)
+from agent.kb import http
 from agent.kb.base import KBUnavailable, KnowledgeBase, QueryResult
 from agent.llm import (
     ChatModel, Completion, ContextTooLong, LLMUnavailable, ModelRequestError, ToolChoiceRefused, ToolsUnsupported,
@@ -252,25 +254,10 @@ class _Run:
 
     def execute(self) -> AgentResult:
         self.started = started = time.monotonic()
-        final: int | None = None
-        try:
-            while True:
-                if self.remaining() == 0.0:
-                    raise self.time_spent()
-                if len(self.steps) >= self.config.max_total_actions:
-                    raise RunEnded(StopReason.ACTION_LIMIT,
-                                    f"{len(self.steps)} actions taken, the limit is {self.config.max_total_actions}")
-                if len(self.path) >= self.config.max_path_actions:
-                    raise RunEnded(StopReason.PATH_LIMIT,
-                                    f"the path reached {len(self.path)} actions, the limit is "
-                                    f"{self.config.max_path_actions}")
-                final = self.take_step()
-                if final is not None:
-                    reason, message = StopReason.STOP, "the agent stopped on a query that returned results"
-                    break
-        except RunEnded as ended:
-            reason, message = ended.reason, ended.message
-        answer = end_of_run.finish(self, reason, final)
+        ends = None if self.config.max_seconds is None else started + self.config.max_seconds
+        with http.deadline(ends):  # lookups without a timeout of their own (searches, entries) come out of it too
+            reason, message, final = self.explore()
+            answer = end_of_run.finish(self, reason, final)
         if self.extraction_failure:
             message += f"; the end-of-run extraction gave nothing ({self.extraction_failure})"
             log.warning("the end-of-run extraction gave nothing: %s", self.extraction_failure)
@@ -295,6 +282,26 @@ class _Run:
             tool_choice=self.tool_choice,
             model=self.model,
         )
+
+    def explore(self) -> tuple[StopReason, str, int | None]:
+        """The steps, until the model stops on a query that returned rows or the run ends: why, in words, and the
+        final query's step (``None`` unless the model stopped on it)."""
+        try:
+            while True:
+                if self.remaining() == 0.0:
+                    raise self.time_spent()
+                if len(self.steps) >= self.config.max_total_actions:
+                    raise RunEnded(StopReason.ACTION_LIMIT,
+                                   f"{len(self.steps)} actions taken, the limit is {self.config.max_total_actions}")
+                if len(self.path) >= self.config.max_path_actions:
+                    raise RunEnded(StopReason.PATH_LIMIT,
+                                   f"the path reached {len(self.path)} actions, the limit is "
+                                   f"{self.config.max_path_actions}")
+                final = self.take_step()
+                if final is not None:
+                    return StopReason.STOP, "the agent stopped on a query that returned results", final
+        except RunEnded as ended:
+            return ended.reason, ended.message, None
 
     def remaining(self) -> float | None:
         """Seconds left of the run's time (0 when spent), or ``None`` when the run has no time limit."""

@@ -12,6 +12,7 @@ from agent.kb.http import HttpClient
 from agent.kb.live import LiveWikidata, WikidataConfig
 from agent.llm import ChatModel, LLMConfig, LLMUnavailable
 from tests.support.euler import EULER_ADVISORS_QUERY, euler_entities
+from tests.support.fault_proxy import Fault, FaultProxy, wiki_action
 from tests.support.llm_server import (EndlessReply, ErrorReply, RawReply, SlowReply, TextReply, ToolCallReply,
                                       prompt_tokens)
 from tests.support.processes import PATIENCE
@@ -851,3 +852,26 @@ def test_the_end_of_run_query_gets_what_remains_of_the_runs_time(llm_server, wik
     finally:
         release.set()
     assert result.stop_reason == "action_limit" and result.final_sparql is None and result.best_effort
+
+
+def test_a_search_held_past_the_runs_time_is_cut_at_its_end(llm_server, wikidata_server):
+    # A proxy holds the Action API's search until the test lets it go: far past the run's 3 s.
+    service = wikidata_server()
+    service.add(*euler_entities())
+    release = threading.Event()
+    proxy = FaultProxy(service.base)
+    held = proxy.add(Fault("held search", wiki_action("wbsearchentities"), lambda params: release.wait(PATIENCE)))
+    kb = LiveWikidata(WikidataConfig(api_url=proxy.url("/w/api.php"), sparql_url=service.sparql_url),
+                      http=HttpClient(backoff=0.01))
+    server = llm_server([call("search_wikidata", "Leonhard Euler")])
+    try:
+        result = agent_with_time(server, kb, 3).run("Who advised Euler?")
+        assert held.fired == 1 and not release.is_set()  # the run ended with the search still held
+    finally:
+        release.set()
+        proxy.close()
+    [step] = result.steps
+    assert step.observation.startswith("The knowledge base could not be reached: ") and " s that were left" in \
+        step.observation
+    assert result.stop_reason == "time_limit" and result.stop_message.startswith("the run's 3 s are spent (")
+    assert len(server.requests) == 1  # nothing sent once the time was spent
