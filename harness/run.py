@@ -181,7 +181,7 @@ def _evaluate(*, out: Path, dataset: str | None, questions: Path | None, split: 
     kind, loaded = read_question_file(questions, language) if questions else (None, None)
     record = FILE_FORMATS[kind] if kind else dataset_named(dataset)
     strings = record.gold is Gold.STRINGS
-    name = dataset or ("kqapro" if strings else questions.stem)
+    name = dataset or (record.name if strings else questions.stem)
     if strings and (baseline or gold == "live" or not kb):
         raise RunRefused("KQA Pro runs the agent on its converted store: give --kb DIR (built with `python -m "
                          "agent.kb load --graph kqapro`), without --baseline or --gold live")
