@@ -25,10 +25,14 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent.llm import LLMConfig, LLMConfigurationError
 from harness.datasets import DatasetError, Dataset, FILE_FORMATS, Gold, dataset_named, file_gold_caveat, read_dataset
+
+if TYPE_CHECKING:
+    from harness.kqapro_report import KqaproSummary
+    from harness.reporting import RunSummary
 
 
 class RunRefused(ValueError):
@@ -45,8 +49,8 @@ class Evaluation:
     call's closing line, and what is left to do (run the same call again to retry it)."""
 
     out: Path
-    #: :class:`harness.reporting.RunSummary`, or :class:`harness.kqapro_report.KqaproSummary` for answer strings.
-    summary: Any
+    #: As ``spinach-report`` reads the directory; KQA Pro's report's for a dataset of answer strings.
+    summary: RunSummary | KqaproSummary | None
     #: "N questions: F1 x, EM y" (or KQA Pro's accuracy), "" when nothing is finished.
     line: str
     #: Answers not finished because the model or the knowledge base failed.
