@@ -27,6 +27,7 @@ import numpy as np
 from scipy import stats
 
 from harness.evaluation import Key, question_key
+from harness.datasets import Gold, dataset_of
 from harness.fingerprints import MEASURED_PARTS, PARTS, differences
 from harness.reporting import last_settings
 
@@ -41,7 +42,7 @@ def _settings(info: dict[str, Any]) -> dict[str, Any]:
     settings = dict(last_settings(info))
     settings.setdefault("gold", "file")
     settings.setdefault("numbers", "lexical")
-    if settings.get("dataset") == "kqapro":
+    if dataset_of(settings).gold is Gold.STRINGS:
         settings.setdefault("setting", "open")
     if "graph" not in settings:
         settings["graph"] = "live Wikidata" if settings.get("kb", "wikidata") == "wikidata" else "a local store"

@@ -44,10 +44,8 @@ from agent.llm import ChatModel, LLMUnavailable
 from agent.observations import format_query_result
 from agent.prompts import render
 from agent.trace import SERVICE_FAILURES, AgentResult, Step, StopReason, Usage
-from harness.datasets import Example
-from harness.diagnostics import diagnose
-from harness.metrics import exact_match, row_major_f1
-from harness.qald_metric import score_question
+from harness.datasets import Dataset, Example, dataset_of_line
+from harness.scoring import headline
 from harness.upstream_postprocessing import postprocess
 
 Answerer = Callable[[Example], AgentResult]
@@ -184,24 +182,13 @@ def with_gold_answers(examples: list[Example], kb: KnowledgeBase, out_dir: Path,
     return kept, summary
 
 
-def score(record: dict[str, Any], numbers_by_value: bool = False) -> dict[str, Any]:
-    """Add row-major F1 and EM, and the stricter QALD variant's per-question figures (:mod:`harness.qald_metric`;
-    the report computes GERBIL's and TEXT2SPARQL's from the answers), to a result *record* (and its
-    post-processed answer's F1 and EM, when it has one); KQA Pro's record gets its accuracy."""
-    if record.get("source") == "kqapro":
-        from harness.kqapro import score_record
-
-        return score_record(record)
-    predicted, gold = record["predicted_answer"], record["gold_answer"]
-    record["f1"] = row_major_f1(predicted, gold, numbers_by_value)
-    record["em"] = exact_match(predicted, gold, numbers_by_value)
-    record["qald"] = asdict(score_question(predicted, gold, numbers_by_value))
-    if record.get("postprocessed"):
-        post = record["postprocessed"]
-        post["f1"] = row_major_f1(post["answer"], gold, numbers_by_value)
-        post["em"] = exact_match(post["answer"], gold, numbers_by_value)
-    record["diagnosis"] = diagnose(record)
-    return record
+def score(record: dict[str, Any], numbers_by_value: bool = False, dataset: Dataset | None = None
+          ) -> dict[str, Any]:
+    """Write the figures of *dataset*'s headline scorer (:mod:`harness.scoring`) into a result *record*: row-major
+    F1 and EM with the stricter QALD variant's per-question figures (and the post-processed answer's F1 and EM)
+    for SPARQL results, the accuracy for KQA Pro's strings; the report computes GERBIL's and TEXT2SPARQL's from
+    the answers.  Without *dataset*, the one the record's ``source`` names."""
+    return headline(dataset or dataset_of_line(record), numbers_by_value).judge(record)
 
 
 def upstream_postprocessed(result: AgentResult, kb: KnowledgeBase) -> dict[str, Any] | None:
@@ -307,12 +294,12 @@ def evaluate(examples: list[Example], answer: Answerer, out_dir: Path, workers: 
     return [line for line in read_jsonl(out_dir / "results.jsonl") if run_key(line) in keys], failures
 
 
-def rescore(out_dir: Path, numbers_by_value: bool = False) -> list[dict[str, Any]]:
+def rescore(out_dir: Path, numbers_by_value: bool = False, dataset: Dataset | None = None) -> list[dict[str, Any]]:
     """Score stored predictions again (after a metric change, say): no model, no network."""
     if not out_dir.is_dir():
         raise FileNotFoundError(f"{out_dir} is not a directory: name the --out directory of an earlier run")
     path = out_dir / "results.jsonl"
-    records = [score(record, numbers_by_value) for record in read_jsonl(path)]
+    records = [score(record, numbers_by_value, dataset) for record in read_jsonl(path)]
     if records:
         _write_lines(path, records)
     return records

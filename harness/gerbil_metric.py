@@ -138,8 +138,9 @@ class Counts:
     false_negatives: int
 
 
-def count_matches(system: Answer, gold: Answer) -> Counts:
-    """GERBIL's ``QAMatchingsCounter.countMatchings`` on one question (see the module's docstring)."""
+def score(gold: Answer, system: Answer) -> Counts:
+    """GERBIL's ``QAMatchingsCounter.countMatchings`` on one question (see the module's docstring); the scorers'
+    one call order, gold first."""
     system_values, gold_values = answer_values(system), answer_values(gold)
     gold_are_resources = all(looks_like_iri(value) for value in gold_values)
     system_are_resources = all(looks_like_iri(value) for value in system_values)

@@ -37,13 +37,13 @@ from agent.kb.base import Term
 from agent.trace import AgentResult
 from agent.kb.local import LocalKB
 from agent.kb.local.kqapro import DATE, NAME, UNIT, VALUE, YEAR
-from harness.datasets import Example
+from harness.datasets import DATASETS, Example
 from harness.kqapro_engine import NO_ANSWER, number_text, read_answer
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
 #: The number of questions of each split of the release (the paper's counts): a run over fewer is no
 #: run over the split.
-PUBLISHED_QUESTIONS = {"train": 94_376, "val": 11_797, "test": 11_797}
+PUBLISHED_QUESTIONS = DATASETS["kqapro"].published
 #: The two settings of the benchmark: the answer is free text, or one of the question's ten choices.
 SETTINGS = ("open", "choices")
 #: The paper's question types (Table 3), by the last function of a question's program.
@@ -264,14 +264,20 @@ def prediction(record: dict[str, Any], lenient: bool = False) -> str:
     return free
 
 
+def judged(record: dict[str, Any]) -> bool | None:
+    """Whether a line's prediction, as KQA Pro's engine reads it, is right; ``None`` without a public answer or
+    for a line recorded before the engine's reading was (it has no ``engine_answer``)."""
+    gold = record.get("gold_answer")
+    return None if gold is None or "engine_answer" not in record else same_answer(gold, prediction(record))
+
+
 def score_record(record: dict[str, Any]) -> dict[str, Any]:
     """Judge a record's prediction against its gold answer: ``correct`` by the engine's reading (and EM, F1, the
     same 0 or 1, which the reports and the paired test read), ``correct_lenient`` by the project's; ``None`` for
     a question without a public answer, and ``correct`` also for a line recorded before the engine's reading
     was (it has no ``engine_answer``)."""
     gold = record.get("gold_answer")
-    read = "engine_answer" in record
-    correct = None if gold is None or not read else same_answer(gold, prediction(record))
+    correct = judged(record)
     record["correct"] = correct
     record["correct_lenient"] = None if gold is None else same_answer(gold, prediction(record, lenient=True))
     record["em"] = record["f1"] = None if correct is None else float(correct)

@@ -36,7 +36,8 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
 import numpy as np
@@ -236,7 +237,7 @@ def _f1(total: float, matched: int, n_gold: int, n_predicted: int) -> float:
     return 2 * tp / denominator if denominator else 0.0
 
 
-def row_major_f1(predicted: Answer, gold: Answer, numbers_by_value: bool = False) -> float:
+def row_major_f1(gold: Answer, predicted: Answer, numbers_by_value: bool = False) -> float:
     """The paper's row-major F1 of *predicted* against *gold* (rows, a boolean, or ``None``)."""
     if predicted is None or gold is None:
         return 0.0
@@ -263,6 +264,38 @@ def row_major_f1(predicted: Answer, gold: Answer, numbers_by_value: bool = False
     return _f1(total, matched, len(gold_set), len(predicted_set))
 
 
-def exact_match(predicted: Answer, gold: Answer, numbers_by_value: bool = False) -> bool:
+def exact_match(gold: Answer, predicted: Answer, numbers_by_value: bool = False) -> bool:
     """EM: the row-major F1 is exactly 1."""
-    return row_major_f1(predicted, gold, numbers_by_value) == 1.0
+    return row_major_f1(gold, predicted, numbers_by_value) == 1.0
+
+
+@dataclass(frozen=True)
+class RowMajorScore:
+    """One question's row-major F1 and EM (EM: F1 exactly 1)."""
+
+    f1: float
+    em: bool
+
+
+@dataclass(frozen=True)
+class RowMajorFigures:
+    """A run's mean row-major F1 and EM, fractions in [0, 1]."""
+
+    questions: int
+    f1: float
+    em: float
+
+
+def score(gold: Answer, predicted: Answer, numbers_by_value: bool = False) -> RowMajorScore:
+    """One question's row-major F1 and EM: the scorers' one call order, gold first."""
+    f1 = row_major_f1(gold, predicted, numbers_by_value)
+    return RowMajorScore(f1, f1 == 1.0)
+
+
+def aggregate(scores: Iterable[RowMajorScore]) -> RowMajorFigures:
+    """The mean F1 and EM over questions."""
+    scores = list(scores)
+    if not scores:
+        raise ValueError("no questions to score")
+    return RowMajorFigures(len(scores), sum(s.f1 for s in scores) / len(scores),
+                           sum(s.em for s in scores) / len(scores))

@@ -69,8 +69,8 @@ def _harmonic(precision: float, recall: float) -> float:
     return 2 * precision * recall / (precision + recall) if precision + recall else 0.0
 
 
-def score_question(system: Answer, gold: Answer, numbers_by_value: bool = False) -> QuestionScore:
-    """Precision, recall and F1 of one question by QALD's rules."""
+def score(gold: Answer, system: Answer, numbers_by_value: bool = False) -> QuestionScore:
+    """Precision, recall and F1 of one question by QALD's rules (the scorers' one call order, gold first)."""
     gold_set, system_set = answer_set(gold, numbers_by_value), answer_set(system, numbers_by_value)
     shared = len(gold_set & system_set)
     sizes = {"gold": len(gold_set), "system": len(system_set), "shared": shared}

@@ -20,16 +20,18 @@ export names the dataset by the id the file declares, else by the file's name.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from harness.datasets import DatasetError, LoadedDataset, flat_example, kqapro_example, qald_example
+from harness.datasets import FILE_FORMATS, DatasetError, LoadedDataset
 
 #: The largest question file read (a parse of a file someone else wrote is bounded).
 MAX_BYTES = 64 * 1024 * 1024
-FORMATS = ("qald-json", "text2sparql", "kqapro", "spinach")
+#: The formats read, each a record of :data:`harness.datasets.FILE_FORMATS` (its loader and its scorers).
+FORMATS = tuple(FILE_FORMATS)
 
 
 def question_format(path: Path, data: Any) -> str:
@@ -64,23 +66,8 @@ def read_question_file(path: str | Path, language: str = "en") -> tuple[str, Loa
         raise DatasetError(f"{path} is not valid {'YAML' if path.suffix.lower() in ('.yml', '.yaml') else 'JSON'}: "
                            f"{error}") from error
     kind = question_format(path, data)
-    source = path.stem
-    declared = declared_id(data)
-    try:
-        if kind == "kqapro":
-            return kind, LoadedDataset([kqapro_example(index, item, "file") for index, item in enumerate(data)], [])
-        if kind == "spinach":
-            return kind, LoadedDataset([flat_example(item, source, "file") for item in data], [], declared)
-        if kind == "text2sparql":
-            data = {"questions": [_text2sparql(item) for item in data["questions"]]}
-        examples = [qald_example(item, language, source, "file") for item in data["questions"]]
-    except (KeyError, TypeError, IndexError, AttributeError) as error:
-        raise DatasetError(f"{path}: a question lacks a field or has the wrong shape ({error!r})") from error
-    if not any(examples):
-        raise DatasetError(f"{path}: no question has text in {language!r}")
-    return kind, LoadedDataset([example for example in examples if example],
-                               [str(item["id"]) for item, example in zip(data["questions"], examples) if not example],
-                               declared)
+    loaded = FILE_FORMATS[kind].read(data, language, path.stem, "file", path, entry="a question")
+    return kind, replace(loaded, dataset_id=declared_id(data))
 
 
 def declared_id(data: Any) -> str:
@@ -88,9 +75,3 @@ def declared_id(data: Any) -> str:
     dataset = data.get("dataset") if isinstance(data, dict) else None
     identifier = dataset.get("id") if isinstance(dataset, dict) else None
     return str(identifier) if isinstance(identifier, (str, int)) and str(identifier).strip() else ""
-
-
-def _text2sparql(item: dict[str, Any]) -> dict[str, Any]:
-    """A TEXT2SPARQL question as a QALD-JSON one (``question: {en: ...}`` becomes a list of language strings)."""
-    return {"id": item["id"], "query": {"sparql": item["query"]["sparql"]},
-            "question": [{"language": language, "string": text} for language, text in item["question"].items()]}

@@ -208,7 +208,7 @@ def replay(run: dict[str, Any], output: dict[str, Any] | None = None,
         outcome.same_final = upstream is not None and same_query(outcome.postprocessed_sparql, upstream)
     if output is not None:
         gold = output["gold_answer_tuple"]
-        outcome.f1, outcome.em = row_major_f1(result.answer, gold), exact_match(result.answer, gold)
-        outcome.postprocessed_f1 = row_major_f1(outcome.postprocessed_answer, gold)
-        outcome.postprocessed_em = exact_match(outcome.postprocessed_answer, gold)
+        outcome.f1, outcome.em = row_major_f1(gold, result.answer), exact_match(gold, result.answer)
+        outcome.postprocessed_f1 = row_major_f1(gold, outcome.postprocessed_answer)
+        outcome.postprocessed_em = exact_match(gold, outcome.postprocessed_answer)
     return outcome

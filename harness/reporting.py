@@ -20,30 +20,18 @@ import numpy as np
 from scipy import stats
 
 import agent.actions
-from harness.datasets import FILE_GOLD, file_gold_caveat
+from harness.datasets import Dataset, dataset_of, file_gold_caveat
 from harness.diagnostics import DIAGNOSES
 from harness.evaluation import question_key, read_jsonl
-from harness.gerbil_metric import GerbilScores, count_matches, gerbil_scores
+from harness.gerbil_metric import GerbilScores
 from harness.prices import Price
-from harness.qald_metric import QaldScores, QuestionScore, aggregate, score_question
+from harness.qald_metric import QaldScores
 from harness.run_info import MEASURED, read_run_info
-from harness.qald_json import qald_answer
+from harness.scoring import figures, scorers_of
 from harness.text2sparql_metric import SetScores
-from harness.text2sparql_metric import aggregate as set_aggregate
-from harness.text2sparql_metric import score_question as set_score
 
-#: The paper's figures (EM, F1) for the SPINACH agent with GPT-4o; the baseline's are not recorded here.
-PAPER = {
-    ("spinach", "dev"): (21.4, 46.4), ("spinach", "test"): (16.4, 45.3),
-    ("qald7", "test"): (62.2, 74.6), ("qald9plus", "test"): (58.3, 71.6), ("qald10", "test"): (63.1, 69.5),
-    ("wikiwebquestions", "dev"): (61.2, 72.3), ("wikiwebquestions", "test"): (59.9, 70.3),
-}
-#: Questions in each published split (English): a run over a file of another size is not the paper's split.
-SPLIT_SIZES = {("spinach", "dev"): 155, ("spinach", "test"): 165, ("qald7", "test"): 50, ("qald9plus", "test"): 136,
-               ("qald10", "test"): 394, ("wikiwebquestions", "dev"): 454, ("wikiwebquestions", "test"): 1431}
 #: The paper's cost of the agent on QALD-10 with GPT-4o, dollars per question.
 PAPER_COST = 0.1253
-QALD_DATASETS = ("qald7", "qald9plus", "qald10")
 ACTIONS = tuple(agent.actions.ACTIONS)  # the one definition of the actions
 USAGE = ("llm_calls", "prompt_tokens", "completion_tokens", "cached_tokens", "kb_calls", "seconds")
 
@@ -59,11 +47,15 @@ def bootstrap_interval(values: list[float], resamples: int = 1000, seed: int = 0
     return float(result.confidence_interval.low), float(result.confidence_interval.high)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class RunSummary:
+    """What a report says about one run directory; made by :func:`summarize`, field by field by name."""
+
     directory: Path
     info: dict[str, Any]
+    #: Questions scored (a question answered in several repeats counts once).
     questions: int
+    #: The paper's row-major EM and F1 in percent, the mean over questions, with 95% bootstrap intervals.
     em: float
     em_interval: tuple[float, float]
     f1: float
@@ -75,8 +67,8 @@ class RunSummary:
     #: Mean actions per question on the final path (rolled-back actions left out).
     actions: dict[str, float]
     steps_histogram: dict[int, int]
-    #: The project's stricter variant of QALD's figures, for QALD datasets (:mod:`harness.qald_metric`).
-    qald: QaldScores | None
+    #: Each of the dataset's other scorers' figures, by the scorer's name (:mod:`harness.scoring`).
+    figures: dict[str, Any] = field(default_factory=dict)
     #: What the last part left out: dropped, excluded, skipped, failed (see :func:`left_out`).
     left_out: dict[str, Any] = field(default_factory=dict)
     #: The mean F1 and EM of each repeat of the split, in order (one figure without repeats).
@@ -95,10 +87,21 @@ class RunSummary:
     paper_gaps: list[str] = field(default_factory=list)
     #: A caveat about the run's gold answers (QALD-10's 2022 file answers), "" when none.
     gold_caveat: str = ""
-    #: GERBIL QA's figures, for QALD datasets and QALD-JSON question files (:mod:`harness.gerbil_metric`).
-    gerbil: GerbilScores | None = None
-    #: The TEXT2SPARQL client's set figures (:mod:`harness.text2sparql_metric`).
-    text2sparql: SetScores | None = None
+
+    @property
+    def qald(self) -> QaldScores | None:
+        """The project's stricter variant of QALD's figures, for QALD datasets (:mod:`harness.qald_metric`)."""
+        return self.figures.get("qald")
+
+    @property
+    def gerbil(self) -> GerbilScores | None:
+        """GERBIL QA's figures, for QALD datasets and QALD-JSON question files (:mod:`harness.gerbil_metric`)."""
+        return self.figures.get("gerbil")
+
+    @property
+    def text2sparql(self) -> SetScores | None:
+        """The TEXT2SPARQL client's set figures (:mod:`harness.text2sparql_metric`)."""
+        return self.figures.get("text2sparql")
 
 
 def load_run(directory: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -136,23 +139,6 @@ def left_out(info: dict[str, Any]) -> dict[str, Any]:
             "examples": summary.get("examples")}
 
 
-def _qald_scores(records: list[dict[str, Any]], numbers_by_value: bool) -> QaldScores:
-    scores = [QuestionScore(**record["qald"]) if "qald" in record
-              else score_question(record["predicted_answer"], record["gold_answer"], numbers_by_value)
-              for record in records]
-    return aggregate(scores)
-
-
-def _gerbil_scores(records: list[dict[str, Any]]) -> GerbilScores:
-    return gerbil_scores(count_matches(record["predicted_answer"], record["gold_answer"]) for record in records)
-
-
-def _text2sparql_scores(records: list[dict[str, Any]]) -> SetScores:
-    return set_aggregate(set_score(qald_answer(record["gold_answer"]),
-                                   qald_answer(record["predicted_answer"], record.get("predicted_variables")))
-                         for record in records)
-
-
 def per_question(records: list[dict[str, Any]], field_name: str) -> list[float]:
     """Each question's *field_name* (``f1``, ``em``) in percent, its mean across repeats."""
     grouped: dict[tuple, list[float]] = {}
@@ -169,11 +155,10 @@ def per_repeat(records: list[dict[str, Any]], field_name: str) -> list[float]:
     return [sum(values) / len(values) for _, values in sorted(grouped.items())]
 
 
-def is_qald_run(info: dict[str, Any]) -> bool:
-    """Whether QALD's figures (GERBIL's and the stricter variant) apply: a named QALD dataset, or a researcher's
-    own QALD-JSON question file."""
+def paper_figures(info: dict[str, Any]) -> tuple[float, float] | None:
+    """The paper's figures (EM, F1) for the dataset and split of a run, ``None`` where it gives none."""
     settings = last_settings(info)
-    return settings.get("dataset") in QALD_DATASETS or settings.get("questions_format") == "qald-json"
+    return dataset_of(settings).paper.get(settings.get("split", "?")) if settings.get("split") != "file" else None
 
 
 def dataset_id(info: dict[str, Any]) -> str:
@@ -210,23 +195,25 @@ def paper_gaps(info: dict[str, Any], left: dict[str, Any], models: dict[str, int
     gaps = []
     if settings.get("baseline"):
         gaps.append("a one-call baseline run (the paper's figures here are the agent's)")
-    if (dataset, split) not in PAPER:
+    record = dataset_of(settings)
+    if paper_figures(info) is None:
         gaps.append(f"the paper gives no figure for {dataset} {split}")
     if not left:
         gaps.append("run.json records no counts, so whether the whole split was scored is unknown")
     else:
+        published = record.published.get(split) if split != "file" else None
         if left.get("asked") != left.get("in_split"):
             gaps.append(f"not the whole split: {left.get('asked')} of {left.get('in_split')} questions asked")
-        elif (dataset, split) in SPLIT_SIZES and left.get("in_split") != SPLIT_SIZES[dataset, split]:
+        elif published is not None and left.get("in_split") != published:
             gaps.append(f"the dataset file holds {left.get('in_split')} questions, the published split "
-                        f"{SPLIT_SIZES[dataset, split]}")
+                        f"{published}")
         unscored = left.get("unfinished", 0) + left.get("gold_failed", 0)
         if unscored:
             gaps.append(f"{unscored} questions not scored yet (model, knowledge base or gold query failed)")
     if settings.get("language", "en") != "en":
         gaps.append("the paper's questions are in English")
-    if settings.get("gold", "file") == "file" and split in FILE_GOLD.get(dataset, {}):
-        gaps.append(f"gold from the dataset file ({FILE_GOLD[dataset][split]}); the paper ran the gold queries")
+    if settings.get("gold", "file") == "file" and split in record.file_gold and split != "file":
+        gaps.append(f"gold from the dataset file ({record.file_gold[split]}); the paper ran the gold queries")
     if settings.get("kb", "wikidata") != "wikidata":
         gaps.append("answered from a local store, not live Wikidata")
     if not [name for name in models if name != "(not reported)"]:
@@ -249,8 +236,6 @@ def summarize(directory: Path, prices: dict[str, Price] | None = None) -> RunSum
             dollars = sum(prices[model].dollars(record["usage"]) for model, record in zip(models, records)) / count
     actions = {name: sum(record["actions"].get(name, 0) for record in records) / count for name in ACTIONS}
     histogram = Counter(sum(record["actions"].values()) for record in records)
-    is_qald = is_qald_run(info)
-    qald = _qald_scores(records, info.get("numbers") == "value") if is_qald else None
     postprocessed = None
     if any("postprocessed" in record for record in records):
         scored = [record.get("postprocessed") or record for record in records]
@@ -266,16 +251,24 @@ def summarize(directory: Path, prices: dict[str, Price] | None = None) -> RunSum
     golds = {question_key(record): record["gold_answer"] for record in records}
     gold_caveat = file_gold_caveat(settings.get("dataset", ""), list(golds.values())) \
         if settings.get("gold", "file") == "file" else None
-    return RunSummary(directory, info, len({question_key(record) for record in records}), sum(ems) / len(ems),
-                      bootstrap_interval(ems), sum(f1s) / len(f1s), bootstrap_interval(f1s), cost, dollars, actions,
-                      dict(sorted(histogram.items())), qald, left, per_repeat(records, "f1"),
-                      per_repeat(records, "em"), postprocessed,
-                      {name: len(found) for name, found in diagnosed.items()},
-                      {name: sorted(found, key=_natural_id) for name, found in diagnosed.items() if found},
-                      models, dict(Counter(record.get("protocol", "tools") for record in records)),
-                      dict(Counter(record.get("stop_reason", "?") for record in records).most_common()),
-                      paper_gaps(info, left, models), gold_caveat or "",
-                      _gerbil_scores(records) if is_qald else None, _text2sparql_scores(records))
+    return RunSummary(
+        directory=directory, info=info, questions=len({question_key(record) for record in records}),
+        em=sum(ems) / len(ems), em_interval=bootstrap_interval(ems),
+        f1=sum(f1s) / len(f1s), f1_interval=bootstrap_interval(f1s),
+        cost=cost, dollars=dollars, actions=actions, steps_histogram=dict(sorted(histogram.items())),
+        figures=other_figures(dataset_of(settings), records, info.get("numbers") == "value"),
+        left_out=left, repeat_f1=per_repeat(records, "f1"), repeat_em=per_repeat(records, "em"),
+        postprocessed=postprocessed, diagnoses={name: len(found) for name, found in diagnosed.items()},
+        diagnosed={name: sorted(found, key=_natural_id) for name, found in diagnosed.items() if found},
+        models=models, protocols=dict(Counter(record.get("protocol", "tools") for record in records)),
+        stop_reasons=dict(Counter(record.get("stop_reason", "?") for record in records).most_common()),
+        paper_gaps=paper_gaps(info, left, models), gold_caveat=gold_caveat or "")
+
+
+def other_figures(dataset: Dataset, records: list[dict[str, Any]], numbers_by_value: bool) -> dict[str, Any]:
+    """The figures of each of *dataset*'s scorers but the headline one (whose EM and F1 the summary gives with
+    their intervals), by scorer name."""
+    return {scorer.name: figures(scorer, records) for scorer in scorers_of(dataset, numbers_by_value)[1:]}
 
 
 def _natural_id(item: tuple[str, int]) -> tuple:

@@ -66,7 +66,7 @@ def judged_values(results: SparqlResults) -> dict[str, int]:
             if name in row}
 
 
-def score_question(gold: SparqlResults, predicted: SparqlResults) -> SetScore | None:
+def score(gold: SparqlResults, predicted: SparqlResults) -> SetScore | None:
     """One question's set figures, or ``None`` when the gold result has no value (the client leaves it out)."""
     judged = judged_values(gold)
     if not judged:

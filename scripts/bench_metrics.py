@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'gold rows':>9} {'pred rows':>9} {'F1':>8} {'fast s':>8} {'dense s':>8} {'speed-up':>9}")
     for size in args.sizes:
         predicted, gold = make_results(size)
-        fast, fast_seconds = timed(row_major_f1, predicted, gold)
+        fast, fast_seconds = timed(row_major_f1, gold, predicted)
         if size <= args.dense_limit:
             dense, dense_seconds = timed(dense_f1, predicted, gold)
             assert abs(dense - fast) < 1e-9, (dense, fast)

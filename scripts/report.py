@@ -28,8 +28,9 @@ from harness.upstream_postprocessing import LABEL
 
 with eval_extra("scripts.report"):
     from harness.gerbil_metric import NAMES
-    from harness.reporting import (ACTIONS, PAPER, PAPER_COST, USAGE, RunSummary, action_columns, dataset_id,
-                                   last_settings, left_out, load_run, model_label, plot_run, summarize)
+    from harness.reporting import (ACTIONS, PAPER_COST, USAGE, RunSummary, action_columns, dataset_id,
+                                   last_settings, left_out, load_run, model_label, paper_figures, plot_run,
+                                   summarize)
 
 
 def _left_out_line(s: RunSummary) -> str:
@@ -57,7 +58,7 @@ def print_report(summaries: list[RunSummary], questions: bool = False) -> None:
     for s in summaries:
         settings = last_settings(s.info)
         key = (settings.get("dataset", "?"), settings.get("split", "?"))
-        paper = PAPER.get(key) if not s.paper_gaps else None
+        paper = paper_figures(s.info) if not s.paper_gaps else None
         label = f"{key[0]} {key[1]} " + ("baseline" if settings.get("baseline") else "agent") + \
             f" ({model_label(s)})"
         print(f"{s.directory.name:<28} {label:<52} {s.questions:>5} {s.em:6.1f} "
@@ -239,7 +240,7 @@ def export_kqapro_predictions(path: Path, run: Path, repeat: int | None = None) 
     from harness.kqapro import leaderboard_lines
 
     info, records = load_run(run)
-    if info.get("dataset") != "kqapro":
+    if not _answers_strings(info):
         raise ValueError(f"{run} is a run on {info.get('dataset', '?')}, not on KQA Pro")
     records = one_repeat(run, records, repeat)
     unread = [str(record["id"]) for record in records if "engine_answer" not in record]
@@ -254,8 +255,15 @@ def export_kqapro_predictions(path: Path, run: Path, repeat: int | None = None) 
              f"{' ...' if len(missing) > 10 else ''})" if missing else ""))
 
 
+def _answers_strings(info: dict) -> bool:
+    """Whether a run's dataset judges answer strings (KQA Pro's), by its record, so KQA Pro's report applies."""
+    from harness.datasets import Gold, dataset_of
+
+    return dataset_of(last_settings(info)).gold is Gold.STRINGS
+
+
 def _is_kqapro(run: Path) -> bool:
-    return read_run_info(run).get("dataset") == "kqapro"
+    return _answers_strings(read_run_info(run))
 
 
 def main(argv: list[str] | None = None) -> int:

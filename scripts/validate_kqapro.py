@@ -14,7 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from harness.datasets import DatasetError, read_dataset
+from harness.datasets import DATASETS, DatasetError, read_dataset
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     except (DatasetError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    if kb.graph.name != "kqapro":
+    if kb.graph.name != DATASETS["kqapro"].graph:
         print(f"error: {args.kb} holds the graph {kb.graph.name!r}; build the KQA Pro store with "
               f"`python -m agent.kb load --graph kqapro --store {args.kb} {args.data}/kqapro/kb.json`", file=sys.stderr)
         return 2

@@ -50,3 +50,17 @@ def test_bad_inputs_name_the_file(tmp_path):
     (tmp_path / "qald7" / "test.json").write_text(json.dumps([{"id": 1, "question": "q"}]))
     with pytest.raises(DatasetError, match="test.json: an entry lacks a field"):
         load_dataset("qald7", None, tmp_path)
+
+
+def test_the_registry_names_the_files_the_download_fetches_and_their_published_sizes(shared_dir):
+    from harness.datasets import DATASETS, Gold
+    from scripts.download_datasets import KQAPRO, SOURCES
+
+    fetched = {source.target for source in SOURCES} | {f"{KQAPRO.target}/{name}" for name in KQAPRO.questions}
+    assert {path for record in DATASETS.values() for path in record.splits.values()} == fetched
+    assert {f"{split}.json": count for split, count in DATASETS["kqapro"].published.items()} == KQAPRO.questions
+    for record in DATASETS.values():
+        assert set(record.paper) <= set(record.published) <= set(record.splits), record.name
+        if record.gold is Gold.RESULTS:
+            for split, count in record.published.items():
+                assert len(load_dataset(record.name, split, shared_dir / "datasets")) == count, (record.name, split)

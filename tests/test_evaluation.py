@@ -530,3 +530,39 @@ def test_a_researchers_qald_json_file_gets_gerbils_figures_and_its_own_name(
         export = tmp_path / f"{name}-qald.json"
         assert report_main(["--qald-json", str(export), str(tmp_path / name)]) == 0
         assert json.loads(export.read_text())["dataset"]["id"] == dataset_id
+
+
+#: What a summary says about the answers (timings and the directory's own name aside: two runs differ there).
+SAME_SUMMARY = ("questions", "em", "em_interval", "f1", "f1_interval", "actions", "steps_histogram", "figures",
+                "left_out", "repeat_f1", "repeat_em", "postprocessed", "diagnoses", "diagnosed", "models",
+                "protocols", "stop_reasons", "paper_gaps", "gold_caveat")
+
+
+def test_a_notebook_runs_the_evaluation_in_one_call_and_gets_the_command_lines_summary(
+        tmp_path, monkeypatch, llm_server, wikidata_server, capsys):
+    import harness
+    from harness.reporting import summarize
+    from harness.run import RunRefused
+
+    llm = llm_server(researcher_script)
+    wikidata = wikidata_server(sparql=lambda query: select(["advisor"], [{"advisor": "Q124500"}])
+                               if "wd:Q7604 wdt:P184" in query else select([], []))
+    wikidata.add(*euler_entities())
+    environment(monkeypatch, llm, wikidata)
+    data = qald10_file(tmp_path)
+    assert evaluate_main(["--dataset", "qald10", "--data", str(data), "--out", str(tmp_path / "cli"),
+                          "--quiet", "--repeats", "2"]) == 0
+    said: list[str] = []
+    done = harness.evaluate(dataset="qald10", data=data, out=tmp_path / "notebook", repeats=2, progress=False,
+                            llm=LLMConfig(base_url=llm.base_url, api_key="test", model=None), say=said.append)
+    assert done.complete and done.line == "8 answers (4 questions x 2 repeats): F1 50.0, EM 50.0"
+    assert done.line in capsys.readouterr().out
+    assert any(line.startswith("warning: scored against QALD-10's file answers") for line in said)
+    cli = summarize(tmp_path / "cli")
+    for name in SAME_SUMMARY:
+        assert getattr(done.summary, name) == getattr(cli, name), name
+    assert done.summary.gerbil.questions == 8 and done.summary.qald.f1_qald == cli.qald.f1_qald
+    assert set(done.summary.figures) == {"qald", "gerbil", "text2sparql"}
+    with pytest.raises(RunRefused, match="^--choices is KQA Pro's multiple-choice setting"):
+        harness.evaluate(dataset="qald10", data=data, out=tmp_path / "refused", choices=True)
+    assert not (tmp_path / "refused").exists()

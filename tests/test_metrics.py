@@ -24,57 +24,57 @@ def text(value, lang=None):
 def test_extra_predicted_columns_are_free_and_variable_names_ignored():
     gold = [{"person": item("Q1")}]
     predicted = [{"x": item("Q1"), "born": text("1707")}]
-    assert row_major_f1(predicted, gold) == 1.0 and exact_match(predicted, gold)
+    assert row_major_f1(gold, predicted) == 1.0 and exact_match(gold, predicted)
 
 
 def test_gold_label_and_description_columns_are_ignored():
     gold = [{"p": item("Q1"), "pLabel": text("Euler", "en"), "pDescription": text("mathematician", "en")}]
-    assert row_major_f1([{"p": item("Q1")}], gold) == 1.0
+    assert row_major_f1(gold, [{"p": item("Q1")}]) == 1.0
 
 
 def test_a_partial_row_counts_its_share_of_values():
     gold = [{"a": item("Q1"), "b": item("Q2")}]
     predicted = [{"a": item("Q1"), "b": item("Q3")}]
     # tp = 0.5, fn = 0 + 0.5, fp = 0
-    assert row_major_f1(predicted, gold) == pytest.approx(2 * 0.5 / (2 * 0.5 + 0.5))
-    assert not exact_match(predicted, gold)
+    assert row_major_f1(gold, predicted) == pytest.approx(2 * 0.5 / (2 * 0.5 + 0.5))
+    assert not exact_match(gold, predicted)
 
 
 def test_terms_compare_whole_language_and_datatype_included():
     gold = [{"n": text("Paris", "en")}]
-    assert row_major_f1([{"n": text("Paris", "fr")}], gold) == 0.0
-    assert row_major_f1([{"n": text("Paris")}], gold) == 0.0
+    assert row_major_f1(gold, [{"n": text("Paris", "fr")}]) == 0.0
+    assert row_major_f1(gold, [{"n": text("Paris")}]) == 0.0
 
 
 def test_repeated_values_count_as_a_multiset():
     gold = [{"a": item("Q1"), "b": item("Q1")}]
     assert recall(gold_rows(gold)[0], predicted_rows([{"x": item("Q1")}])[0]) == 0.5
-    assert row_major_f1([{"x": item("Q1"), "y": item("Q1")}], gold) == 1.0
+    assert row_major_f1(gold, [{"x": item("Q1"), "y": item("Q1")}]) == 1.0
 
 
 def test_missing_and_extra_rows():
     gold = [{"x": item("Q1")}, {"x": item("Q2")}]
-    assert row_major_f1([{"x": item("Q1")}], gold) == pytest.approx(2 / 3)
-    assert row_major_f1([{"x": item("Q1")}, {"x": item("Q2")}, {"x": item("Q3")}], gold) == pytest.approx(0.8)
+    assert row_major_f1(gold, [{"x": item("Q1")}]) == pytest.approx(2 / 3)
+    assert row_major_f1(gold, [{"x": item("Q1")}, {"x": item("Q2")}, {"x": item("Q3")}]) == pytest.approx(0.8)
 
 
 def test_duplicate_rows_are_rows():
     gold = [{"x": item("Q1")}]
-    assert row_major_f1([{"x": item("Q1")}, {"x": item("Q1")}], gold) == pytest.approx(2 / 3)
+    assert row_major_f1(gold, [{"x": item("Q1")}, {"x": item("Q1")}]) == pytest.approx(2 / 3)
 
 
 def test_booleans_score_one_only_when_equal():
     assert row_major_f1(True, True) == 1.0 and exact_match(False, False)
-    assert row_major_f1(False, True) == 0.0
-    assert row_major_f1([{"x": item("Q1")}], True) == 0.0
+    assert row_major_f1(True, False) == 0.0
     assert row_major_f1(True, [{"x": item("Q1")}]) == 0.0
+    assert row_major_f1([{"x": item("Q1")}], True) == 0.0
 
 
 def test_no_prediction_and_empty_sides():
     gold = [{"x": item("Q1")}]
-    assert row_major_f1(None, gold) == 0.0 and not exact_match(None, gold)
-    assert row_major_f1([], gold) == 0.0
-    assert row_major_f1([{"x": item("Q1")}], []) == 0.0
+    assert row_major_f1(gold, None) == 0.0 and not exact_match(gold, None)
+    assert row_major_f1(gold, []) == 0.0
+    assert row_major_f1([], [{"x": item("Q1")}]) == 0.0
     assert row_major_f1([], []) == 1.0
 
 
@@ -83,14 +83,14 @@ def test_ties_take_the_assignment_with_fewer_matched_pairs():
     # reach a recall sum of 1; the first matches one pair: tp = 1, fn = 1, fp = 1 (the other would give 2/3).
     gold = [{"a": item("Q1"), "b": item("Q2")}, {"a": item("Q2"), "b": item("Q3")}]
     predicted = [{"a": item("Q1"), "b": item("Q2")}, {"a": item("Q1")}]
-    assert row_major_f1(predicted, gold) == pytest.approx(0.5)
-    assert row_major_f1(list(reversed(predicted)), list(reversed(gold))) == pytest.approx(0.5)
+    assert row_major_f1(gold, predicted) == pytest.approx(0.5)
+    assert row_major_f1(list(reversed(gold)), list(reversed(predicted))) == pytest.approx(0.5)
     # A higher recall sum always wins over more pairs: g1-p1 = 1 alone (tp = 1, fn = 1, fp = 1) beats
     # g1-p2 + g2-p1 = 0.5 + 0.25.
     gold = [{"a": item("Q1"), "b": item("Q2")}, {"a": item("Q2"), "b": item("Q3"), "c": item("Q4"),
                                                    "d": item("Q5")}]
     predicted = [{"a": item("Q1"), "b": item("Q2")}, {"a": item("Q1")}]
-    assert row_major_f1(predicted, gold) == pytest.approx(0.5)
+    assert row_major_f1(gold, predicted) == pytest.approx(0.5)
 
 
 def brute_force_f1(predicted, gold):
@@ -123,7 +123,7 @@ small_rows = st.lists(st.dictionaries(st.sampled_from(["a", "b"]), values, min_s
 @settings(max_examples=150, deadline=None)
 @given(predicted=rows, gold=rows)
 def test_fast_path_equals_the_definition(predicted, gold):
-    assert row_major_f1(predicted, gold) == pytest.approx(brute_force_f1(predicted, gold), abs=1e-9)
+    assert row_major_f1(gold, predicted) == pytest.approx(brute_force_f1(predicted, gold), abs=1e-9)
 
 
 @settings(max_examples=100, deadline=None)
@@ -131,14 +131,14 @@ def test_fast_path_equals_the_definition(predicted, gold):
        gold_extra=small_rows, predicted_extra=small_rows)
 def test_fast_path_with_identical_rows_equals_the_definition(shared, gold_extra, predicted_extra):
     gold, predicted = shared + gold_extra, predicted_extra + shared
-    assert row_major_f1(predicted, gold) == pytest.approx(brute_force_f1(predicted, gold), abs=1e-9)
+    assert row_major_f1(gold, predicted) == pytest.approx(brute_force_f1(predicted, gold), abs=1e-9)
 
 
 def test_reproduces_the_upstream_f1_question_by_question(shared_dir):
     runs = json.loads((shared_dir / "reference-outputs" / "qald7_spinach_output_test.json").read_text())
     assert len(runs) == 45
     for run in runs:
-        assert row_major_f1(run["predicted_answer_tuple"], run["gold_answer_tuple"]) == pytest.approx(
+        assert row_major_f1(run["gold_answer_tuple"], run["predicted_answer_tuple"]) == pytest.approx(
             run["f1"], abs=1e-9), run["question"]
 
 

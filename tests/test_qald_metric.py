@@ -6,7 +6,8 @@ import pytest
 
 from harness.metrics import row_major_f1
 from harness.qald_json import to_qald_json
-from harness.qald_metric import aggregate, answer_set, score_question
+from harness import qald_metric
+from harness.qald_metric import aggregate, answer_set
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
 
@@ -24,14 +25,14 @@ def scores(score):
 
 
 def test_empty_gold_scores_one_only_for_an_empty_answer():
-    assert scores(score_question([], [])) == (1.0, 1.0, 1.0)
-    assert scores(score_question(None, [])) == (1.0, 1.0, 1.0)
-    assert scores(score_question([item("Q1")], [])) == (0.0, 0.0, 0.0)
+    assert scores(qald_metric.score([], [])) == (1.0, 1.0, 1.0)
+    assert scores(qald_metric.score([], None)) == (1.0, 1.0, 1.0)
+    assert scores(qald_metric.score([], [item("Q1")])) == (0.0, 0.0, 0.0)
 
 
 def test_an_empty_answer_to_a_non_empty_gold_is_a_decline():
-    assert scores(score_question([], [item("Q1")])) == (1.0, 0.0, 0.0)
-    assert scores(score_question(None, [item("Q1")])) == (1.0, 0.0, 0.0)
+    assert scores(qald_metric.score([item("Q1")], [])) == (1.0, 0.0, 0.0)
+    assert scores(qald_metric.score([item("Q1")], None)) == (1.0, 0.0, 0.0)
 
 
 def test_precision_and_recall_over_answer_sets():
@@ -39,28 +40,28 @@ def test_precision_and_recall_over_answer_sets():
     system = [item("Q1"), item("Q2"), item("Q9")]
     precision, recall = 2 / 3, 1 / 2
     f1 = 2 * precision * recall / (precision + recall)
-    assert scores(score_question(system, gold)) == pytest.approx((precision, recall, f1))
-    assert scores(score_question([item("Q9")], gold)) == (0.0, 0.0, 0.0)
+    assert scores(qald_metric.score(gold, system)) == pytest.approx((precision, recall, f1))
+    assert scores(qald_metric.score(gold, [item("Q9")])) == (0.0, 0.0, 0.0)
 
 
 def test_answers_are_sets_of_values_of_every_column_without_labels():
     rows = [{**item("Q1"), **item("Q2", "y"), "xLabel": {"type": "literal", "value": "one", "xml:lang": "en"}},
             item("Q1")]
     assert len(answer_set(rows)) == 2  # duplicates collapse, the label column is left out
-    assert scores(score_question([item("Q1", "a"), item("Q2", "b")], rows)) == (1.0, 1.0, 1.0)
+    assert scores(qald_metric.score(rows, [item("Q1", "a"), item("Q2", "b")])) == (1.0, 1.0, 1.0)
 
 
 def test_a_boolean_is_a_one_element_set():
-    assert scores(score_question(True, True)) == (1.0, 1.0, 1.0)
-    assert scores(score_question(False, True)) == (0.0, 0.0, 0.0)
-    assert scores(score_question([item("Q1")], True)) == (0.0, 0.0, 0.0)
-    assert scores(score_question(None, False)) == (1.0, 0.0, 0.0)
+    assert scores(qald_metric.score(True, True)) == (1.0, 1.0, 1.0)
+    assert scores(qald_metric.score(True, False)) == (0.0, 0.0, 0.0)
+    assert scores(qald_metric.score(True, [item("Q1")])) == (0.0, 0.0, 0.0)
+    assert scores(qald_metric.score(False, None)) == (1.0, 0.0, 0.0)
 
 
 def test_f1_qald_is_the_harmonic_mean_of_the_mean_precision_and_recall():
-    per_question = [score_question([item("Q1")], [item("Q1"), item("Q2")]),  # P 1, R 0.5, F 2/3
-                    score_question([], [item("Q3")]),  # P 1, R 0, F 0
-                    score_question([item("Q4"), item("Q5")], [item("Q4")])]  # P 0.5, R 1, F 2/3
+    per_question = [qald_metric.score([item("Q1"), item("Q2")], [item("Q1")]),  # P 1, R 0.5, F 2/3
+                    qald_metric.score([item("Q3")], []),  # P 1, R 0, F 0
+                    qald_metric.score([item("Q4")], [item("Q4"), item("Q5")])]  # P 0.5, R 1, F 2/3
     total = aggregate(per_question)
     precision, recall = (1 + 1 + 0.5) / 3, (0.5 + 0 + 1) / 3
     assert total.macro_precision == pytest.approx(precision) and total.macro_recall == pytest.approx(recall)
@@ -80,16 +81,16 @@ def test_no_questions_is_an_error():
 def test_numeric_literals_compared_by_value_only_when_asked():
     gold = [number("+100")]
     for system in ([number("100")], [number("100.0")], [number("1E2", "double")], [number("100", "integer")]):
-        assert score_question(system, gold).f1 == 0.0
-        assert score_question(system, gold, numbers_by_value=True).f1 == 1.0
-        assert row_major_f1(system, gold) == 0.0
-        assert row_major_f1(system, gold, numbers_by_value=True) == 1.0
-    assert score_question([number("101")], gold, numbers_by_value=True).f1 == 0.0
-    assert score_question([number("-0")], [number("+0")], numbers_by_value=True).f1 == 1.0
+        assert qald_metric.score(gold, system).f1 == 0.0
+        assert qald_metric.score(gold, system, numbers_by_value=True).f1 == 1.0
+        assert row_major_f1(gold, system) == 0.0
+        assert row_major_f1(gold, system, numbers_by_value=True) == 1.0
+    assert qald_metric.score(gold, [number("101")], numbers_by_value=True).f1 == 0.0
+    assert qald_metric.score([number("+0")], [number("-0")], numbers_by_value=True).f1 == 1.0
     not_a_number = [number("about 100")]
-    assert score_question(not_a_number, not_a_number, numbers_by_value=True).f1 == 1.0
+    assert qald_metric.score(not_a_number, not_a_number, numbers_by_value=True).f1 == 1.0
     strings = [{"n": {"type": "literal", "value": "+100"}}]
-    assert score_question([{"n": {"type": "literal", "value": "100"}}], strings, numbers_by_value=True).f1 == 0.0
+    assert qald_metric.score(strings, [{"n": {"type": "literal", "value": "100"}}], numbers_by_value=True).f1 == 0.0
 
 
 def test_the_export_is_qald_json_with_every_column():
@@ -116,7 +117,7 @@ def test_the_upstream_qald10_outputs_under_both_metrics(shared_dir):
     from harness.datasets import load_dataset
 
     outputs = json.loads((shared_dir / "reference-outputs" / "qald10_spinach_output_test.json").read_text())
-    live = aggregate(score_question(o["predicted_answer_tuple"], o["gold_answer_tuple"]) for o in outputs)
+    live = aggregate(qald_metric.score(o["gold_answer_tuple"], o["predicted_answer_tuple"]) for o in outputs)
     assert (round(100 * live.f1_qald, 2), round(100 * live.macro_f1, 2), round(100 * live.micro_f1, 2)) == (
         69.07, 65.11, 48.96)
     file_gold = {example.question: example.gold_answer for example in load_dataset("qald10", None,
@@ -124,7 +125,7 @@ def test_the_upstream_qald10_outputs_under_both_metrics(shared_dir):
     pairs = [(o["predicted_answer_tuple"], file_gold[o["question"]]) for o in outputs]
     assert len(pairs) == 387
     for by_value, expected in ((False, 57.37), (True, 59.11)):
-        scores = aggregate(score_question(predicted, gold, by_value) for predicted, gold in pairs)
+        scores = aggregate(qald_metric.score(gold, predicted, by_value) for predicted, gold in pairs)
         assert round(100 * scores.f1_qald, 2) == expected
 
 

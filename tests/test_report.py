@@ -304,7 +304,8 @@ def test_the_plot_title_counts_answers_as_its_bins_do(tmp_path, capsys):
 
 def test_gerbil_reading_the_qald_json_export_gets_the_reports_figures(tmp_path, capsys):
     """The export carries every column, so the answers GERBIL reads from it score what the report prints."""
-    from harness.gerbil_metric import count_matches, gerbil_scores
+    from harness import gerbil_metric
+    from harness.gerbil_metric import gerbil_scores
 
     x, label = {"type": "uri", "value": "http://x/1"}, {"type": "literal", "value": "one", "xml:lang": "en"}
     lines = [{**record("1", 1.0, {}), "gold_answer": [{"x": x}], "predicted_answer": [{"x": x, "xLabel": label}],
@@ -316,7 +317,7 @@ def test_gerbil_reading_the_qald_json_export_gets_the_reports_figures(tmp_path, 
     exported = json.loads((tmp_path / "qald.json").read_text())["questions"]
     read = [answer.get("boolean") if "boolean" in answer else answer["results"]["bindings"]
             for answer in (question["answers"][0] for question in exported)]
-    scores = gerbil_scores(count_matches(answer, line["gold_answer"]) for answer, line in zip(read, lines))
+    scores = gerbil_scores(gerbil_metric.score(line["gold_answer"], answer) for answer, line in zip(read, lines))
     assert scores == summarize(run).gerbil and scores.macro_precision == pytest.approx(0.5 / 3)
 
 

@@ -23,7 +23,8 @@ from typing import Any
 import pytest
 import yaml
 
-from harness.text2sparql_metric import aggregate, score_question
+from harness import text2sparql_metric
+from harness.text2sparql_metric import aggregate
 from tests.support.llm_server import ErrorReply, HeldReply, RawReply, SlowReply, ToolCallReply
 from tests.support.processes import PATIENCE, wait_for
 from serve.__main__ import main as serve_main
@@ -153,7 +154,7 @@ def test_the_official_client_scores_a_scripted_run_on_ck25(ck25, llm_server, tex
     print("client's average:", json.dumps(scores["average"]))
 
     # The harness's set-F1 on the same answers, each query run on the same endpoint: the client's figures.
-    ours = {f"ck25:{item['id']}-en": score_question(
+    ours = {f"ck25:{item['id']}-en": text2sparql_metric.score(
         endpoint_results(oxigraph.endpoint, item["query"]["sparql"]),
         endpoint_results(oxigraph.endpoint, answers[f"ck25:{item['id']}-en"]["query"])
         if f"ck25:{item['id']}-en" in answers else EMPTY_RESULT) for item in questions}

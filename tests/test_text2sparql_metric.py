@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 
 from harness.qald_json import qald_answer
-from harness.text2sparql_metric import aggregate, judged_values, score_question
+from harness import text2sparql_metric
+from harness.text2sparql_metric import aggregate, judged_values
 from tests.support.terms import literal
 
 EMPTY_RESULT = {"head": {"vars": []}, "results": {"bindings": []}}  # what the client puts for a failed query
@@ -55,7 +56,7 @@ def run_client(client: Path, work: Path, gold: dict, predicted: dict) -> dict:
 
 def assert_parity(client_scores: dict, gold: dict, predicted: dict) -> None:
     """Every question the client scores, the questions it leaves out, and the mean: the same as ours."""
-    ours = {qid: score_question(gold[qid], predicted[qid]) for qid in gold}
+    ours = {qid: text2sparql_metric.score(gold[qid], predicted[qid]) for qid in gold}
     assert set(client_scores) - {"average"} == {qid for qid, score in ours.items() if score is not None}
     for qid, score in ours.items():
         if score is not None:
@@ -119,14 +120,14 @@ def test_each_crafted_rule_scores_as_the_client_scores_it(text2sparql_client, tm
     gold = {qid: case[0] for qid, case in CRAFTED.items()}
     predicted = {qid: case[1] for qid, case in CRAFTED.items()}
     for qid, (gold_result, predicted_result, expected) in CRAFTED.items():
-        score = score_question(gold_result, predicted_result)
+        score = text2sparql_metric.score(gold_result, predicted_result)
         assert (None if score is None else score.f1) == pytest.approx(expected), qid
     assert_parity(run_client(text2sparql_client, tmp_path, gold, predicted), gold, predicted)
 
 
 def test_a_run_where_no_gold_has_a_value_has_no_figure(text2sparql_client, tmp_path):
     gold, predicted = {"q1": EMPTY_RESULT}, {"q1": rows(uri("Q1"))}
-    assert aggregate([score_question(gold["q1"], predicted["q1"])]).f1 is None
+    assert aggregate([text2sparql_metric.score(gold["q1"], predicted["q1"])]).f1 is None
     assert_parity(run_client(text2sparql_client, tmp_path, gold, predicted), gold, predicted)
 
 
@@ -156,7 +157,7 @@ def test_the_upstream_qald10_outputs_score_as_the_client_scores_them(text2sparql
     predicted = {f"q{i}": qald_answer(o["predicted_answer_tuple"]) for i, o in enumerate(outputs)}
     client_scores = run_client(text2sparql_client, tmp_path, gold, predicted)
     assert_parity(client_scores, gold, predicted)
-    assert round(100 * aggregate(score_question(gold[q], predicted[q]) for q in gold).f1, 2) == round(
+    assert round(100 * aggregate(text2sparql_metric.score(gold[q], predicted[q]) for q in gold).f1, 2) == round(
         100 * client_scores["average"]["set_F"], 2)
 
 
@@ -197,7 +198,7 @@ def test_ck25s_reference_queries_on_its_graph_score_as_the_client_scores_them(te
                                 ("next", reference[(i + 1) % len(queries)])):
             gold[f"ck25:{i}-en-{variant}"], predicted[f"ck25:{i}-en-{variant}"] = reference[i], answer
     assert_parity(run_client(text2sparql_client, tmp_path, gold, predicted), gold, predicted)
-    same = aggregate(score_question(gold[key], predicted[key]) for key in gold if key.endswith("-same"))
+    same = aggregate(text2sparql_metric.score(gold[key], predicted[key]) for key in gold if key.endswith("-same"))
     # Two reference queries cast with xsd:int, which Oxigraph lacks: left out. One ASK is false: 0 against itself.
     assert (same.f1, same.left_out) == (47 / 48, 2)
     assert sum(1 for result in reference if result.get("boolean") is False) == 1

@@ -110,6 +110,21 @@ def test_the_wheel_ships_templates_and_console_scripts(installed):
         assert (installed / script).exists(), script
 
 
+def test_the_wheel_leaves_the_benchmarks_to_the_checkout(installed):
+    [wheel] = installed.parent.parent.glob("dist/*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert not [name for name in names if Path(name).name.startswith("bench_")]
+    checkout = {path.relative_to(ROOT).as_posix() for path in (ROOT / "scripts").glob("*.py")}
+    assert checkout - names == {name for name in checkout if Path(name).name.startswith("bench_")}
+    done = run(installed, "spinach-eval", "--help", cwd=installed)
+    assert done.returncode == 0 and "usage: spinach-eval" in done.stdout, done.stderr
+    missing = run(installed, "python", "-m", "scripts.bench_metrics", "--help", cwd=installed)
+    assert missing.returncode == 1 and "No module named scripts.bench_metrics" in missing.stderr
+    from_checkout = subprocess.run([sys.executable, "-m", "scripts.bench_metrics", "--help"], cwd=ROOT,
+                                   capture_output=True, text=True, timeout=120)
+    assert from_checkout.returncode == 0 and "usage:" in from_checkout.stdout, from_checkout.stderr
+
+
 @pytest.mark.parametrize("script", CONSOLE_SCRIPTS)
 def test_each_console_script_answers_help(installed, tmp_path, script):
     done = run(installed, script, "--help", cwd=tmp_path)
