@@ -208,6 +208,13 @@ class Attempt:
     reason: str = ""
 
 
+def attempt_of(result: QueryResult) -> Attempt:
+    """A result already in hand (the run's own) as an attempt: its status says the outcome."""
+    outcome = {"ok": EngineOutcome.ANSWERED, "empty": EngineOutcome.ANSWERED,
+               "timeout": EngineOutcome.TIMEOUT}.get(result.status, EngineOutcome.FAILED)
+    return Attempt(outcome, result, "" if outcome is EngineOutcome.ANSWERED else " ".join(result.message.split()))
+
+
 def answer_set(result: QueryResult) -> frozenset[tuple[tuple[str, str], ...]]:
     """*result*'s rows as a set, each row its sorted (variable, value) pairs; an ASK as one row."""
     if result.boolean is not None:

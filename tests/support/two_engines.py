@@ -46,7 +46,7 @@ from tests.support.fault_proxy import FaultProxy
 from tests.support.loopback import LoopbackServer
 from tests.support.processes import stop
 from tests.support.serve_rig import free_port, wait_for
-from tests.support.sparql_endpoint import qlever_error
+from tests.support.sparql_endpoint import qlever_error, undeclared_prefix
 
 #: Humans in the newer copy (the query service's): Douglas Adams, Tim Berners-Lee, Alan Turing.
 HUMANS_NOW = ("Q42", "Q80", "Q7251")
@@ -197,8 +197,13 @@ def _qlever_handler(oxigraph: str, queries: list[str], date: datetime) -> type[B
                 self._json(400, qlever_error(query, "SERVICE clauses are not supported: this engine has no "
                                                     "label service and calls no remote endpoint"))
                 return
+            prefix = undeclared_prefix(query)
+            if prefix is not None:
+                self._json(400, qlever_error(query, f"Invalid SPARQL query: Prefix {prefix} was not registered "
+                                                    "using a PREFIX declaration"))
+                return
             queries.append(query)
-            answer = _ask_oxigraph(oxigraph, query)  # no implicit prefixes: Oxigraph refuses an undeclared one
+            answer = _ask_oxigraph(oxigraph, query)
             if answer.status_code != 200:
                 self._json(400, qlever_error(query, f"Invalid SPARQL query: {answer.text.strip()[:500]}"))
                 return
