@@ -19,7 +19,7 @@ from pathlib import Path
 from agent import Agent, AgentConfig
 from agent.kb import open_kb
 from agent.cli import program_name, protocol_line
-from agent.kb.live import WikidataConfig
+from agent.kb.live import WikidataConfig, read_days
 from agent.llm import ChatModel, LLMConfig, LLMConfigurationError
 from agent.observations import format_table
 from agent.trace import AgentResult, Step, StopReason
@@ -32,6 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Environment: OPENAI_API_KEY, OPENAI_BASE_URL, SPINACH_MODEL (the language model); "
                "WIKIDATA_API_URL, WIKIDATA_SPARQL_URL (other Wikibase or SPARQL endpoints), "
                "WIKIDATA_SPARQL_DIALECT (what that endpoint speaks: wdqs, qlever or sparql11); "
+               "WIKIDATA_ENGINES, WIKIDATA_STALE_AFTER_DAYS (as --engines, --stale-after-days); "
                "SPINACH_CONTACT (your contact, sent in the User-Agent as Wikimedia asks).",
     )
     parser.add_argument("question", help="the question, in quotes")
@@ -52,6 +53,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-seconds", type=float, metavar="SECONDS",
                         help="seconds the whole run may take, its model calls and the end-of-run extraction "
                              "included (default: no limit but the steps')")
+    parser.add_argument("--engines", metavar="LIST",
+                        help="where the final query runs, the main engine first (it answers the agent; when busy "
+                             "or too slow, the next does): wdqs, qlever, or KEY=ENDPOINT [DIALECT [TRY_URL]], "
+                             "comma-separated (default: WIKIDATA_ENGINES, else 'wdqs, qlever')")
+    parser.add_argument("--stale-after-days", metavar="DAYS",
+                        help="days after which an engine's data is named stale (default: 2; 0: never)")
     parser.add_argument("--contact", help="contact for the User-Agent (default: SPINACH_CONTACT)")
     parser.add_argument("--answer-guaranteed", action="store_true",
                         help="tell the model an answer exists in Wikidata (as in benchmarks)")
@@ -118,6 +125,10 @@ def main(argv: list[str] | None = None) -> int:
         config = WikidataConfig.from_env()
         if args.contact:
             config.contact = args.contact
+        if args.engines is not None:
+            config = config.with_engines(args.engines, "--engines")
+        if args.stale_after_days is not None:
+            config.stale_after_days = read_days(args.stale_after_days, "--stale-after-days")
         kb = open_kb(args.kb, cache_path=args.cache, offline=args.offline, config=config)
     except (LLMConfigurationError, ValueError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)

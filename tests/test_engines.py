@@ -328,3 +328,38 @@ def test_the_local_store_is_its_own_one_engine_dated_by_its_load(tmp_path: Path)
     assert run.engine.key == "local" and run.outcome is EngineOutcome.ANSWERED and run.rows == 1
     assert run.data_date.source == "load manifest" and run.data_date.modified == load_date(tmp_path / "store")
     assert json.loads((tmp_path / "store" / "manifest.json").read_text())["files"] == ["graph.ttl"]
+
+
+def test_bot_ini_names_the_engines_and_a_bad_one_is_one_line_naming_the_key(tmp_path):
+    from bot.config import BotConfig
+
+    (tmp_path / "bot.ini").write_text("[bot]\nengines = qlever=http://127.0.0.1:7001/api, wdqs\n"
+                                      "stale_after_days = 9\n")
+    config = BotConfig.from_file(tmp_path / "bot.ini").wikidata_config(environ={})
+    assert [engine.key for engine in config.all_engines()] == ["qlever", "wdqs"]
+    assert config.stale_after == timedelta(days=9)
+    assert BotConfig().wikidata_config(environ={"WIKIDATA_ENGINES": "wdqs"}).all_engines() == (WDQS,)
+    (tmp_path / "bot.ini").write_text("[bot]\nengines = wdqs, qlevr\n")
+    with pytest.raises(ValueError) as raised:
+        BotConfig.from_file(tmp_path / "bot.ini")
+    assert str(raised.value) == f"{tmp_path / 'bot.ini'}: engines: unknown engine 'qlevr': give a known engine " \
+                                "(wdqs, qlever), or KEY=ENDPOINT [DIALECT [TRY_URL]]"
+
+
+def test_the_command_lines_take_the_engines_and_say_a_bad_one_in_one_line(capsys, monkeypatch):
+    from agent.__main__ import main as agent_main
+    from serve.__main__ import build_parser, engine_settings
+
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("SPINACH_MODEL", "m")
+    assert agent_main(["Who?", "--engines", "wdqs, blazegraph"]) == 2
+    assert capsys.readouterr().err == "error: --engines: unknown engine 'blazegraph': give a known engine " \
+                                      "(wdqs, qlever), or KEY=ENDPOINT [DIALECT [TRY_URL]]\n"
+    assert agent_main(["Who?", "--stale-after-days", "-1"]) == 2
+    assert capsys.readouterr().err.startswith("error: --stale-after-days: '-1' is not a number of days")
+    environ: dict[str, str] = {}
+    engine_settings(build_parser().parse_args(["--engines", "qlever, wdqs", "--stale-after-days", "3"]), environ)
+    assert environ == {"WIKIDATA_ENGINES": "qlever, wdqs", "WIKIDATA_STALE_AFTER_DAYS": "3.0"}
+    assert [engine.key for engine in WikidataConfig.from_env(environ).all_engines()] == ["qlever", "wdqs"]
+    with pytest.raises(EngineConfigError, match="^--engines: engine wdqs named twice$"):
+        engine_settings(build_parser().parse_args(["--engines", "wdqs,wdqs"]), {})
