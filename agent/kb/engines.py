@@ -316,24 +316,21 @@ def cross_check(query: str, engines: Sequence[Engine], run: Callable[[Engine, st
     """*query* on every engine at once (one thread each), each in its dialect, with each engine's data date.
 
     *run* sends the query as written for the query service to one engine (it prepares it for the engine's
-    dialect, one bounded request); *dates* gives an engine's data date.  An engine whose date is older than
-    *stale_after* is named in ``stale``.
+    dialect and says when the engine cannot run it, one bounded request); *dates* gives an engine's data date.
+    An engine whose date is older than *stale_after* is named in ``stale``.
     """
     def one(engine: Engine) -> EngineRun:
+        attempt = run(engine, query)
         try:
             prepared = prepare(query, engine.dialect, language)
-        except Unsupported as error:
-            return EngineRun(engine, EngineOutcome.UNSUPPORTED, reason=unsupported_reason(engine, error),
-                             data_date=dates(engine))
-        except SyntaxError as error:
-            prepared, attempt = "", Attempt(EngineOutcome.FAILED, reason=f"{engine.name} cannot read it: {error}")
-        else:
-            attempt = run(engine, query)
+        except (Unsupported, SyntaxError):  # the attempt says why; there is no link to give
+            prepared = ""
         result = attempt.result
         answered = attempt.outcome is EngineOutcome.ANSWERED and result is not None
         shown = prepared if prepared == query else compact(prepared)
+        runnable = bool(prepared) and attempt.outcome is not EngineOutcome.UNSUPPORTED
         return EngineRun(engine, attempt.outcome, rows=row_count(result) if answered else None,
-                         reason=attempt.reason, try_link=try_link(engine, shown) if prepared else "",
+                         reason=attempt.reason, try_link=try_link(engine, shown) if runnable else "",
                          data_date=dates(engine), answer=answer_set(result) if answered else frozenset())
 
     with ThreadPoolExecutor(max_workers=max(1, len(engines))) as pool:
