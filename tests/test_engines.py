@@ -363,3 +363,17 @@ def test_the_command_lines_take_the_engines_and_say_a_bad_one_in_one_line(capsys
     assert [engine.key for engine in WikidataConfig.from_env(environ).all_engines()] == ["qlever", "wdqs"]
     with pytest.raises(EngineConfigError, match="^--engines: engine wdqs named twice$"):
         engine_settings(build_parser().parse_args(["--engines", "wdqs,wdqs"]), {})
+
+
+def test_the_report_counts_which_engine_answered_the_final_queries(tmp_path, capsys):
+    from harness.reporting import summarize
+    from scripts.report import main as report_main
+    from tests.test_report import record, write_run
+
+    records = [{**record("1", 1.0, {"stop": 1}), "engine": "wdqs"}, {**record("2", 1.0, {"stop": 1}),
+                                                                    "engine": "qlever"},
+               {**record("3", 0.0, {"stop": 1}), "engine": "wdqs"}, record("4", 0.0, {"stop": 1})]
+    run = write_run(tmp_path / "run", records)
+    assert summarize(run).engines == {"wdqs": 2, "qlever": 1, "(not recorded)": 1}
+    report_main([str(run)])
+    assert "final queries answered by wdqs 2, qlever 1, (not recorded) 1" in capsys.readouterr().out
