@@ -13,7 +13,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from enum import StrEnum
@@ -319,7 +319,7 @@ def cross_check(query: str, engines: Sequence[Engine], run: Callable[[Engine, st
     dialect and says when the engine cannot run it, one bounded request); *dates* gives an engine's data date.
     An engine whose date is older than *stale_after* is named in ``stale``.
     """
-    def one(engine: Engine) -> EngineRun:
+    def one(engine: Engine, date: Future[DataDate | None]) -> EngineRun:
         attempt = run(engine, query)
         try:
             prepared = prepare(query, engine.dialect, language)
@@ -331,10 +331,11 @@ def cross_check(query: str, engines: Sequence[Engine], run: Callable[[Engine, st
         runnable = bool(prepared) and attempt.outcome is not EngineOutcome.UNSUPPORTED
         return EngineRun(engine, attempt.outcome, rows=row_count(result) if answered else None,
                          reason=attempt.reason, try_link=try_link(engine, shown) if runnable else "",
-                         data_date=dates(engine), answer=answer_set(result) if answered else frozenset())
+                         data_date=date.result(), answer=answer_set(result) if answered else frozenset())
 
-    with ThreadPoolExecutor(max_workers=max(1, len(engines))) as pool:
-        runs = tuple(pool.map(one, engines))
+    with ThreadPoolExecutor(max_workers=max(1, 2 * len(engines))) as pool:  # each query beside each date look-up
+        asked = [pool.submit(dates, engine) for engine in engines]
+        runs = tuple(pool.map(one, engines, asked))
     now = now or datetime.now(timezone.utc)
     stale = tuple(run.engine.key for run in runs
                   if stale_after is not None and run.data_date and now - run.data_date.modified > stale_after)

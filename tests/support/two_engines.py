@@ -14,9 +14,14 @@ releases it):
   forty days ago): a human added since is missing, and an item merged since is
   still there.  Its front refuses as QLever does (see
   :mod:`tests.support.sparql_endpoint`): any ``SERVICE`` and any undeclared
-  prefix, with HTTP 400 and QLever's JSON error body; it answers ``?cmd=stats``
-  with the fields of QLever's ``composeIndexStats``, the index named as QLever's
-  Wikidata Qleverfile names it (``... version DD.MM.YYYY``).
+  prefix, with HTTP 400 and QLever's JSON error body (``status``, ``exception``,
+  ``query``; an undeclared prefix in its parser's words); it answers
+  ``?cmd=stats`` with the fields of QLever's ``composeIndexStats``
+  (ad-freiburg/qlever, ``src/engine/Server.cpp``), the index named as QLever's
+  Wikidata Qleverfile names it (``... version DD.MM.YYYY``, qlever-control's
+  ``Qleverfiles/Qleverfile.wikidata``).  QLever answers a query cancelled at its
+  time limit with HTTP 429 and ``Cancelled due to timeout`` (its server's
+  ``CancellationException``): a test arms that reply at the fault proxy.
 
 Use the ``two_engines`` fixture; :attr:`TwoEngines.setting` is the engine list
 for ``WIKIDATA_ENGINES``, ``--engines`` or bot.ini's ``engines``.
