@@ -167,6 +167,9 @@ def test_a_check_round_trips_through_a_run_record(two_engines):
     (Reply(503, "<html><body><h1>Wikidata Query Service</h1><p>The service is down for maintenance.</p></body>"
                 "</html>", {"Retry-After": "0", "Content-Type": "text/html"}),
      "The query service was down for maintenance; QLever answered:"),
+    (Reply(200, "<html><body><p>Wikidata Query Service is under maintenance. Please try again later.</p></body>"
+                "</html>", {"Content-Type": "text/html"}),
+     "The query service was down for maintenance; QLever answered:"),
 ])
 def test_a_busy_query_service_sends_the_query_to_qlever_in_its_dialect(two_engines, fault, said):
     two_engines.wdqs.proxy.add(Fault("busy", human("?human"), fault, times=EVERY_TRY))

@@ -421,7 +421,7 @@ def classify_response(engine: Engine, response: CachedResponse) -> Attempt:
                            f"{engine.name} was down for maintenance")
         outcome = EngineOutcome.ANSWERED if result.status in ("ok", "empty") else EngineOutcome.FAILED
         return Attempt(outcome, replace(result, engine=engine.key), "" if outcome is EngineOutcome.ANSWERED
-                       else f"{engine.name}: {result.message}")
+                       else f"{engine.name}: {' '.join(result.message.split())[:300]}")
     if exception is not None:
         if _says_timeout(exception):
             result = QueryResult(status="timeout", message=_error_line(text), engine=engine.key)
