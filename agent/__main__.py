@@ -14,11 +14,13 @@ import json
 import os
 import sys
 from collections.abc import Callable
+from datetime import timezone
 from pathlib import Path
 
 from agent import Agent, AgentConfig
 from agent.kb import open_kb
 from agent.cli import program_name, protocol_line
+from agent.kb.engines import CrossCheck, EngineOutcome
 from agent.kb.live import WikidataConfig, read_days
 from agent.llm import ChatModel, LLMConfig, LLMConfigurationError
 from agent.observations import format_table
@@ -86,6 +88,20 @@ def step_printer() -> Callable[[Step], None]:
     return show
 
 
+def engine_lines(check: CrossCheck) -> list[str]:
+    """The final query on each engine, one line each: what it found or why not, how fresh its data is, its link."""
+    lines = []
+    for run in check.runs:
+        found = f"{run.rows} rows" if run.outcome is EngineOutcome.ANSWERED else f"{run.outcome.value}: {run.reason}"
+        if run.outcome is EngineOutcome.ANSWERED and len(check.answered) > 1 and check.only_in(run):
+            found += f", {check.only_in(run)} only here"
+        date = f"; data of {run.data_date.modified.astimezone(timezone.utc):%Y-%m-%d %H:%M} UTC " \
+               f"({run.data_date.source})" if run.data_date else ""
+        stale = " (stale)" if run.engine.key in check.stale else ""
+        lines.append(f"On {run.engine.name}: {found}{date}{stale}" + (f"\n    {run.try_link}" if run.try_link else ""))
+    return lines
+
+
 def print_result(result: AgentResult) -> None:
     print(f"\nEnded: {result.stop_reason} ({result.stop_message})")
     if switched := protocol_line(result):
@@ -102,6 +118,8 @@ def print_result(result: AgentResult) -> None:
             print(f"\nAnswer: {result.answer}")
         elif result.answer is not None:
             print("\n" + format_table(result.variables, result.answer, head=20, tail=5))
+    if result.cross_check is not None:
+        print("\n" + "\n".join(engine_lines(result.cross_check)))
     if result.explanation:
         print(f"\nExplanation{f' ({result.language})' if result.language else ''}: {result.explanation}")
     usage = result.usage

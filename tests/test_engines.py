@@ -380,3 +380,22 @@ def test_the_report_counts_which_engine_answered_the_final_queries(tmp_path, cap
     assert summarize(run).engines == {"wdqs": 2, "qlever": 1, "(not recorded)": 1}
     report_main([str(run)])
     assert "final queries answered by wdqs 2, qlever 1, (not recorded) 1" in capsys.readouterr().out
+
+
+def test_the_agents_command_line_says_what_each_engine_found(two_engines, llm_server, wikidata_server, capsys,
+                                                              monkeypatch):
+    from agent.__main__ import main as agent_main
+
+    api = wikidata_server()
+    api.add(entity("Q5", "human"), entity("P31", "instance of"))
+    model = llm_server([ToolCallReply("execute_sparql", {"thought": "List them.", "sparql": DIFFERENT_QUERY}),
+                        ToolCallReply("stop", {"explanation": "The humans.", "language": "en"})])
+    monkeypatch.setenv("OPENAI_BASE_URL", model.base_url)
+    monkeypatch.setenv("SPINACH_MODEL", "m")
+    monkeypatch.setenv("WIKIDATA_API_URL", api.api_url)
+    assert agent_main(["Which humans?", "--engines", two_engines.setting, "--stale-after-days", "30"]) == 0
+    out = capsys.readouterr().out
+    assert f"On the query service: 3 rows, 1 only here; data of {two_engines.wdqs.date:%Y-%m-%d %H:%M} UTC " \
+           "(schema:dateModified)\n    https://query.wikidata.org/#SELECT%20%3Fhuman" in out
+    assert f"On QLever: 3 rows, 1 only here; data of {two_engines.qlever.date:%Y-%m-%d %H:%M} UTC (dump date) " \
+           "(stale)\n    https://qlever.dev/wikidata/?query=PREFIX" in out
