@@ -80,6 +80,7 @@ from agent.actions import (ACTIONS, CANNOT_ANSWER, action_named, actions_for, ch
                            shown_name, tool_schemas)
 from agent.kb import http
 from agent.kb.base import KBUnavailable, KnowledgeBase, QueryResult
+from agent.kb.engines import CrossCheck
 from agent.llm import (
     ChatModel, Completion, ContextTooLong, LLMUnavailable, ModelRequestError, ToolChoiceRefused, ToolsUnsupported,
     well_formed,
@@ -261,8 +262,9 @@ class _Run:
         if self.extraction_failure:
             message += f"; the end-of-run extraction gave nothing ({self.extraction_failure})"
             log.warning("the end-of-run extraction gave nothing: %s", self.extraction_failure)
-        self.usage.seconds = round(time.monotonic() - started, 3)
         result = answer.result
+        cross_check = self.cross_check(answer.sparql, result)
+        self.usage.seconds = round(time.monotonic() - started, 3)
         return AgentResult(
             question=self.question,
             final_sparql=answer.sparql,
@@ -281,6 +283,7 @@ class _Run:
             protocol_switch="; ".join(self.switches),
             tool_choice=self.tool_choice,
             model=self.model,
+            cross_check=cross_check,
         )
 
     def explore(self) -> tuple[StopReason, str, int | None]:
@@ -302,6 +305,18 @@ class _Run:
                     return StopReason.STOP, "the agent stopped on a query that returned results", final
         except RunEnded as ended:
             return ended.reason, ended.message, None
+
+    def cross_check(self, sparql: str | None, result: QueryResult | None) -> CrossCheck | None:
+        """The final query on every engine the knowledge base has (its ``cross_check``, where it has one), each
+        within what remains of the run's time; ``None`` without a final query, or when no engine could be asked."""
+        check = getattr(self.agent.kb, "cross_check", None)
+        if not sparql or check is None:
+            return None
+        try:
+            return check(sparql, self.remaining(), known=result)
+        except KBUnavailable as error:
+            log.warning("the final query's cross-check failed: %s", error)
+            return None
 
     def remaining(self) -> float | None:
         """Seconds left of the run's time (0 when spent), or ``None`` when the run has no time limit."""
@@ -625,6 +640,7 @@ class _Run:
             result = outcome.result
             self.results[index] = result
             step.query_status = result.status
+            step.engine = result.engine
             step.row_count = (1 if result.boolean is not None else len(result.bindings)) \
                 if result.status in ("ok", "empty") else None
             if result.status == "ok" and result.bindings:

@@ -151,7 +151,8 @@ def open_knowledge_base(config: BotConfig):
     """
     from agent.kb import open_kb
 
-    kb = open_kb(config.kb_dir, cache_path=config.cache_path, read_only=not config.live)
+    kb = open_kb(config.kb_dir, cache_path=config.cache_path, read_only=not config.live,
+                 config=config.wikidata_config())
     if kb.graph.name != "wikidata":
         raise ValueError(f"kb_dir {config.kb_dir} holds the graph {kb.graph.name!r}: the bot answers about Wikidata")
     return Scrubbed(kb)

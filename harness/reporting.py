@@ -87,6 +87,9 @@ class RunSummary:
     paper_gaps: list[str] = field(default_factory=list)
     #: A caveat about the run's gold answers (QALD-10's 2022 file answers), "" when none.
     gold_caveat: str = ""
+    #: Which engine answered each final query (``wdqs``; ``qlever`` when the query service was busy or too
+    #: slow), with how many answers each; "(not recorded)" for records without a final query or written before.
+    engines: dict[str, int] = field(default_factory=dict)
 
     @property
     def qald(self) -> QaldScores | None:
@@ -262,7 +265,8 @@ def summarize(directory: Path, prices: dict[str, Price] | None = None) -> RunSum
         diagnosed={name: sorted(found, key=_natural_id) for name, found in diagnosed.items() if found},
         models=models, protocols=dict(Counter(record.get("protocol", "tools") for record in records)),
         stop_reasons=dict(Counter(record.get("stop_reason", "?") for record in records).most_common()),
-        paper_gaps=paper_gaps(info, left, models), gold_caveat=gold_caveat or "")
+        paper_gaps=paper_gaps(info, left, models), gold_caveat=gold_caveat or "",
+        engines=dict(Counter(record.get("engine") or "(not recorded)" for record in records).most_common()))
 
 
 def other_figures(dataset: Dataset, records: list[dict[str, Any]], numbers_by_value: bool) -> dict[str, Any]:
