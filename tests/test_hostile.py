@@ -100,7 +100,7 @@ ASKER = "User:Alice"
 QUERY_SERVICE = "https://query.wikidata.org/"
 BOT_SIGNATURE = re.compile(
     rf"\[\[User:{BOT_USER}\|{BOT_USER}\]\] \(\[\[User talk:{BOT_USER}\|talk\]\]\) "
-    r"\d\d:\d\d, \d{1,2} [A-Z][a-z]+ \d{4} \(UTC\)")
+    r"\d\d:\d\d, (?P<date>\d{1,2} [A-Z][a-z]+ \d{4}) \(UTC\)")
 #: An element (not text that shows one: a reply's text blocks show ``<div style="…">`` as written, escaped) whose
 #: style takes it out of the page's flow.
 FIXED_STYLE = re.compile(r"<[A-Za-z][^<>]*\bstyle=\"[^\"]*position\s*:\s*(?:fixed|absolute|sticky)", re.IGNORECASE)
@@ -896,10 +896,14 @@ def judge_reply(mediawiki, title: str, item: Plan, reply: dict[str, Any], final:
             problems.append(f"the reply's HTML holds {label}")
     shown = visible(parsed.html)
     outside = " ".join(shown.outside)
-    date = time.strftime("%-d %B %Y", time.strptime(reply["revision"]["timestamp"], "%Y-%m-%dT%H:%M:%SZ"))
+    # The bot's signature is expanded when its edit is checked, which can be the day before its revision's
+    # timestamp when the check and the save straddle midnight: the saved signature says which day to look for.
+    signed = BOT_SIGNATURE.search(text)
+    date = signed.group("date") if signed else \
+        time.strftime("%-d %B %Y", time.strptime(reply["revision"]["timestamp"], "%Y-%m-%dT%H:%M:%SZ"))
     stamps = len(re.findall(rf"\d\d:\d\d, {date} \(UTC\)", outside + " ".join(shown.inside)))
     if stamps != 1:
-        problems.append(f"the rendered reply shows {stamps} signature times of today (one expected)")
+        problems.append(f"the rendered reply shows {stamps} signature times of its day (one expected)")
     for number in range(1, len(item.steps) + 1):
         if step_marker(item.case, number) + " " in outside + " ":
             problems.append(f"step {number} of the trace renders outside the collapsed block")
