@@ -42,6 +42,8 @@ llm_timeout             60                               seconds one model reply
                                                          for a local model on a small machine)
 run_minutes             15                               minutes one question's run may take, every model
                                                          call and the end-of-run extraction included
+stale_after_days        14                               an engine whose data is older is named in the
+                                                         reply as out of date
 ======================  ===============================  ==========================================
 
 The language model settings here win over the environment variables named in
@@ -96,6 +98,7 @@ class BotConfig:
     model: str | None = None
     llm_timeout: float = 60.0
     run_minutes: float = 15.0
+    stale_after_days: float = 14.0
 
     @classmethod
     def from_file(cls, path: str | Path) -> BotConfig:
@@ -120,6 +123,9 @@ class BotConfig:
             else:
                 value = raw or None
             setattr(config, name, value)
+        if not config.stale_after_days > 0:
+            raise ValueError(f"{path}: stale_after_days must be a number of days above 0, "
+                             f"not {config.stale_after_days}")
         if config.review and not config.reviewer_names:
             raise ValueError(f"{path}: review = true needs reviewers (the users who may approve a draft)")
         return config

@@ -101,11 +101,11 @@ function showStep(box, step) {
   box.querySelector("summary").textContent = `Steps (${list.children.length})`;
 }
 
-function tryItLink(address) {
+function tryItLink(address, label = "Try it!") {
   let url;
   try { url = new URL(address); } catch (error) { return null; }
   if (url.protocol !== "https:") return null;
-  const link = textElement("a", "Try it!", "try-it");
+  const link = textElement("a", label, "try-it");
   link.href = url.href;
   link.rel = "noopener noreferrer";
   link.target = "_blank";
@@ -130,6 +130,63 @@ async function copyQuery(query, said) {
   said.textContent = "Selected: copy it with Ctrl+C (⌘C on a Mac).";
 }
 
+const OUTCOME_SAID = {unsupported: "does not support this query", timeout: "timed out", busy: "was busy",
+                      failed: "refused the query"};
+
+// A data date ("2026-11-28") as a reader reads it: "28 November 2026".
+function writtenDate(day) {
+  const date = new Date(`${day}T00:00:00Z`);
+  if (Number.isNaN(date.getTime())) return day;
+  return date.toLocaleDateString("en-GB", {day: "numeric", month: "long", year: "numeric", timeZone: "UTC"});
+}
+
+// What one engine made of the query, against the first that answered: "12 rows on the query service",
+// "12 on QLever", "QLever found 10, 2 fewer", "QLever does not support this query: …".
+function engineFound(run) {
+  if (run.outcome !== "answered") {
+    return `${run.engine} ${OUTCOME_SAID[run.outcome] || "failed"}${run.reason ? `: ${run.reason}` : ""}`;
+  }
+  if (run.difference === null) return `${run.rows} ${run.rows === 1 ? "row" : "rows"} on ${run.engine}`;
+  if (run.difference === 0) return `${run.rows} on ${run.engine}`;
+  const by = Math.abs(run.difference);
+  return `${run.engine} found ${run.rows}, ${by} ${run.difference < 0 ? "fewer" : "more"}`;
+}
+
+// Where the query runs: what each engine found, a "Try it" link on each that can run it, how fresh each one's
+// data is, and a copy older than the server accepts named.  All of it is text or a checked https link.
+function enginesBox(engines) {
+  const box = document.createElement("div");
+  box.className = "engines";
+  const found = engines.runs.map(engineFound);
+  box.append(textElement("p", `${found.join("; ")}.`, "engines-found"));
+  const list = document.createElement("ol");
+  list.className = "engines-list";
+  for (const run of engines.runs) {
+    const item = document.createElement("li");
+    item.dataset.engine = run.key;
+    item.dataset.outcome = run.outcome;
+    item.append(textElement("span", run.engine, "engine-name"));
+    const link = run.try_it ? tryItLink(run.try_it, `Try it on ${run.engine}`) : null;
+    if (link) item.append(" ", link);
+    if (run.data_date) {
+      const said = run.stale
+        ? `data as of ${writtenDate(run.data_date)}, older than ${engines.stale_after_days
+          ? `${engines.stale_after_days} days` : "this server accepts"}`
+        : `data as of ${writtenDate(run.data_date)}`;
+      item.append(" ", textElement("span", said, run.stale ? "data-date stale" : "data-date"));
+    } else if (run.stale) {
+      item.append(" ", textElement("span", "its data's date is unknown", "data-date stale"));
+    }
+    list.append(item);
+  }
+  box.append(list);
+  if (engines.posted_for) {
+    box.append(textElement("p", `${engines.runs[0].engine} cannot run it, so the query above is the one for `
+      + `${engines.posted_for}.`, "posted-for"));
+  }
+  return box;
+}
+
 function showFinal(turn, answer) {
   const box = document.createElement("div");
   box.className = "answer";
@@ -146,6 +203,7 @@ function showFinal(turn, answer) {
     if (link) tools.append(" ", link);
     tools.append(" ", said);
     box.append(query, tools);
+    if (answer.engines) box.append(enginesBox(answer.engines));
   }
   if (answer.preview && answer.preview.answer) box.append(textElement("p", answer.preview.answer, "preview"));
   else if (answer.preview) box.append(resultTable(answer.preview, "preview"));

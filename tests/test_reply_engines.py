@@ -1,0 +1,207 @@
+"""The reply's engines' line as a reader sees it on the real MediaWiki: what each engine found (the same, fewer,
+not supported, timed out), a "Try it" link per engine, how fresh each one's data is, and a stale copy named.
+
+Each reply is rendered from a run whose cross-check is built here (the data the run hands the reply), saved on the
+real wiki as a human's edit would be, and read back from MediaWiki's own parse: the words a reader sees, the
+links they can follow, and nothing else (no category, template, link or heading brought by an engine's error).
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import urllib.parse
+from datetime import datetime, timezone
+from html.parser import HTMLParser
+
+import pytest
+
+from agent.kb.engines import CrossCheck, DataDate, Engine, EngineOutcome, EngineRun
+from agent.trace import AgentResult, Step, Usage
+from bot.config import BotConfig
+from bot.engines_line import REASON_CHARS, safe_url
+from bot.render import Markup, render_reply
+from bot.wikitext import QUERY_SERVICE, clean
+from tests.test_render import STRIP_MARKER, save_and_read
+
+pytestmark = pytest.mark.mediawiki
+QUERY = "SELECT ?human WHERE { ?human wdt:P31 wd:Q5 ; wdt:P69 wd:Q11942 . }"
+QLEVER_UI = "https://qlever.cs.uni-freiburg.de/wikidata/?query="
+WDQS = Engine("wdqs", "the query service", "http://127.0.0.1:1/sparql", "wdqs", QUERY_SERVICE)
+QLEVER = Engine("qlever", "QLever", "http://127.0.0.1:2/sparql", "qlever", QLEVER_UI)
+FRESH = DataDate(datetime(2026, 11, 28, 6, 30, tzinfo=timezone.utc), "schema:dateModified")
+RECENT = DataDate(datetime(2026, 11, 27, 23, 0, tzinfo=timezone.utc), "index date")
+OLD = DataDate(datetime(2026, 5, 3, tzinfo=timezone.utc), "index date")
+#: An engine's error body as a hostile endpoint could send it: wikitext, HTML, an extension tag's end, a strip
+#: marker, a category, a template, a signature.
+HOSTILE_REASON = ("</nowiki> '''bold''' <b>x</b> [[Category:Spam]] {{Q|Q1}} {{subst:PAGENAME}} ~~~~ __NOTOC__ "
+                  "[https://spam.example link] <!-- " + STRIP_MARKER + " -{zh}- &lt;")
+
+#: Tags that start or end a line a reader sees: read as a space between the words on either side.
+BLOCK_TAG = re.compile(r"</?(?:dd|dl|dt|p|div|br|li|ul|ol|h\d|table|tr|td|th|pre)\b[^>]*>")
+
+
+def link(engine: Engine, query: str = QUERY) -> str:
+    """The query as *engine*'s page opens it (the producing side's ``try_link``)."""
+    return engine.try_url + urllib.parse.quote(query, safe="")
+
+
+def answered(engine: Engine, rows: int, data_date: DataDate | None = FRESH) -> EngineRun:
+    return EngineRun(engine, EngineOutcome.ANSWERED, rows, try_link=link(engine), data_date=data_date)
+
+
+def run_with(check: CrossCheck | None, language: str = "en", rows: int = 12) -> AgentResult:
+    answer = [{"human": {"type": "uri", "value": f"http://www.wikidata.org/entity/Q{n}"}} for n in range(1, rows + 1)]
+    steps = [Step("Humans educated at ETH Zurich.", "execute_sparql", QUERY, "human\nQ1")]
+    return AgentResult("Who studied at ETH Zurich?", QUERY, answer, ["human"], steps, "stop",
+                       "These are the people educated at ETH Zurich.", Usage(llm_calls=2), language=language,
+                       cross_check=check)
+
+
+class Links(HTMLParser):
+    """The external links of a rendered page: (address, what the reader sees of it)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: list[tuple[str, str]] = []
+        self._open: list[str] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list) -> None:
+        found = dict(attrs)
+        if tag == "a" and "external" in (found.get("class") or ""):
+            self._open = [found.get("href") or ""]
+            self.found.append(("", ""))
+
+    def handle_data(self, data: str) -> None:
+        if self._open is not None:
+            self._open.append(data)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "a" and self._open is not None:
+            self.found[-1] = (self._open[0], "".join(self._open[1:]))
+            self._open = None
+
+
+def seen(mediawiki, title: str, reply: str) -> tuple[str, list[tuple[str, str]], dict]:
+    """*reply* saved under a question on the real wiki: the text a reader sees (one line of words), the external
+    links (address, label) and MediaWiki's parse."""
+    page = f"== {title} ==\nWho studied at ETH Zurich? [[User:Alice|Alice]] 10:00, 1 January 2026 (UTC)\n" + reply
+    _, parsed = save_and_read(mediawiki, f"Engines {title}", page)
+    text = " ".join(html.unescape(re.sub(r"<[^>]+>", "", BLOCK_TAG.sub(" ", parsed["text"]))).split())
+    links = Links()
+    links.feed(parsed["text"])
+    return text, [(html.unescape(href), label) for href, label in links.found], parsed
+
+
+def assert_nothing_added(parsed: dict) -> None:
+    """The page holds only what the reply itself writes: no category, heading, template or wiki link of an
+    engine's."""
+    assert parsed["categories"] == [] and [section["line"] for section in parsed["sections"]] == [
+        parsed["sections"][0]["line"]]
+    assert {item["title"] for item in parsed["templates"]} <= {"Template:SPARQL", "Template:Q"}
+    assert {item["title"] for item in parsed["links"]} <= {"User:Alice", "User talk:Alice", "User:SpinachBot"}
+
+
+CASES = {
+    "equal": (CrossCheck((answered(WDQS, 12), answered(QLEVER, 12, RECENT))),
+              "12 results on the query service, 12 on QLever. Try it on the query service (data as of 28 November "
+              "2026), Try it on QLever (data as of 27 November 2026).",
+              [("Try it on the query service", link(WDQS)), ("Try it on QLever", link(QLEVER))]),
+    "fewer": (CrossCheck((answered(WDQS, 12), answered(QLEVER, 10, RECENT))),
+              "12 results on the query service; QLever found 10, 2 fewer. Try it on the query service",
+              [("Try it on the query service", link(WDQS)), ("Try it on QLever", link(QLEVER))]),
+    "unsupported": (CrossCheck((answered(WDQS, 12), EngineRun(
+        QLEVER, EngineOutcome.UNSUPPORTED, reason="QLever does not support SERVICE wikibase:label",
+        data_date=RECENT))),
+        "12 results on the query service; QLever does not support SERVICE wikibase:label. Try it on the query "
+        "service (data as of 28 November 2026), QLever: data as of 27 November 2026.",
+        [("Try it on the query service", link(WDQS))]),
+    "timeout": (CrossCheck((answered(WDQS, 12), EngineRun(QLEVER, EngineOutcome.TIMEOUT))),
+                "12 results on the query service; QLever timed out. Try it on the query service (data as of 28 "
+                "November 2026).",
+                [("Try it on the query service", link(WDQS))]),
+    "stale": (CrossCheck((answered(WDQS, 12), answered(QLEVER, 12, OLD)), stale=("qlever",)),
+              "12 results on the query service, 12 on QLever. Try it on the query service (data as of 28 November "
+              "2026), Try it on QLever. QLever's data is from 3 May 2026, older than 30 days.",
+              [("Try it on the query service", link(WDQS)), ("Try it on QLever", link(QLEVER))]),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_the_reply_says_under_its_query_what_each_engine_found_and_links_each(mediawiki, case):
+    check, line, engine_links = CASES[case]
+    reply = render_reply(run_with(check), stale_after_days=30)
+    lines = reply.splitlines()
+    below = lines.index("}}") + 1  # the {{SPARQL}} template's last line
+    assert "on the query service" in lines[below], "the engines' line stands right under the query"
+    text, links, parsed = seen(mediawiki, case, reply)
+    assert line in text
+    assert [(label, href) for href, label in links if label.startswith("Try it on")] == engine_links
+    assert_nothing_added(parsed)
+
+
+def test_without_a_cross_check_the_reply_is_as_before(mediawiki):
+    reply = render_reply(run_with(None), stale_after_days=30)
+    text, links, parsed = seen(mediawiki, "none", reply)
+    assert "on the query service" not in text and "data as of" not in text and "QLever" not in text
+    assert [label for _, label in links] == ["Try it!"]  # the {{SPARQL}} template's own link
+    assert "on the query service" not in render_reply(run_with(None), markup=Markup.LINKS)
+
+
+def test_a_query_the_main_engine_cannot_run_is_posted_for_the_engine_that_ran_it(mediawiki):
+    check = CrossCheck((EngineRun(WDQS, EngineOutcome.TIMEOUT, reason="java.util.concurrent.TimeoutException",
+                                  data_date=FRESH), answered(QLEVER, 12, RECENT)))
+    text, links, parsed = seen(mediawiki, "fallback", render_reply(run_with(check)))
+    assert ("The query service timed out: java.util.concurrent.TimeoutException; 12 results on QLever. The query "
+            "service: data as of 28 November 2026, Try it on QLever (data as of 27 November 2026). The query service "
+            "cannot run it, so the query below is the one for QLever.") in text
+    # The query's own link opens QLever, not the query service that gave up on it; no {{SPARQL}} links it there.
+    assert [(label, href) for href, label in links] == [("Try it on QLever", link(QLEVER))] * 2
+    assert "Template:SPARQL" not in {item["title"] for item in parsed["templates"]}
+    assert QUERY.replace(" ", "") in text.replace(" ", "")
+
+
+def test_the_line_is_in_the_askers_language(mediawiki):
+    check = CrossCheck((answered(WDQS, 12), answered(QLEVER, 10, OLD)), stale=("qlever",))
+    text, _, _ = seen(mediawiki, "german", render_reply(run_with(check, "de"), stale_after_days=30))
+    assert ("The query service: 12 Ergebnisse; QLever: 10, 2 weniger. Ausprobieren: the query service (Datenstand "
+            "28. November 2026), Ausprobieren: QLever. Die Daten von QLever stammen vom 3. Mai 2026, älter als "
+            "30 Tage.") in text
+    text, _, _ = seen(mediawiki, "french", render_reply(run_with(check, "fr"), stale_after_days=1))
+    assert "Les données de QLever datent du 3 mai 2026, soit plus de 1 jour." in text
+
+
+def test_an_engines_hostile_error_body_name_and_link_show_as_plain_text(mediawiki):
+    hostile, another = (Engine(key, "Evil '' [[Category:Spam]] {{Q|Q1}} ~~~~", "http://127.0.0.1:3/sparql", "qlever",
+                               "https://evil.example/?q=") for key in ("evil", "evil-too"))
+    check = CrossCheck((answered(WDQS, 12),
+                        EngineRun(another, EngineOutcome.FAILED, reason=HOSTILE_REASON),
+                        EngineRun(hostile, EngineOutcome.ANSWERED, 3, data_date=OLD,
+                                  try_link="https://evil.example/?q=' ]] [[Category:Spam]] ~~~~ __NOTOC__ {{x}}")),
+                       stale=("evil",))
+    reply = render_reply(run_with(check), stale_after_days=30)
+    text, links, parsed = seen(mediawiki, "hostile", reply)
+    assert_nothing_added(parsed)
+    assert "\x7f" not in reply and "<b>" not in reply and parsed["properties"] in ([], {})
+    name = "Evil '' [[Category:Spam]] {{Q|Q1}} ~~~~"
+    reason = " ".join(clean(HOSTILE_REASON).split())[:REASON_CHARS - 1]
+    assert f"{name} refused the query: {reason}…; {name} found 3, 9 fewer." in text
+    assert f"{name}'s data is from 3 May 2026, older than 30 days." in text
+    [(href, label)] = [(href, label) for href, label in links if label.startswith("Try it on Evil")]
+    assert label == f"Try it on {name}"
+    assert urllib.parse.unquote(href) == "https://evil.example/?q=' ]] [[Category:Spam]] ~~~~ __NOTOC__ {{x}}"
+
+
+def test_only_a_web_address_becomes_a_link():
+    assert safe_url("javascript:alert(1)") == "" and safe_url("https:///x") == "" and safe_url("x y") == ""
+    assert safe_url("https://a.example/?q=a_b~c'&lt;d") == "https://a.example/?q=a%5Fb%7Ec%27&lt%3Bd"
+
+
+def test_the_threshold_is_a_setting_of_bot_ini(tmp_path):
+    assert BotConfig().stale_after_days == 14
+    ini = tmp_path / "bot.ini"
+    ini.write_text("[bot]\nstale_after_days = 30\n")
+    assert BotConfig.from_file(ini).stale_after_days == 30
+    ini.write_text("[bot]\nstale_after_days = 0\n")
+    with pytest.raises(ValueError, match="stale_after_days must be a number of days above 0"):
+        BotConfig.from_file(ini)
