@@ -151,7 +151,8 @@ def _examples(kb: KnowledgeBase, pid: str, timeout: float | None) -> Outcome:
 
 def _query(kb: KnowledgeBase, sparql: str, timeout: float | None) -> Outcome:
     result = kb.execute(sparql, timeout=timeout)
-    return Outcome(observations.format_query_result(result), result=result)
+    said = observations.format_query_result(result)
+    return Outcome(f"{result.fallback}\n{said}" if result.fallback else said, result=result)
 
 
 ACTIONS: dict[str, ActionSpec] = {

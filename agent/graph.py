@@ -188,6 +188,9 @@ class GraphProfile:
     scholarly_service: str = ""
     #: How a ``.json`` file loads into this graph's store.
     json_format: str = "wikidata"
+    #: The engines a final query runs on, in order (the first is the main one), as :mod:`agent.kb.engines`
+    #: reads them: ``wdqs``, ``qlever``, ``KEY=ENDPOINT [DIALECT [TRY_URL]]``; empty: the endpoint alone.
+    engines: tuple[str, ...] = ()
     #: The profile's own text, kept with a store built from it.
     source: str = field(default="", repr=False, compare=False)
 
@@ -356,7 +359,7 @@ SCHEMA: dict[str, dict[str, Kind]] = {
     "": {"name": Kind.TEXT, "title": Kind.TEXT, "sparql": Kind.TABLE, "prefixes": Kind.TEXT_TABLE,
          "ids": Kind.TABLE, "names": Kind.TABLE, "entries": Kind.TABLE, "prompt": Kind.TABLE, "store": Kind.TABLE},
     "sparql": {"endpoint": Kind.TEXT, "api": Kind.TEXT, "dialect": Kind.TEXT, "base": Kind.TEXT,
-               "scholarly_service": Kind.TEXT},
+               "scholarly_service": Kind.TEXT, "engines": Kind.LIST},
     "ids": {"items": Kind.TEXTS, "item_pattern": Kind.TEXT, "item_example": Kind.TEXT, "item_forms": Kind.LIST,
             "properties": Kind.TEXTS, "property_pattern": Kind.TEXT, "property_example": Kind.TEXT,
             "property_forms": Kind.LIST, "classes": Kind.TEXTS, "class_pattern": Kind.TEXT,
@@ -501,6 +504,7 @@ def parse_profile(text: str, origin: str = "<profile>") -> GraphProfile:
         name=_required(data, "name", origin), title=data.get("title") or data["name"],
         endpoint=sparql.get("endpoint", ""), dialect=dialect, api=sparql.get("api", ""),
         base=sparql.get("base", ""), scholarly_service=sparql.get("scholarly_service", ""),
+        engines=tuple(sparql.get("engines", ())),
         prefixes=prefixes, ids=ids_read,
         names=read_names,
         entries=Entries(model=model, value_text=tuple(entries.get("value_text", ())), unit=entries.get("unit", ""),

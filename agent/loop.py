@@ -72,6 +72,7 @@ from agent import end_of_run, grounding, observations
 from agent.actions import (ACTIONS, CANNOT_ANSWER, action_named, actions_for, check_argument, is_set, same_action,
                            shown_name, tool_schemas)
 from agent.kb.base import KBUnavailable, KnowledgeBase, QueryResult
+from agent.kb.engines import CrossCheck
 from agent.llm import (
     ChatModel, Completion, ContextTooLong, LLMUnavailable, ModelRequestError, ToolChoiceRefused, ToolsUnsupported,
     well_formed,
@@ -268,8 +269,9 @@ class _Run:
         if self.extraction_failure:
             message += f"; the end-of-run extraction gave nothing ({self.extraction_failure})"
             log.warning("the end-of-run extraction gave nothing: %s", self.extraction_failure)
-        self.usage.seconds = round(time.monotonic() - started, 3)
         result = answer.result
+        cross_check = self.cross_check(answer.sparql, result)
+        self.usage.seconds = round(time.monotonic() - started, 3)
         return AgentResult(
             question=self.question,
             final_sparql=answer.sparql,
@@ -288,7 +290,20 @@ class _Run:
             protocol_switch="; ".join(self.switches),
             tool_choice=self.tool_choice,
             model=self.model,
+            cross_check=cross_check,
         )
+
+    def cross_check(self, sparql: str | None, result: QueryResult | None) -> CrossCheck | None:
+        """The final query on every engine the knowledge base has (its ``cross_check``, where it has one), each
+        within what remains of the run's time; ``None`` without a final query, or when no engine could be asked."""
+        check = getattr(self.agent.kb, "cross_check", None)
+        if not sparql or check is None:
+            return None
+        try:
+            return check(sparql, self.remaining(), known=result)
+        except KBUnavailable as error:
+            log.warning("the final query's cross-check failed: %s", error)
+            return None
 
     def remaining(self) -> float | None:
         """Seconds left of the run's time (0 when spent), or ``None`` when the run has no time limit."""
@@ -587,6 +602,7 @@ class _Run:
             result = outcome.result
             self.results[index] = result
             step.query_status = result.status
+            step.engine = result.engine
             step.row_count = (1 if result.boolean is not None else len(result.bindings)) \
                 if result.status in ("ok", "empty") else None
             if result.status == "ok" and result.bindings:

@@ -49,6 +49,9 @@ class Step:
     variables: list[str] = field(default_factory=list)
     rows: list[Binding] = field(default_factory=list)
     shown: dict[str, str] = field(default_factory=dict)
+    #: The key of the engine that answered an ``execute_sparql`` (``wdqs``, ``qlever``: another when the main
+    #: one was busy or too slow); "" where the knowledge base has one.
+    engine: str = ""
 
     def says_something(self) -> bool:
         """Whether a trace shows this step: every step but a ``stop`` that says nothing (its query is the final
@@ -174,6 +177,14 @@ class AgentResult:
     model: str = ""
     #: The final query on every engine the operator configured; ``None`` when it was not run on them.
     cross_check: CrossCheck | None = None
+
+    @property
+    def final_engine(self) -> str:
+        """The key of the engine that answered the final query during the run ("" when unknown)."""
+        if self.final_sparql is None:
+            return ""
+        return next((step.engine for step in reversed(self.steps)
+                     if step.action == "execute_sparql" and step.argument == self.final_sparql and step.engine), "")
 
     @property
     def path(self) -> list[Step]:

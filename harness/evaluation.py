@@ -235,7 +235,7 @@ def result_record(example: Example, result: AgentResult, part: int = 0, numbers_
         "rolled_back": sum(step.rolled_back for step in result.steps), "id_checks": result.id_checks,
         "stop_reason": result.stop_reason, "last_query_status": queries[-1].query_status if queries else None,
         "protocol": result.protocol, "protocol_switch": result.protocol_switch, "model": result.model,
-        "usage": result.usage.to_dict(),
+        "engine": result.final_engine, "usage": result.usage.to_dict(),
         **({"postprocessed": dict(postprocessed)} if postprocessed else {}),
     }, numbers_by_value)
 

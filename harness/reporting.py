@@ -99,6 +99,9 @@ class RunSummary:
     gerbil: GerbilScores | None = None
     #: The TEXT2SPARQL client's set figures (:mod:`harness.text2sparql_metric`).
     text2sparql: SetScores | None = None
+    #: Which engine answered each final query (``wdqs``; ``qlever`` when the query service was busy or too
+    #: slow), with how many answers each; "(not recorded)" for records without a final query or written before.
+    engines: dict[str, int] = field(default_factory=dict)
 
 
 def load_run(directory: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -275,7 +278,8 @@ def summarize(directory: Path, prices: dict[str, Price] | None = None) -> RunSum
                       models, dict(Counter(record.get("protocol", "tools") for record in records)),
                       dict(Counter(record.get("stop_reason", "?") for record in records).most_common()),
                       paper_gaps(info, left, models), gold_caveat or "",
-                      _gerbil_scores(records) if is_qald else None, _text2sparql_scores(records))
+                      _gerbil_scores(records) if is_qald else None, _text2sparql_scores(records),
+                      dict(Counter(record.get("engine") or "(not recorded)" for record in records).most_common()))
 
 
 def _natural_id(item: tuple[str, int]) -> tuple:

@@ -94,7 +94,8 @@ def print_report(summaries: list[RunSummary], questions: bool = False) -> None:
               f"{', '.join(f'{name} ({count})' for name, count in s.models.items())}; endpoint "
               f"{settings.get('endpoint', '?')}; sampling "
               f"{', '.join(f'{name} {value}' for name, value in sampling.items()) or '?'}; protocols "
-              f"{', '.join(f'{name} {count}' for name, count in s.protocols.items())}")
+              f"{', '.join(f'{name} {count}' for name, count in s.protocols.items())}; final queries answered by "
+              f"{', '.join(f'{name} {count}' for name, count in s.engines.items()) or '?'}")
         source = ", ".join(f"{name} {value}" for name, value in (settings.get("kb_source") or {}).items())
         print(f"    knowledge base {settings.get('kb', '?')}{f' ({source})' if source else ''}; gold from "
               f"{settings.get('gold_source') or settings.get('gold', 'file')}; "

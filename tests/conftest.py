@@ -12,6 +12,7 @@ pytest_plugins = [
     "tests.support.figures",
     "tests.support.browser",
     "tests.support.serve_rig",
+    "tests.support.two_engines",
 ]
 
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared"

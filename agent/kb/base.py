@@ -119,6 +119,11 @@ class QueryResult:
     message: str = ""
     truncated: bool = False
     shown: dict[str, str] = field(default_factory=dict)
+    #: The key of the engine that answered (``wdqs``, ``qlever``); "" where a backend has only one.
+    engine: str = ""
+    #: One line for the model when the main engine could not answer and another did ("The query service was
+    #: busy (HTTP 429); QLever answered:"); "" otherwise.
+    fallback: str = ""
 
     @property
     def answer(self) -> list[Binding] | bool | None:

@@ -35,6 +35,17 @@ MAX_RETRY_AFTER = 120.0
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
+class EngineBusy(KBUnavailable):
+    """The service answered HTTP 429 on every try: it asks us to come back later (QLever also says so when a
+    query ran out of time, which its body tells)."""
+
+    def __init__(self, message: str, status: int = 429, text: str = "", retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.text = text
+        self.retry_after = retry_after
+
+
 def well_formed(text: str) -> str:
     """*text* with each lone surrogate (valid in JSON's ``\\ud800``, not in UTF-8) replaced by U+FFFD.
 
@@ -129,7 +140,8 @@ class HttpClient:
         except requests.RequestException as error:
             raise KBUnavailable(f"{url}: {error}") from error
         if response.status_code == 429:
-            raise KBUnavailable(f"{url} answered HTTP 429 (too many requests) after {self.max_retries + 1} tries")
+            raise EngineBusy(f"{url} answered HTTP 429 (too many requests) after {self.max_retries + 1} tries",
+                             text=text, retry_after=retry_after_seconds(response.headers.get("Retry-After")))
         if cut:
             return CachedResponse(status=response.status_code, text=text, retrieved_at=time.time(), truncated=True)
         if self.cache is not None and response.status_code in self.cacheable and (keep is None or keep(text)):

@@ -13,8 +13,10 @@ import json
 import os
 import re
 import threading
+import urllib.parse
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import timedelta
 from typing import Any
 
 import requests
@@ -23,14 +25,35 @@ from agent.graph import WIKIDATA
 from agent.kb.base import (
     Claim, Entry, KBUnavailable, PropertyExample, Qualifier, QueryResult, SearchHit, SearchResults, Value,
 )
-from agent.kb.cache import ResponseCache
+from agent.kb.cache import CachedResponse, ResponseCache
 from agent.kb.dialect import DIALECTS, ENTITY, Unsupported, prepare
-from agent.kb.http import HttpClient, well_formed
+from agent.kb.engines import (
+    KNOWN_ENGINES, Attempt, CrossCheck, DataDate, DataDates, Engine, EngineConfigError, EngineOutcome, cross_check,
+    date_in_result, date_query, index_date, parse_engines, unsupported_reason,
+)
+from agent.kb.http import EngineBusy, HttpClient, well_formed
 
 ENTITY_PREFIX = ENTITY
 MAX_RESPONSE_BYTES = 10 * 1024 * 1024
-#: One query at a time per process, as the query service asks of its clients.
-_QUERY_LOCK = threading.Lock()
+#: One query at a time per endpoint, as the query service asks of its clients.
+_QUERY_LOCKS: dict[str, threading.Lock] = {}
+_LOCKS_LOCK = threading.Lock()
+#: Where the profile's engine list is read from, for its error messages.
+PROFILE_ENGINES = "agent/profiles/wikidata.toml [sparql] engines"
+
+
+def _query_lock(endpoint: str) -> threading.Lock:
+    with _LOCKS_LOCK:
+        return _QUERY_LOCKS.setdefault(endpoint, threading.Lock())
+
+
+def main_engine(url: str, dialect: str) -> Engine:
+    """The engine at *url*: a known one (the query service, QLever) by its endpoint, else one named by its host."""
+    for known in KNOWN_ENGINES.values():
+        if known.endpoint == url:
+            return known if known.dialect == dialect else replace(known, dialect=dialect)
+    host = urllib.parse.urlsplit(url).netloc or url
+    return Engine("sparql", f"the SPARQL endpoint at {host}", url, dialect)
 
 
 @dataclass
@@ -44,10 +67,38 @@ class WikidataConfig:
     language: str = "en"
     timeout: float = 60.0
     max_response_bytes: int = MAX_RESPONSE_BYTES
+    #: The engines a final query runs on and a busy one falls back to, the main one first; empty: the one at
+    #: ``sparql_url``, followed by the profile's others (QLever) when that is the query service.
+    engines: tuple[Engine, ...] = ()
+    #: Days after which an engine's data is named stale in a reply; 0 for never.
+    stale_after_days: float = 2.0
+    #: Seconds each engine gets for the final query's cross-check and its data date (one request, no retries).
+    check_timeout: float = 20.0
+
+    def all_engines(self) -> tuple[Engine, ...]:
+        """The engines, in order: :attr:`engines`, or the ones the endpoint and the profile imply."""
+        if self.engines:
+            return self.engines
+        main = main_engine(self.sparql_url, self.dialect)
+        if self.sparql_url != WIKIDATA.endpoint or not WIKIDATA.engines:
+            return (main,)
+        others = parse_engines(WIKIDATA.engines, PROFILE_ENGINES, DIALECTS)
+        return (main, *(engine for engine in others if engine.key != main.key))
+
+    @property
+    def stale_after(self) -> timedelta | None:
+        return timedelta(days=self.stale_after_days) if self.stale_after_days > 0 else None
+
+    def with_engines(self, text: str, where: str) -> WikidataConfig:
+        """This configuration with the engine list *text* (the first engine answers the agent's queries);
+        :class:`~agent.kb.engines.EngineConfigError` names *where* for a bad entry."""
+        engines = parse_engines(text, where, DIALECTS)
+        return replace(self, engines=engines, sparql_url=engines[0].endpoint, dialect=engines[0].dialect)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> WikidataConfig:
-        """Read ``WIKIDATA_API_URL``, ``WIKIDATA_SPARQL_URL`` and ``SPINACH_CONTACT``."""
+        """Read ``WIKIDATA_API_URL``, ``WIKIDATA_SPARQL_URL``, ``WIKIDATA_SPARQL_DIALECT``, ``WIKIDATA_ENGINES``
+        (which, when set, names the main endpoint too), ``WIKIDATA_STALE_AFTER_DAYS`` and ``SPINACH_CONTACT``."""
         config = cls()
         config.api_url = environ.get("WIKIDATA_API_URL") or config.api_url
         config.sparql_url = environ.get("WIKIDATA_SPARQL_URL") or config.sparql_url
@@ -55,7 +106,23 @@ class WikidataConfig:
         if config.dialect not in DIALECTS:
             raise ValueError(f"WIKIDATA_SPARQL_DIALECT={config.dialect!r}: choose one of {', '.join(DIALECTS)}")
         config.contact = environ.get("SPINACH_CONTACT", "")
+        if environ.get("WIKIDATA_ENGINES", "").strip():
+            config = config.with_engines(environ["WIKIDATA_ENGINES"], "WIKIDATA_ENGINES")
+        stale = environ.get("WIKIDATA_STALE_AFTER_DAYS", "").strip()
+        if stale:
+            config.stale_after_days = read_days(stale, "WIKIDATA_STALE_AFTER_DAYS")
         return config
+
+
+def read_days(text: str, where: str) -> float:
+    """A number of days, 0 or more; a bad value is one line naming *where*."""
+    try:
+        days = float(text)
+    except ValueError:
+        days = -1.0
+    if not days >= 0:
+        raise EngineConfigError(f"{where}: {text!r} is not a number of days (0 or more; 0: never stale)")
+    return days
 
 
 class LiveWikidata:
@@ -67,6 +134,11 @@ class LiveWikidata:
                  http: HttpClient | None = None) -> None:
         self.config = config or WikidataConfig.from_env()
         self.http = http or HttpClient(contact=self.config.contact, timeout=self.config.timeout, cache=cache)
+        #: The engines, the main one (which answers the agent's queries) first.
+        self.engines = self.config.all_engines()
+        #: One bounded request per engine, never cached: the fallback, the cross-check, the data's date.
+        self.quick = HttpClient(contact=self.http.contact, timeout=self.config.check_timeout, max_retries=0)
+        self.dates = DataDates(self._read_date)
 
     # -- Action API -----------------------------------------------------------------
 
@@ -180,28 +252,194 @@ class LiveWikidata:
     # -- query service ------------------------------------------------------------------
 
     def execute(self, sparql: str, timeout: float | None = None) -> QueryResult:
+        """*sparql* on the main engine; when it is busy (HTTP 429 on every try, 503, a maintenance page) or runs
+        out of time, on the next engine in its dialect, the result saying so in ``fallback``.
+
+        With one engine, or when no other answers either, the main engine's result stands (a 429 or no
+        connection at all raises :class:`KBUnavailable`, as without fallback).
+        """
         timeout = timeout or self.config.timeout
+        main = self.engines[0]
         try:
-            sparql = prepare(sparql, self.config.dialect, self.config.language)
+            attempt = self.attempt(main, sparql, timeout, self.http)
+        except KBUnavailable as error:
+            if len(self.engines) == 1:
+                raise
+            attempt, unavailable = Attempt(EngineOutcome.BUSY, reason=_unavailable_reason(main, error)), error
+        else:
+            unavailable = None
+        if attempt.outcome not in (EngineOutcome.BUSY, EngineOutcome.TIMEOUT) or len(self.engines) == 1:
+            return attempt.result or QueryResult(status="error", message=attempt.reason)
+        tried = [attempt.reason]
+        for engine in self.engines[1:]:
+            try:
+                other = self.attempt(engine, sparql, timeout, self.quick)
+            except KBUnavailable as error:
+                tried.append(_unavailable_reason(engine, error))
+                continue
+            if other.outcome is EngineOutcome.ANSWERED and other.result is not None:
+                return replace(other.result, fallback=f"{_capital(attempt.reason)}; {engine.name} answered:")
+            tried.append(other.reason)
+        if attempt.result is None:
+            raise KBUnavailable("; ".join(tried)) from unavailable
+        return replace(attempt.result, fallback=f"{_capital('; '.join(tried))}.")
+
+    def attempt(self, engine: Engine, sparql: str, timeout: float, http: HttpClient) -> Attempt:
+        """*sparql* (as written for the query service) on *engine*, in its dialect, through *http*; what came
+        back, classified.  A 429 on every try or no connection raises :class:`KBUnavailable`."""
+        try:
+            prepared = prepare(sparql, engine.dialect, self.config.language)
         except Unsupported as error:
-            return QueryResult(status="error", message=str(error))
+            result = QueryResult(status="error", message=str(error), engine=engine.key)
+            return Attempt(EngineOutcome.UNSUPPORTED, result, unsupported_reason(engine, error))
         except SyntaxError as error:
-            return QueryResult(status="syntax_error", message=str(error))
+            return Attempt(EngineOutcome.FAILED, QueryResult(status="syntax_error", message=str(error),
+                                                             engine=engine.key), f"{engine.name}: {error}")
         try:
-            with _QUERY_LOCK:
-                response = self.http.request(
-                    "POST", self.config.sparql_url, data={"query": sparql},
+            with _query_lock(engine.endpoint):
+                response = http.request(
+                    "POST", engine.endpoint, data={"query": prepared},
                     headers={"Accept": "application/sparql-results+json"},
                     timeout=timeout, max_bytes=self.config.max_response_bytes,
                     keep=lambda text: not cut_by_timeout(text))
         except requests.Timeout:
-            return QueryResult(status="timeout", message=f"no answer within {timeout:g} seconds")
-        if response.status == 200:
-            return parse_sparql_json(response.text, truncated=response.truncated)
-        if response.status in (502, 503, 504):
-            return QueryResult(status="error", message=f"the query service failed (HTTP {response.status}, "
-                                                       "also on retrying); try a lighter query")
-        return classify_error(response.status, response.text)
+            return Attempt(EngineOutcome.TIMEOUT, QueryResult(status="timeout", engine=engine.key,
+                                                              message=f"no answer within {timeout:g} seconds"),
+                           f"{engine.name} gave no answer within {timeout:g} seconds")
+        except EngineBusy as busy:
+            if _says_timeout(busy.text):  # QLever answers a query that ran out of time with 429
+                return Attempt(EngineOutcome.TIMEOUT, QueryResult(status="timeout", engine=engine.key,
+                                                                  message=_error_line(busy.text)),
+                               f"{engine.name} stopped the query at its time limit")
+            raise
+        return classify_response(engine, response)
+
+    # -- every engine ---------------------------------------------------------------------
+
+    def cross_check(self, sparql: str, seconds: float | None = None,
+                    known: QueryResult | None = None) -> CrossCheck | None:
+        """The final query on every engine at once, with each one's data date; at most *seconds* (or the
+        configured check timeout) per engine.  *known* is the run's own result of it, which stands for the
+        engine that gave it (no second request).  ``None`` when replaying from the cache alone (no network)."""
+        if self.http.cache is not None and self.http.cache.offline:
+            return None
+        timeout = self.config.check_timeout if seconds is None else max(1.0, min(seconds, self.config.check_timeout))
+        given = known.engine or self.engines[0].key if known and known.status in ("ok", "empty") else None
+
+        def run(engine: Engine, query: str) -> Attempt:
+            if engine.key == given and known is not None:
+                return Attempt(EngineOutcome.ANSWERED, known)
+            return self._checked(engine, query, timeout)
+
+        return cross_check(sparql, self.engines, run, self.dates, self.config.stale_after,
+                           language=self.config.language)
+
+    def _checked(self, engine: Engine, sparql: str, timeout: float) -> Attempt:
+        try:
+            return self.attempt(engine, sparql, timeout, self.quick)
+        except EngineBusy:
+            return Attempt(EngineOutcome.BUSY, reason=f"{engine.name} was busy (HTTP 429)")
+        except KBUnavailable as error:
+            return Attempt(EngineOutcome.FAILED, reason=_unavailable_reason(engine, error))
+
+    def _read_date(self, engine: Engine) -> DataDate | None:
+        """How fresh *engine*'s copy is: the query service's ``schema:dateModified`` of Wikidata; for other
+        engines the dump's date (or the date their updates are complete until), else QLever's index date."""
+        checked = self._checked(engine, date_query(engine), self.config.check_timeout)
+        found = date_in_result(checked.result) if checked.outcome is EngineOutcome.ANSWERED and checked.result \
+            else None
+        if found is not None:
+            return DataDate(found, "schema:dateModified" if engine.dialect == "wdqs" else "dump date")
+        if engine.dialect != "qlever":
+            return None
+        try:
+            response = self.quick.request("GET", engine.endpoint, params={"cmd": "stats"},
+                                          timeout=self.config.check_timeout)
+        except (KBUnavailable, requests.RequestException):
+            return None
+        found = index_date(response.text) if response.status == 200 else None
+        return DataDate(found, "index date") if found else None
+
+
+_MAINTENANCE = re.compile(r"\bmaintenance\b", re.IGNORECASE)
+_TIMED_OUT = re.compile(r"\btime(?:d)? ?out\b|\btimeout\b|deadline", re.IGNORECASE)
+
+
+def _capital(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _says_timeout(text: str) -> bool:
+    return bool(_TIMED_OUT.search(text)) or any(marker in text for marker in _TIMEOUT_MARKERS)
+
+
+def _unavailable_reason(engine: Engine, error: KBUnavailable) -> str:
+    if isinstance(error, EngineBusy):
+        return f"{engine.name} was busy (HTTP {error.status})"
+    return f"{engine.name} could not be reached"
+
+
+def _json_error(text: str) -> str | None:
+    """QLever's error body: JSON with ``status: ERROR`` and the ``exception``; ``None`` for any other body."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    if isinstance(data, dict) and data.get("status") == "ERROR" and isinstance(data.get("exception"), str):
+        return data["exception"]
+    return None
+
+
+def _error_line(text: str) -> str:
+    """One line of an error body for a reader: QLever's ``exception``, else the page's first line of text."""
+    exception = _json_error(text)
+    if exception is not None:
+        return " ".join(exception.split())[:300]
+    plain = re.sub(r"<[^>]*>", " ", text)
+    return next((" ".join(line.split())[:300] for line in plain.splitlines()
+                 if line.strip() and not line.startswith("SPARQL-QUERY:")), "")
+
+
+def classify_response(engine: Engine, response: CachedResponse) -> Attempt:
+    """An engine's answer to a query, as the model reads it (the query service's error pages, QLever's JSON
+    errors) and as an :class:`~agent.kb.engines.EngineOutcome` with a line for a reader."""
+    status, text = response.status, response.text
+    exception = _json_error(text)
+    if status == 200:
+        result = parse_sparql_json(text, truncated=response.truncated)
+        if result.status == "timeout":
+            return Attempt(EngineOutcome.TIMEOUT, replace(result, engine=engine.key),
+                           f"{engine.name} stopped the query at its time limit")
+        if result.status == "error" and _MAINTENANCE.search(text):
+            return Attempt(EngineOutcome.BUSY, replace(result, engine=engine.key),
+                           f"{engine.name} was down for maintenance")
+        outcome = EngineOutcome.ANSWERED if result.status in ("ok", "empty") else EngineOutcome.FAILED
+        return Attempt(outcome, replace(result, engine=engine.key), "" if outcome is EngineOutcome.ANSWERED
+                       else f"{engine.name}: {result.message}")
+    if exception is not None:
+        if _says_timeout(exception):
+            result = QueryResult(status="timeout", message=_error_line(text), engine=engine.key)
+            return Attempt(EngineOutcome.TIMEOUT, result, f"{engine.name} stopped the query at its time limit")
+        result = QueryResult(status="syntax_error" if status == 400 else "error", engine=engine.key,
+                             message=_error_line(text) or f"HTTP {status}")
+        outcome = EngineOutcome.UNSUPPORTED if "not supported" in exception.lower() else EngineOutcome.FAILED
+        return Attempt(outcome, result, f"{engine.name}: {result.message}")
+    if status in (502, 503, 504):
+        result = QueryResult(status="error", engine=engine.key,
+                             message=f"the query service failed (HTTP {status}, also on retrying); try a lighter query")
+        if status == 503 or _MAINTENANCE.search(text):
+            reason = (f"{engine.name} was down for maintenance" if _MAINTENANCE.search(text)
+                      else f"{engine.name} was busy (HTTP 503)")
+            return Attempt(EngineOutcome.BUSY, result, reason)
+        if status == 504:
+            return Attempt(EngineOutcome.TIMEOUT, result, f"{engine.name} gave no answer in time (HTTP 504)")
+        return Attempt(EngineOutcome.FAILED, result, f"{engine.name} failed (HTTP {status})")
+    result = replace(classify_error(status, text), engine=engine.key)
+    if result.status == "timeout":
+        return Attempt(EngineOutcome.TIMEOUT, result, f"{engine.name} stopped the query at its time limit")
+    if _MAINTENANCE.search(text) and result.status != "syntax_error":
+        return Attempt(EngineOutcome.BUSY, result, f"{engine.name} was down for maintenance")
+    return Attempt(EngineOutcome.FAILED, result, f"{engine.name}: {_error_line(result.message) or f'HTTP {status}'}")
 
 
 def cut_by_timeout(text: str) -> bool:

@@ -4,8 +4,9 @@ The bot is pointed at the proxy instead of the service; the proxy forwards
 each request unchanged unless a :class:`Fault` matches it.  A fault can
 answer in the service's place (an HTTP error, an API error body, a body that
 is not JSON, an error repeating a request header), hold the connection and
-drop it, run a callback before or after forwarding (a human edit racing the
-bot's save, a SIGKILL of the bot once the wiki has accepted its edit), forget
+drop it (after a while, or when the test releases it: :class:`Hold`), run a
+callback before or after forwarding (a human edit racing the bot's save, a
+SIGKILL of the bot once the wiki has accepted its edit), forget
 the client's session, or be armed for a number of matching requests.
 :meth:`FaultProxy.refuse` closes the listening socket for a while, so the
 client meets a refused connection.  Every fault that fired is counted.
@@ -36,6 +37,17 @@ class Reply:
     status: int = 200
     body: bytes | str | dict = b""
     headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Hold:
+    """Hold the request, unanswered, until the test sets *release* (or *limit* seconds pass), then close the
+    connection: a service that never answers in time, made rather than hoped for.  *arrived* is set when the
+    request comes in."""
+
+    release: threading.Event = field(default_factory=threading.Event)
+    arrived: threading.Event = field(default_factory=threading.Event)
+    limit: float = 300.0
 
 
 @dataclass
@@ -96,7 +108,7 @@ class Fault:
 
     name: str
     match: Callable[[str, Params], bool]
-    action: Reply | Rewrite | EchoHeader | ExpireSession | str | Callable[[Params], object]
+    action: Reply | Rewrite | EchoHeader | ExpireSession | Hold | str | Callable[[Params], object]
     times: int = 1
     when: str = "before"
     #: For "drop": how long the connection is held before it is closed without an answer.
@@ -229,6 +241,12 @@ def _handler_for(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
             if fault is not None:
                 if isinstance(fault.action, Reply):
                     self._send(fault.action)
+                    return
+                if isinstance(fault.action, Hold):
+                    fault.action.arrived.set()
+                    fault.action.release.wait(fault.action.limit)
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
                     return
                 if fault.action == "drop":
                     time.sleep(fault.hold_seconds)

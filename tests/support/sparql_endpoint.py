@@ -34,18 +34,18 @@ class SparqlEndpoint:
     def answer(self, query: str) -> tuple[int, dict[str, Any]]:
         self.queries.append(query)
         if re.search(r"\bSERVICE\b", masked(query), re.IGNORECASE):
-            return 400, _error(query, "SERVICE clauses are not supported: this engine has no label service "
+            return 400, qlever_error(query, "SERVICE clauses are not supported: this engine has no label service "
                                       "and calls no remote endpoint")
         try:
             results = self.store.query(query)  # no default prefixes: every prefix must be declared
         except SyntaxError as error:
-            return 400, _error(query, f"Invalid SPARQL query: {error}")
+            return 400, qlever_error(query, f"Invalid SPARQL query: {error}")
         if isinstance(results, ox.QueryBoolean):
             return 200, {"head": {}, "boolean": bool(results)}
         return 200, json.loads(results.serialize(format=ox.QueryResultsFormat.JSON))
 
 
-def _error(query: str, message: str) -> dict[str, Any]:
+def qlever_error(query: str, message: str) -> dict[str, Any]:
     return {"status": "ERROR", "exception": message, "query": query, "resultsize": 0}
 
 

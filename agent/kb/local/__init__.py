@@ -15,10 +15,12 @@ holds.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterable
 from contextlib import nullcontext
 from dataclasses import replace
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pyoxigraph as ox
@@ -26,6 +28,7 @@ from tqdm import tqdm
 
 from agent.graph import WIKIDATA, GraphProfile, parse_profile
 from agent.kb.base import Claim, Entry, PropertyExample, Qualifier, QueryResult, SearchHit, SearchResults, Value
+from agent.kb.engines import Attempt, CrossCheck, DataDate, Engine, EngineOutcome, cross_check, read_date
 from agent.kb.local.loaders import (GENID, RDF_FORMATS, SCHEMA_ABOUT, LoadError, file_kind, named_graph, open_file,
                                    read_batches)
 from agent.kb.local.search import SearchIndex, wikidata_kind
@@ -43,7 +46,9 @@ UNRANKED_NOTE = ("{files}: no rank column, so every claim there is taken as best
                  "an entity's values for a property (historical ones too), as p:/ps: do; add KGTK's rank "
                  "column to get the query service's truthy values")
 
-__all__ = ["LocalKB", "LoadError", "OtherGraph", "StoreInUse", "stored_graph"]
+__all__ = ["LocalKB", "LoadError", "OtherGraph", "StoreInUse", "load_date", "stored_graph"]
+#: What a store records of its loads: when the last one ended, and the files each took.
+MANIFEST = "manifest.json"
 
 
 class StoreInUse(ValueError):
@@ -52,6 +57,27 @@ class StoreInUse(ValueError):
 
 class OtherGraph(ValueError):
     """The store holds another graph than the one named."""
+
+
+def load_date(store_dir: Path) -> datetime | None:
+    """When the store's data was last loaded, from its manifest; ``None`` for a store loaded before stores kept
+    one (or whose manifest cannot be read)."""
+    try:
+        manifest = json.loads((Path(store_dir) / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return read_date(manifest.get("loaded", "")) if isinstance(manifest, dict) else None
+
+
+def _record_load(store_dir: Path, files: list[str]) -> None:
+    """Note in the manifest that *files* were loaded now (earlier loads' files kept)."""
+    path = Path(store_dir) / MANIFEST
+    try:
+        earlier = json.loads(path.read_text(encoding="utf-8")).get("files", [])
+    except (OSError, ValueError, AttributeError):
+        earlier = []
+    path.write_text(json.dumps({"loaded": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                                "files": [*earlier, *files]}, indent=1) + "\n", encoding="utf-8")
 
 
 def stored_graph(store_dir: Path) -> GraphProfile | None:
@@ -127,7 +153,8 @@ class LocalKB:
         profile = self.directory / "graph.toml"
         if not profile.exists() and self.graph is not WIKIDATA:
             profile.write_text(self.graph.source, encoding="utf-8")
-        for path in [Path(p) for p in paths]:
+        paths = [Path(p) for p in paths]
+        for path in paths:
             size = path.stat().st_size if path.exists() else None
             with tqdm(total=size, desc=f"loading {path.name}", unit="B", unit_scale=True, disable=not progress) as bar:
                 added, claims_without_rank = self._load_file(path, bar)
@@ -138,6 +165,7 @@ class LocalKB:
         if unranked:
             log.warning(UNRANKED_NOTE.format(files=", ".join(unranked)))
         self.settle()
+        _record_load(self.directory, [path.name for path in paths])
         return total
 
     def settle(self) -> None:
@@ -240,6 +268,26 @@ class LocalKB:
         if self.triples is not None and result.bindings:
             result.shown = self.triples.shown(result.bindings)
         return result
+
+    @property
+    def as_engine(self) -> Engine:
+        """The store as the one engine its answers come from."""
+        return Engine("local", "the local store", str(self.directory), self.graph.dialect)
+
+    def cross_check(self, sparql: str, seconds: float | None = None,
+                    known: QueryResult | None = None) -> CrossCheck:
+        """The final query on the store's one engine, itself (*known*, the run's own result of it, when given),
+        dated by its manifest's load date."""
+        def run(engine: Engine, query: str) -> Attempt:
+            result = known if known is not None else self.execute(query, seconds)
+            outcome = {"ok": EngineOutcome.ANSWERED, "empty": EngineOutcome.ANSWERED,
+                       "timeout": EngineOutcome.TIMEOUT}.get(result.status, EngineOutcome.FAILED)
+            return Attempt(outcome, result, "" if outcome is EngineOutcome.ANSWERED else result.message)
+
+        loaded = load_date(self.directory)
+        return cross_check(sparql, [self.as_engine], run,
+                           lambda engine: DataDate(loaded, "load manifest") if loaded else None,
+                           language=self.language or "en")
 
     def outgoing(self, iri: str) -> list[tuple[str, ox.NamedNode | ox.Literal | ox.BlankNode]]:
         """(predicate IRI, object) of every triple whose subject is *iri*."""
