@@ -42,8 +42,8 @@ llm_timeout             60                               seconds one model reply
                                                          for a local model on a small machine)
 run_minutes             15                               minutes one question's run may take, every model
                                                          call and the end-of-run extraction included
-stale_after_days        14                               an engine whose data is older is named in the
-                                                         reply as out of date
+stale_after_days        (WIKIDATA_STALE_AFTER_DAYS,      days after which an engine's copy of the data is
+                        else 2)                          named in the reply as out of date; 0: never
 ======================  ===============================  ==========================================
 
 The language model settings here win over the environment variables named in
@@ -65,6 +65,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from agent.graph import WIKIDATA
+from agent.kb.live import read_days
 
 
 @dataclass
@@ -98,7 +99,7 @@ class BotConfig:
     model: str | None = None
     llm_timeout: float = 60.0
     run_minutes: float = 15.0
-    stale_after_days: float = 14.0
+    stale_after_days: float | None = None
 
     @classmethod
     def from_file(cls, path: str | Path) -> BotConfig:
@@ -114,7 +115,9 @@ class BotConfig:
         config = cls()
         for name, raw in section.items():
             default = getattr(config, name)
-            if isinstance(default, bool):
+            if name == "stale_after_days":
+                value = read_days(raw, f"{path}: stale_after_days") if raw.strip() else None
+            elif isinstance(default, bool):
                 value = parser.getboolean("bot", name)
             elif isinstance(default, int):
                 value = int(raw)
@@ -123,9 +126,6 @@ class BotConfig:
             else:
                 value = raw or None
             setattr(config, name, value)
-        if not config.stale_after_days > 0:
-            raise ValueError(f"{path}: stale_after_days must be a number of days above 0, "
-                             f"not {config.stale_after_days}")
         if config.review and not config.reviewer_names:
             raise ValueError(f"{path}: review = true needs reviewers (the users who may approve a draft)")
         return config

@@ -195,6 +195,13 @@ def engines_line(check: CrossCheck | None, words: Words, stale_after_days: float
     "" without a cross-check."""
     if check is None or not check.runs:
         return ""
+    if len(check.runs) == 1:  # the lead says what it found and the query links it: its date is what is new
+        [run] = check.runs
+        line = ""
+        if run.data_date is not None and not is_stale(check, run):
+            line = encode(_capitalised(words["data_as_of"].format(date=written_date(data_day(run.data_date),
+                                                                                    words))) + ".")
+        return " ".join(filter(None, [line, *map(encode, _stale_sentences(check, words, stale_after_days))]))
     line = encode(found_sentence(check, words))
     if pieces := _engine_pieces(check, words):
         line += " " + ", ".join(pieces) + "."

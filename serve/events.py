@@ -142,8 +142,14 @@ def engines_event(check: CrossCheck | None, stale_after_days: float | None = Non
             "posted_for": clean(engine_name(other)) if other else None}
 
 
-def final_event(result: AgentResult, graph: ServedGraph, labels: dict[str, str],
-                stale_after_days: float | None = None) -> dict[str, Any]:
+def stale_after_days(graph: ServedGraph) -> float | None:
+    """The days after which *graph*'s knowledge base names an engine's data stale (live Wikidata's
+    ``WIKIDATA_STALE_AFTER_DAYS``); ``None`` for a knowledge base that names none stale (a local store)."""
+    days = getattr(getattr(graph.kb, "config", None), "stale_after_days", None)
+    return float(days) if isinstance(days, (int, float)) and days > 0 else None
+
+
+def final_event(result: AgentResult, graph: ServedGraph, labels: dict[str, str]) -> dict[str, Any]:
     """The answer: the explanation first, the query, where it runs (:func:`engines_event`), then its result (a
     table, with *labels* beside IDs).  Its "Try it" link opens the engine the query is for."""
     query = result.final_sparql
@@ -157,7 +163,7 @@ def final_event(result: AgentResult, graph: ServedGraph, labels: dict[str, str],
         preview = {"answer": "yes" if result.answer else "no"}
     elif query and result.answer is not None:
         preview = table(result.variables, result.answer[:PREVIEW_ROWS], len(result.answer), labels)
-    engines = engines_event(result.cross_check, stale_after_days) if query else None
+    engines = engines_event(result.cross_check, stale_after_days(graph)) if query else None
     other = posted_for(result.cross_check) if query else None
     try_it = None
     if other is not None:

@@ -198,10 +198,19 @@ def test_only_a_web_address_becomes_a_link():
 
 
 def test_the_threshold_is_a_setting_of_bot_ini(tmp_path):
-    assert BotConfig().stale_after_days == 14
+    assert BotConfig().stale_after_days is None  # the knowledge base's (WIKIDATA_STALE_AFTER_DAYS, else 2)
     ini = tmp_path / "bot.ini"
     ini.write_text("[bot]\nstale_after_days = 30\n")
     assert BotConfig.from_file(ini).stale_after_days == 30
-    ini.write_text("[bot]\nstale_after_days = 0\n")
-    with pytest.raises(ValueError, match="stale_after_days must be a number of days above 0"):
+    ini.write_text("[bot]\nstale_after_days = soon\n")
+    with pytest.raises(ValueError, match="stale_after_days: 'soon' is not a number of days"):
         BotConfig.from_file(ini)
+
+
+def test_one_engine_adds_only_its_data_date_and_staleness(mediawiki):
+    text, links, _ = seen(mediawiki, "one engine", render_reply(run_with(CrossCheck((answered(WDQS, 12),)))))
+    assert "Data as of 28 November 2026." in text and "on the query service" not in text
+    assert [label for _, label in links] == ["Try it!"]
+    stale = CrossCheck((answered(WDQS, 12, OLD),), stale=("wdqs",))
+    text, _, _ = seen(mediawiki, "one stale engine", render_reply(run_with(stale), stale_after_days=2))
+    assert "The query service's data is from 3 May 2026, older than 2 days." in text and "Data as of" not in text

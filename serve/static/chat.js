@@ -157,8 +157,9 @@ function engineFound(run) {
 function enginesBox(engines) {
   const box = document.createElement("div");
   box.className = "engines";
-  const found = engines.runs.map(engineFound);
-  box.append(textElement("p", `${found.join("; ")}.`, "engines-found"));
+  if (engines.runs.length > 1) {  // one engine: the table says what it found, its date is what is new
+    box.append(textElement("p", `${engines.runs.map(engineFound).join("; ")}.`, "engines-found"));
+  }
   const list = document.createElement("ol");
   list.className = "engines-list";
   for (const run of engines.runs) {
