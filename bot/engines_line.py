@@ -105,11 +105,13 @@ def _compared(run: EngineRun, first: EngineRun, check: CrossCheck, words: Words)
 def _refused(run: EngineRun, words: Words) -> str:
     """What an engine that did not answer said, its reason (an engine's error, untrusted) after a colon.  A reason
     is an English line; one that names the engine first ("QLever does not support SERVICE wikibase:label") says
-    it all in an English reply, and stands alone there."""
+    it all in an English reply, and stands alone there; one that starts with the engine's name and a colon is told
+    without them."""
     said = words[_OUTCOME_KEYS[run.outcome]].format(engine=engine_name(run))
-    reason = shown_reason(run.reason)
-    if words.language == "en" and reason.startswith(engine_name(run) + " "):
+    reason, name = shown_reason(run.reason), engine_name(run)
+    if words.language == "en" and reason.startswith(name + " "):
         return reason
+    reason = reason.removeprefix(name + ": ")  # "QLever: Unknown prefix" after "QLever refused the query"
     return said + (words["colon"] + reason if reason else "")
 
 

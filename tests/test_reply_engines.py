@@ -19,14 +19,22 @@ import pytest
 from agent.kb.engines import CrossCheck, DataDate, Engine, EngineOutcome, EngineRun
 from agent.trace import AgentResult, Step, Usage
 from bot.config import BotConfig
-from bot.engines_line import REASON_CHARS, safe_url
+from bot.engines_line import REASON_CHARS, safe_url, written_date
+from bot.messages import MESSAGES
 from bot.render import Markup, render_reply
 from bot.wikitext import QUERY_SERVICE, clean
+from tests.support.bot_rig import BotRig
+from tests.support.fault_proxy import Fault, Reply
+from tests.support.sparql_endpoint import qlever_error
+from tests.support.two_engines import DIFFERENT_QUERY, EQUAL_QUERY, MWAPI_QUERY
+from tests.test_bot_scenarios import new_section, policy
 from tests.test_render import STRIP_MARKER, save_and_read
 
 pytestmark = pytest.mark.mediawiki
 QUERY = "SELECT ?human WHERE { ?human wdt:P31 wd:Q5 ; wdt:P69 wd:Q11942 . }"
 QLEVER_UI = "https://qlever.cs.uni-freiburg.de/wikidata/?query="
+#: Where the configured QLever's page is (agent.kb.engines.QLEVER.try_url).
+QLEVER_LIVE_UI = "https://qlever.dev/wikidata/?query="
 WDQS = Engine("wdqs", "the query service", "http://127.0.0.1:1/sparql", "wdqs", QUERY_SERVICE)
 QLEVER = Engine("qlever", "QLever", "http://127.0.0.1:2/sparql", "qlever", QLEVER_UI)
 FRESH = DataDate(datetime(2026, 11, 28, 6, 30, tzinfo=timezone.utc), "schema:dateModified")
@@ -86,20 +94,35 @@ def seen(mediawiki, title: str, reply: str) -> tuple[str, list[tuple[str, str]],
     """*reply* saved under a question on the real wiki: the text a reader sees (one line of words), the external
     links (address, label) and MediaWiki's parse."""
     page = f"== {title} ==\nWho studied at ETH Zurich? [[User:Alice|Alice]] 10:00, 1 January 2026 (UTC)\n" + reply
-    _, parsed = save_and_read(mediawiki, f"Engines {title}", page)
+    save_and_read(mediawiki, f"Engines {title}", page)
+    return read(mediawiki, f"Engines {title}")
+
+
+def read(mediawiki, title: str) -> tuple[str, list[tuple[str, str]], dict]:
+    """The page *title* as a reader meets it: its words (one line), its external links (address, label) and
+    MediaWiki's parse."""
+    parsed = mediawiki.api(action="parse", page=title, disablelimitreport="1",
+                           prop="text|links|templates|externallinks|categories|sections|properties")["parse"]
     text = " ".join(html.unescape(re.sub(r"<[^>]+>", "", BLOCK_TAG.sub(" ", parsed["text"]))).split())
     links = Links()
     links.feed(parsed["text"])
     return text, [(html.unescape(href), label) for href, label in links.found], parsed
 
 
-def assert_nothing_added(parsed: dict) -> None:
-    """The page holds only what the reply itself writes: no category, heading, template or wiki link of an
-    engine's."""
-    assert parsed["categories"] == [] and [section["line"] for section in parsed["sections"]] == [
-        parsed["sections"][0]["line"]]
-    assert {item["title"] for item in parsed["templates"]} <= {"Template:SPARQL", "Template:Q"}
-    assert {item["title"] for item in parsed["links"]} <= {"User:Alice", "User talk:Alice", "User:SpinachBot"}
+def assert_nothing_added(parsed: dict, before: dict | None = None) -> None:
+    """The page holds only what the reply itself writes beside what it held *before* (by default nothing but the
+    question's heading): no category, heading, template or wiki link of an engine's."""
+    def held(key: str, name: str) -> set[str]:
+        return {item[name] for item in before[key]} if before else set()
+
+    assert {item["*"] if "*" in item else item["category"] for item in parsed["categories"]} == held(
+        "categories", "category")
+    assert [section["line"] for section in parsed["sections"]] == (
+        [section["line"] for section in before["sections"]] if before else [parsed["sections"][0]["line"]])
+    assert {item["title"] for item in parsed["templates"]} - held("templates", "title") <= {
+        "Template:SPARQL", "Template:Q", "Template:Re"}
+    assert {item["title"] for item in parsed["links"]} - held("links", "title") <= {
+        "User:Alice", "User talk:Alice", "User:SpinachBot", "User talk:SpinachBot"}
 
 
 CASES = {
@@ -214,3 +237,73 @@ def test_one_engine_adds_only_its_data_date_and_staleness(mediawiki):
     stale = CrossCheck((answered(WDQS, 12, OLD),), stale=("wdqs",))
     text, _, _ = seen(mediawiki, "one stale engine", render_reply(run_with(stale), stale_after_days=2))
     assert "The query service's data is from 3 May 2026, older than 2 days." in text and "Data as of" not in text
+
+
+# -- end to end: the bot on the real wiki, its final query on two real SPARQL servers ----------------------------
+
+QUESTIONS = {"equal": ("Where was Douglas Adams educated?", EQUAL_QUERY),
+             "different": ("Which humans are there?", DIFFERENT_QUERY),
+             "unsupported": ("Who is named Adams?", MWAPI_QUERY)}
+
+
+def bot_reply(mediawiki, rig: BotRig, case: str, name: str) -> tuple[str, str, list[tuple[str, str]], dict]:
+    """The bot's reply (wikitext) to the *case*'s question in a fresh forum *name*, and what a reader sees of it;
+    the page shows no heading the reply brought."""
+    forum = mediawiki.fresh_forum(name)
+    question = QUESTIONS[case][0]
+    assert rig.run(forum, "--once", "--live").code == 0
+    mediawiki.edit_as_human(forum, mediawiki.page_text(forum) + new_section(case.title(), question))
+    before = read(mediawiki, forum)[2]
+    done = rig.run(forum, "--once", "--live")
+    assert done.code == 0 and len(rig.bot_edits(forum)) == 1, done.stderr[-3000:]
+    reply = mediawiki.page_text(forum).split(question, 1)[1].split("\n", 1)[1]
+    text, links, parsed = read(mediawiki, forum)
+    assert_nothing_added(parsed, before)
+    return reply, text, links, parsed
+
+
+@pytest.fixture
+def engines_rig(mediawiki, llm_server, wikidata_server, two_engines, tmp_path, monkeypatch, request):
+    """The bot as an operator runs it with the query service and QLever configured (two real servers on loopback,
+    QLever's copy forty days old) and bot.ini's threshold of 30 days; its model runs the case's query and stops."""
+    case = request.param
+    monkeypatch.setenv("WIKIDATA_ENGINES", two_engines.setting)
+    (tmp_path / "bot.ini").write_text("[bot]\nstale_after_days = 30\n")
+    rig = BotRig(mediawiki, tmp_path, llm_server(policy("Ask both engines.", QUESTIONS[case][1])),
+                 wikidata_server())
+    return case, rig
+
+
+@pytest.mark.xdist_group("two_engines")
+@pytest.mark.parametrize("engines_rig", list(QUESTIONS), indirect=True)
+def test_the_bots_reply_says_what_the_query_service_and_qlever_found_and_names_the_old_copy(mediawiki, engines_rig,
+                                                                                          two_engines):
+    case, rig = engines_rig
+    words = MESSAGES["en"]
+    now, then = (written_date(front.date.astimezone(timezone.utc).date(), words)
+                 for front in (two_engines.wdqs, two_engines.qlever))
+    found = {"equal": "1 result on the query service, 1 on QLever.",
+             "different": "3 results on the query service; QLever found 3, 1 of them not on the query service.",
+             "unsupported": "1 result on the query service; QLever does not support"}[case]
+    reply, text, links, parsed = bot_reply(mediawiki, rig, case, f"engines {case}")
+    assert found in text
+    assert f"Try it on the query service (data as of {now})" in text
+    assert f"QLever's data is from {then}, older than 30 days." in text
+    tried = [href for href, label in links if label.startswith("Try it on")]
+    assert [label for _, label in links if label.startswith("Try it on")] == (
+        ["Try it on the query service"] + ([] if case == "unsupported" else ["Try it on QLever"]))
+    assert all(href.startswith((QUERY_SERVICE, QLEVER_LIVE_UI)) for href in tried)
+
+
+@pytest.mark.xdist_group("two_engines")
+@pytest.mark.parametrize("engines_rig", ["different"], indirect=True)
+def test_a_hostile_qlever_error_body_reaches_the_reply_as_plain_text(mediawiki, engines_rig, two_engines):
+    case, rig = engines_rig
+    two_engines.qlever.proxy.add(Fault("hostile", lambda path, params: "wd:Q5" in params.get("query", ""),
+                                       Reply(400, qlever_error("x", HOSTILE_REASON),
+                                             {"Content-Type": "application/json"})))
+    reply, text, links, parsed = bot_reply(mediawiki, rig, case, "engines hostile")
+    assert two_engines.qlever.proxy.fired == ["hostile"]
+    assert "\x7f" not in reply and parsed["properties"] in ([], {})
+    shown = "</nowiki> '''bold''' <b>x</b> [[Category:Spam]] {{Q|Q1}} {{subst:PAGENAME}} ~~~~ __NOTOC__"
+    assert f"3 results on the query service; QLever refused the query: {shown}" in text
