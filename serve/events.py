@@ -20,7 +20,8 @@ from agent.kb.base import Binding, KnowledgeBase
 from agent.kb.engines import CrossCheck, EngineOutcome
 from agent.observations import format_term
 from agent.trace import StopReason
-from bot.engines_line import data_day, engine_name, is_stale, posted_for, safe_url, shown_reason
+from bot.engines_line import data_day, engine_name, found_sentence, is_stale, posted_for, safe_url, shown_reason
+from bot.messages import messages_for
 from bot.wikitext import clean, query_service_link
 from serve.graphs import ServedGraph
 
@@ -118,10 +119,11 @@ def step_event(number: int, step: Step, graph: GraphProfile, labels: dict[str, s
 
 
 def engines_event(check: CrossCheck | None, stale_after_days: float | None = None) -> dict[str, Any] | None:
-    """Where the final query runs, as data for the page's engines' line: per engine (the operator's order) its
-    name, outcome, rows (and how many more or fewer than the first that answered), reason (an engine's error,
-    cleaned and bounded), "Try it" link (``http(s)`` only), data date and whether it is stale; and the engine the
-    query is for when the main one cannot run it.  ``None`` without a cross-check."""
+    """Where the final query runs, as data for the page's engines' line: what each found, in the reply's words
+    (:func:`bot.engines_line.found_sentence`; "" for one engine, whose rows the table counts); per engine (the
+    operator's order) its name, outcome, rows (and how many more or fewer than the first that answered), reason
+    (an engine's error, cleaned and bounded), "Try it" link (``http(s)`` only), data date and whether it is stale;
+    and the engine the query is for when the main one cannot run it.  ``None`` without a cross-check."""
     if check is None or not check.runs:
         return None
     first = next(iter(check.answered), None)
@@ -138,7 +140,8 @@ def engines_event(check: CrossCheck | None, stale_after_days: float | None = Non
             "data_source": clean(run.data_date.source) if run.data_date else None,
             "stale": is_stale(check, run)})
     other = posted_for(check)
-    return {"runs": runs, "stale_after_days": stale_after_days,
+    found = clean(found_sentence(check, messages_for("en"))) if len(runs) > 1 else ""
+    return {"found": found, "runs": runs, "stale_after_days": stale_after_days,
             "posted_for": clean(engine_name(other)) if other else None}
 
 

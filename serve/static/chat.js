@@ -130,9 +130,6 @@ async function copyQuery(query, said) {
   said.textContent = "Selected: copy it with Ctrl+C (⌘C on a Mac).";
 }
 
-const OUTCOME_SAID = {unsupported: "does not support this query", timeout: "timed out", busy: "was busy",
-                      failed: "refused the query"};
-
 // A data date ("2026-11-28") as a reader reads it: "28 November 2026".
 function writtenDate(day) {
   const date = new Date(`${day}T00:00:00Z`);
@@ -140,44 +137,31 @@ function writtenDate(day) {
   return date.toLocaleDateString("en-GB", {day: "numeric", month: "long", year: "numeric", timeZone: "UTC"});
 }
 
-// What one engine made of the query, against the first that answered: "12 rows on the query service",
-// "12 on QLever", "QLever found 10, 2 fewer", "QLever does not support this query: …".
-function engineFound(run) {
-  if (run.outcome !== "answered") {
-    return `${run.engine} ${OUTCOME_SAID[run.outcome] || "failed"}${run.reason ? `: ${run.reason}` : ""}`;
-  }
-  if (run.difference === null) return `${run.rows} ${run.rows === 1 ? "row" : "rows"} on ${run.engine}`;
-  if (run.difference === 0) return `${run.rows} on ${run.engine}`;
-  const by = Math.abs(run.difference);
-  return `${run.engine} found ${run.rows}, ${by} ${run.difference < 0 ? "fewer" : "more"}`;
-}
-
 // Where the query runs: what each engine found, a "Try it" link on each that can run it, how fresh each one's
 // data is, and a copy older than the server accepts named.  All of it is text or a checked https link.
 function enginesBox(engines) {
   const box = document.createElement("div");
   box.className = "engines";
-  if (engines.runs.length > 1) {  // one engine: the table says what it found, its date is what is new
-    box.append(textElement("p", `${engines.runs.map(engineFound).join("; ")}.`, "engines-found"));
-  }
+  if (engines.found) box.append(textElement("p", engines.found, "engines-found"));
   const list = document.createElement("ol");
   list.className = "engines-list";
   for (const run of engines.runs) {
     const item = document.createElement("li");
     item.dataset.engine = run.key;
     item.dataset.outcome = run.outcome;
-    item.append(textElement("span", run.engine, "engine-name"));
+    const parts = [];
     const link = run.try_it ? tryItLink(run.try_it, `Try it on ${run.engine}`) : null;
-    if (link) item.append(" ", link);
-    if (run.data_date) {
-      const said = run.stale
-        ? `data as of ${writtenDate(run.data_date)}, older than ${engines.stale_after_days
-          ? `${engines.stale_after_days} days` : "this server accepts"}`
-        : `data as of ${writtenDate(run.data_date)}`;
-      item.append(" ", textElement("span", said, run.stale ? "data-date stale" : "data-date"));
-    } else if (run.stale) {
-      item.append(" ", textElement("span", "its data's date is unknown", "data-date stale"));
+    if (link) parts.push(link);
+    else if (run.outcome !== "answered") parts.push(textElement("span", "cannot run it", "cannot"));
+    let said = run.data_date ? `data as of ${writtenDate(run.data_date)}` : "";
+    if (run.stale) {
+      const limit = engines.stale_after_days ? `${engines.stale_after_days} days` : "this server accepts";
+      said = run.data_date ? `${said}, older than ${limit}` : "its data's date is unknown";
     }
+    if (said) parts.push(textElement("span", said, run.stale ? "data-date stale" : "data-date"));
+    if (!parts.length) continue;
+    item.append(textElement("span", `${run.engine}: `, "engine-name"));
+    parts.forEach((part, index) => item.append(...(index ? [" · ", part] : [part])));
     list.append(item);
   }
   box.append(list);
