@@ -109,7 +109,7 @@ def _refused(run: EngineRun, words: Words) -> str:
     without them."""
     said = words[_OUTCOME_KEYS[run.outcome]].format(engine=engine_name(run))
     reason, name = shown_reason(run.reason), engine_name(run)
-    if words.language == "en" and reason.startswith(name + " "):
+    if words.language == "en" and reason[:len(name) + 1].lower() == name.lower() + " ":
         return reason
     reason = reason.removeprefix(name + ": ")  # "QLever: Unknown prefix" after "QLever refused the query"
     return said + (words["colon"] + reason if reason else "")

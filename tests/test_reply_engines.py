@@ -35,6 +35,8 @@ QUERY = "SELECT ?human WHERE { ?human wdt:P31 wd:Q5 ; wdt:P69 wd:Q11942 . }"
 QLEVER_UI = "https://qlever.cs.uni-freiburg.de/wikidata/?query="
 #: Where the configured QLever's page is (agent.kb.engines.QLEVER.try_url).
 QLEVER_LIVE_UI = "https://qlever.dev/wikidata/?query="
+#: A busy answer outlasts the client's tries of one query: the first and its 4 retries.
+EVERY_TRY = 5
 WDQS = Engine("wdqs", "the query service", "http://127.0.0.1:1/sparql", "wdqs", QUERY_SERVICE)
 QLEVER = Engine("qlever", "QLever", "http://127.0.0.1:2/sparql", "qlever", QLEVER_UI)
 FRESH = DataDate(datetime(2026, 11, 28, 6, 30, tzinfo=timezone.utc), "schema:dateModified")
@@ -307,3 +309,20 @@ def test_a_hostile_qlever_error_body_reaches_the_reply_as_plain_text(mediawiki, 
     assert "\x7f" not in reply and parsed["properties"] in ([], {})
     shown = "</nowiki> '''bold''' <b>x</b> [[Category:Spam]] {{Q|Q1}} {{subst:PAGENAME}} ~~~~ __NOTOC__"
     assert f"3 results on the query service; QLever refused the query: {shown}" in text
+
+
+@pytest.mark.xdist_group("two_engines")
+@pytest.mark.parametrize("engines_rig", ["different"], indirect=True)
+def test_a_query_the_busy_query_service_cannot_run_is_posted_for_qlever(mediawiki, engines_rig, two_engines):
+    case, rig = engines_rig
+    busy = Fault("busy", lambda path, params: "wd:Q5" in params.get("query", ""),
+                 Reply(429, "Too Many Requests", {"Retry-After": "0", "Content-Type": "text/plain"}),
+                 times=EVERY_TRY + 1)  # the run's query and its retries, then the cross-check's one request
+    two_engines.wdqs.proxy.add(busy)
+    reply, text, links, parsed = bot_reply(mediawiki, rig, case, "engines fallback")
+    assert busy.fired == EVERY_TRY + 1
+    assert "The query below finds 3 results" in text
+    assert "The query service was busy (HTTP 429); 3 results on QLever." in text
+    assert "The query service cannot run it, so the query below is the one for QLever." in text
+    assert [label for _, label in links if label.startswith("Try it")] == ["Try it on QLever"] * 2
+    assert "Template:SPARQL" not in {item["title"] for item in parsed["templates"]}

@@ -147,8 +147,6 @@ function enginesBox(engines) {
   list.className = "engines-list";
   for (const run of engines.runs) {
     const item = document.createElement("li");
-    item.dataset.engine = run.key;
-    item.dataset.outcome = run.outcome;
     const parts = [];
     const link = run.try_it ? tryItLink(run.try_it, `Try it on ${run.engine}`) : null;
     if (link) parts.push(link);
@@ -188,10 +186,10 @@ function showFinal(turn, answer) {
     if (link) tools.append(" ", link);
     tools.append(" ", said);
     box.append(query, tools);
-    if (answer.engines) box.append(enginesBox(answer.engines));
   }
   if (answer.preview && answer.preview.answer) box.append(textElement("p", answer.preview.answer, "preview"));
   else if (answer.preview) box.append(resultTable(answer.preview, "preview"));
+  if (answer.query && answer.engines) box.append(enginesBox(answer.engines));  // under the rows: where else they are
   const steps = turn.querySelector(".steps-box");
   turn.insertBefore(box, steps);
   if (steps) steps.open = false;  // the answer first; the steps stay one click away
