@@ -152,11 +152,27 @@ class Allowance:
         return title in self.links or bool(ENTITY_LINK.match(title)) or bool(self.forum) and in_forum(title, self.forum)
 
 
+def engine_pages() -> tuple[str, ...]:
+    """Where the SPARQL engines the bot runs its final query on open a query (their ``try_url``: the known ones,
+    and those ``WIKIDATA_ENGINES`` configures): the only places a reply's own "Try it on …" links go."""
+    from agent.kb.engines import KNOWN_ENGINES
+    from agent.kb.live import WikidataConfig
+
+    try:
+        configured = WikidataConfig.from_env().all_engines()
+    except ValueError:  # the knowledge base refuses the same setting, saying why
+        configured = ()
+    return tuple(sorted({engine.try_url for engine in (*KNOWN_ENGINES.values(), *configured)
+                         if engine.try_url.startswith(("https://", "http://"))}))
+
+
 def own_external_links(reply: str) -> frozenset[str]:
-    """The external links *reply* writes in its own text, outside any template (the bot's wikitext encodes every
-    ``[`` of text it did not write), unquoted as :meth:`Allowance.allows_external_link` compares them."""
-    return frozenset(urllib.parse.unquote(str(link.url))
-                     for link in mwparserfromhell.parse(reply).filter_external_links(recursive=False))
+    """The external links to an engine's page (:func:`engine_pages`) that *reply* writes in its own text, outside
+    any template (the bot's wikitext encodes every ``[`` of text it did not write), unquoted as
+    :meth:`Allowance.allows_external_link` compares them."""
+    pages = engine_pages()
+    return frozenset(url for link in mwparserfromhell.parse(reply).filter_external_links(recursive=False)
+                     if (url := urllib.parse.unquote(str(link.url))).startswith(pages))
 
 
 def parse(site: pywikibot.site.APISite, title: str, *, text: str | None = None, oldid: int | None = None,
