@@ -326,3 +326,16 @@ def test_a_query_the_busy_query_service_cannot_run_is_posted_for_qlever(mediawik
     assert "The query service cannot run it, so the query above is the one for QLever." in text
     assert [label for _, label in links if label.startswith("Try it on")] == ["Try it on QLever"] * 2
     assert "{{SPARQL" not in reply  # the template would link the query service
+
+
+@pytest.mark.xdist_group("two_engines")
+@pytest.mark.parametrize("engines_rig", ["equal"], indirect=True)
+def test_the_dry_runs_preview_shows_the_same_line(mediawiki, engines_rig, two_engines):
+    case, rig = engines_rig
+    forum = mediawiki.fresh_forum("engines preview")
+    mediawiki.edit_as_human(forum, mediawiki.page_text(forum) + new_section("Preview", QUESTIONS[case][0]))
+    done = rig.run(forum, "--section", "Preview", "--dry-run")
+    assert done.code == 0 and rig.bot_edits(forum) == [], done.stderr[-3000:]
+    then = written_date(two_engines.qlever.date.astimezone(timezone.utc).date(), MESSAGES["en"])
+    assert "1 result on the query service, 1 on QLever." in done.stdout
+    assert f"QLever's data is from {then}, older than 30 days." in done.stdout
