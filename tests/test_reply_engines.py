@@ -339,3 +339,21 @@ def test_the_dry_runs_preview_shows_the_same_line(mediawiki, engines_rig, two_en
     then = written_date(two_engines.qlever.date.astimezone(timezone.utc).date(), MESSAGES["en"])
     assert "1 result on the query service, 1 on QLever." in done.stdout
     assert f"QLever's data is from {then}, older than 30 days." in done.stdout
+
+
+@pytest.mark.xdist_group("two_engines")
+@pytest.mark.parametrize("engines_rig", ["different"], indirect=True)
+def test_the_review_pages_draft_shows_the_same_line(mediawiki, engines_rig, two_engines):
+    case, rig = engines_rig
+    (rig.directory / "bot.ini").write_text("[bot]\nstale_after_days = 30\nreview = true\nreviewers = Carol\n"
+                                           "review_page = User:SpinachBot/Engines review\n")
+    forum = mediawiki.fresh_forum("engines review")
+    assert rig.run(forum, "--once", "--live").code == 0
+    mediawiki.edit_as_human(forum, mediawiki.page_text(forum) + new_section("Review", QUESTIONS[case][0]))
+    done = rig.run(forum, "--once", "--live")
+    assert done.code == 0 and rig.bot_edits(forum) == [], done.stderr[-3000:]
+    text, links, _ = read(mediawiki, "User:SpinachBot/Engines review")
+    assert "3 results on the query service; QLever found 3, 1 of them not on the query service." in text
+    assert "older than 30 days." in text
+    assert [label for _, label in links if label.startswith("Try it on")] == ["Try it on the query service",
+                                                                              "Try it on QLever"]
