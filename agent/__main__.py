@@ -14,12 +14,14 @@ import json
 import os
 import sys
 from collections.abc import Callable
+from datetime import timezone
 from pathlib import Path
 
 from agent import Agent, AgentConfig
 from agent.kb import open_kb
 from agent.cli import program_name, protocol_line
-from agent.kb.live import WikidataConfig
+from agent.kb.engines import CrossCheck, EngineOutcome
+from agent.kb.live import WikidataConfig, read_days
 from agent.llm import ChatModel, LLMConfig, LLMConfigurationError
 from agent.observations import format_table
 from agent.trace import AgentResult, Step, StopReason
@@ -32,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Environment: OPENAI_API_KEY, OPENAI_BASE_URL, SPINACH_MODEL (the language model); "
                "WIKIDATA_API_URL, WIKIDATA_SPARQL_URL (other Wikibase or SPARQL endpoints), "
                "WIKIDATA_SPARQL_DIALECT (what that endpoint speaks: wdqs, qlever or sparql11); "
+               "WIKIDATA_ENGINES, WIKIDATA_STALE_AFTER_DAYS (as --engines, --stale-after-days); "
                "SPINACH_CONTACT (your contact, sent in the User-Agent as Wikimedia asks).",
     )
     parser.add_argument("question", help="the question, in quotes")
@@ -52,6 +55,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-seconds", type=float, metavar="SECONDS",
                         help="seconds the whole run may take, its model calls and the end-of-run extraction "
                              "included (default: no limit but the steps')")
+    parser.add_argument("--engines", metavar="LIST",
+                        help="where the final query runs, the main engine first (it answers the agent; when busy "
+                             "or too slow, the next does): wdqs, qlever, or KEY=ENDPOINT [DIALECT [TRY_URL]], "
+                             "comma-separated (default: WIKIDATA_ENGINES, else 'wdqs, qlever')")
+    parser.add_argument("--stale-after-days", metavar="DAYS",
+                        help="days after which an engine's data is named stale (default: 2; 0: never)")
     parser.add_argument("--contact", help="contact for the User-Agent (default: SPINACH_CONTACT)")
     parser.add_argument("--answer-guaranteed", action="store_true",
                         help="tell the model an answer exists in Wikidata (as in benchmarks)")
@@ -79,6 +88,20 @@ def step_printer() -> Callable[[Step], None]:
     return show
 
 
+def engine_lines(check: CrossCheck) -> list[str]:
+    """The final query on each engine, one line each: what it found or why not, how fresh its data is, its link."""
+    lines = []
+    for run in check.runs:
+        found = f"{run.rows} rows" if run.outcome is EngineOutcome.ANSWERED else f"{run.outcome.value}: {run.reason}"
+        if run.outcome is EngineOutcome.ANSWERED and len(check.answered) > 1 and check.only_in(run):
+            found += f", {check.only_in(run)} only here"
+        date = f"; data of {run.data_date.modified.astimezone(timezone.utc):%Y-%m-%d %H:%M} UTC " \
+               f"({run.data_date.source})" if run.data_date else ""
+        stale = " (stale)" if run.engine.key in check.stale else ""
+        lines.append(f"On {run.engine.name}: {found}{date}{stale}" + (f"\n    {run.try_link}" if run.try_link else ""))
+    return lines
+
+
 def print_result(result: AgentResult) -> None:
     print(f"\nEnded: {result.stop_reason} ({result.stop_message})")
     if switched := protocol_line(result):
@@ -95,6 +118,8 @@ def print_result(result: AgentResult) -> None:
             print(f"\nAnswer: {result.answer}")
         elif result.answer is not None:
             print("\n" + format_table(result.variables, result.answer, head=20, tail=5))
+    if result.cross_check is not None:
+        print("\n" + "\n".join(engine_lines(result.cross_check)))
     if result.explanation:
         print(f"\nExplanation{f' ({result.language})' if result.language else ''}: {result.explanation}")
     usage = result.usage
@@ -118,6 +143,10 @@ def main(argv: list[str] | None = None) -> int:
         config = WikidataConfig.from_env()
         if args.contact:
             config.contact = args.contact
+        if args.engines is not None:
+            config = config.with_engines(args.engines, "--engines")
+        if args.stale_after_days is not None:
+            config.stale_after_days = read_days(args.stale_after_days, "--stale-after-days")
         kb = open_kb(args.kb, cache_path=args.cache, offline=args.offline, config=config)
     except (LLMConfigurationError, ValueError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)

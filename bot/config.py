@@ -31,6 +31,12 @@ scholarly_service       wdsubgraph:scholarly_articles    the SERVICE holding sch
                                                          the default is the Wikidata profile's)
 kb_dir                  (live Wikidata)                  answer from a local Oxigraph store
 cache_path              (none)                           SQLite cache of Wikidata responses
+engines                 (WIKIDATA_ENGINES, else          where the final query runs, the main engine
+                        wdqs, qlever)                    first (it answers the agent; a busy one falls
+                                                         back to the next): wdqs, qlever, or
+                                                         KEY=ENDPOINT [DIALECT [TRY_URL]], comma-separated
+stale_after_days        2                                days after which an engine's data is named stale
+                                                         in the reply (0: never)
 examples_path           (none)                           example store (spinach-examples) for the prompt
 archivers               (none)                           accounts that archive the forum, comma-separated:
                                                          only what they wrote under /Archive/ is harvested
@@ -42,8 +48,6 @@ llm_timeout             60                               seconds one model reply
                                                          for a local model on a small machine)
 run_minutes             15                               minutes one question's run may take, every model
                                                          call and the end-of-run extraction included
-stale_after_days        (WIKIDATA_STALE_AFTER_DAYS,      days after which an engine's copy of the data is
-                        else 2)                          named in the reply as out of date; 0: never
 ======================  ===============================  ==========================================
 
 The language model settings here win over the environment variables named in
@@ -61,11 +65,13 @@ MediaWiki).
 from __future__ import annotations
 
 import configparser
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 
 from agent.graph import WIKIDATA
-from agent.kb.live import read_days
+from agent.kb.live import WikidataConfig
 
 
 @dataclass
@@ -92,6 +98,10 @@ class BotConfig:
     scholarly_service: str | None = WIKIDATA.scholarly_service
     kb_dir: str | None = None
     cache_path: str | None = None
+    #: The engines, as :func:`agent.kb.engines.parse_engines` reads them; ``None``: the environment's
+    #: (``WIKIDATA_ENGINES``), else the Wikidata profile's.
+    engines: str | None = None
+    stale_after_days: float = 2.0
     examples_path: str | None = None
     archivers: str | None = None
     api_key_file: str | None = None
@@ -99,7 +109,6 @@ class BotConfig:
     model: str | None = None
     llm_timeout: float = 60.0
     run_minutes: float = 15.0
-    stale_after_days: float | None = None
 
     @classmethod
     def from_file(cls, path: str | Path) -> BotConfig:
@@ -115,9 +124,7 @@ class BotConfig:
         config = cls()
         for name, raw in section.items():
             default = getattr(config, name)
-            if name == "stale_after_days":
-                value = read_days(raw, f"{path}: stale_after_days") if raw.strip() else None
-            elif isinstance(default, bool):
+            if isinstance(default, bool):
                 value = parser.getboolean("bot", name)
             elif isinstance(default, int):
                 value = int(raw)
@@ -128,6 +135,18 @@ class BotConfig:
             setattr(config, name, value)
         if config.review and not config.reviewer_names:
             raise ValueError(f"{path}: review = true needs reviewers (the users who may approve a draft)")
+        config.wikidata_config(f"{path}: ")  # a bad engine list or staleness is one line naming its key
+        return config
+
+    def wikidata_config(self, where: str = "", environ: Mapping[str, str] = os.environ) -> WikidataConfig:
+        """Live Wikidata as the environment names it, with this file's engines and staleness."""
+        config = WikidataConfig.from_env(environ)
+        if self.engines:
+            config = config.with_engines(self.engines, f"{where}engines")
+        if not self.stale_after_days >= 0:
+            raise ValueError(f"{where}stale_after_days: {self.stale_after_days} is not a number of days "
+                             "(0 or more; 0: never stale)")
+        config.stale_after_days = self.stale_after_days
         return config
 
     @property

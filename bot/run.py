@@ -150,15 +150,9 @@ def open_knowledge_base(config: BotConfig):
     A dry run opens a local store read-only, so it can run beside the live bot that holds it.
     """
     from agent.kb import open_kb
-    from agent.kb.live import WikidataConfig
 
-    wikidata = None
-    if config.kb_dir is None:  # bot.ini's stale_after_days wins over the environment's; the reply names the one used
-        wikidata = WikidataConfig.from_env()
-        if config.stale_after_days is None:
-            config.stale_after_days = wikidata.stale_after_days
-        wikidata.stale_after_days = config.stale_after_days
-    kb = open_kb(config.kb_dir, cache_path=config.cache_path, read_only=not config.live, config=wikidata)
+    kb = open_kb(config.kb_dir, cache_path=config.cache_path, read_only=not config.live,
+                 config=config.wikidata_config())
     if kb.graph.name != "wikidata":
         raise ValueError(f"kb_dir {config.kb_dir} holds the graph {kb.graph.name!r}: the bot answers about Wikidata")
     return Scrubbed(kb)

@@ -33,8 +33,12 @@ import logging
 import os
 import sqlite3
 import sys
+from collections.abc import MutableMapping
 
 from agent.cli import program_name
+from agent.graph import DIALECTS
+from agent.kb.engines import parse_engines
+from agent.kb.live import read_days
 from agent.llm import ChatModel, LLMConfig, LLMConfigurationError
 from agent.logs import install as install_logging
 from agent.redact import Scrubbed, redact, remember_environment
@@ -88,7 +92,23 @@ def build_parser() -> argparse.ArgumentParser:
                         help="log a line for every HTTP request (by default the log holds the service's own lines)")
     parser.add_argument("--llm-timeout", type=float, metavar="SECONDS",
                         help="seconds one model reply may take (default: 60)")
+    parser.add_argument("--engines", metavar="LIST",
+                        help="live Wikidata's engines, where each final query runs, the main one first (it answers "
+                             "the agent; when busy or too slow, the next does): wdqs, qlever, or KEY=ENDPOINT "
+                             "[DIALECT [TRY_URL]], comma-separated (default: WIKIDATA_ENGINES, else 'wdqs, qlever')")
+    parser.add_argument("--stale-after-days", metavar="DAYS",
+                        help="days after which an engine's data is named stale (default: 2; 0: never)")
     return parser
+
+
+def engine_settings(args: argparse.Namespace, environ: MutableMapping[str, str]) -> None:
+    """``--engines`` and ``--stale-after-days`` as the environment live Wikidata is opened from; a bad value is
+    an :class:`~agent.kb.engines.EngineConfigError` naming the option."""
+    if args.engines is not None:
+        parse_engines(args.engines, "--engines", DIALECTS)
+        environ["WIKIDATA_ENGINES"] = args.engines
+    if args.stale_after_days is not None:
+        environ["WIKIDATA_STALE_AFTER_DAYS"] = str(read_days(args.stale_after_days, "--stale-after-days"))
 
 
 #: How the service's own dependencies are installed (``pip install`` of the package alone leaves them out).
@@ -130,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     remember_environment(os.environ)
     install_logging(logging.INFO)
     try:
+        engine_settings(args, os.environ)
         # Every answer of the model and the graphs is masked of secrets before the agent sees it.
         llm = Scrubbed(ChatModel.from_config(LLMConfig.from_env(os.environ, timeout=args.llm_timeout,
                                                                 named_by="SPINACH_MODEL")))

@@ -167,6 +167,9 @@ def test_a_check_round_trips_through_a_run_record(two_engines):
     (Reply(503, "<html><body><h1>Wikidata Query Service</h1><p>The service is down for maintenance.</p></body>"
                 "</html>", {"Retry-After": "0", "Content-Type": "text/html"}),
      "The query service was down for maintenance; QLever answered:"),
+    (Reply(200, "<html><body><p>Wikidata Query Service is under maintenance. Please try again later.</p></body>"
+                "</html>", {"Content-Type": "text/html"}),
+     "The query service was down for maintenance; QLever answered:"),
 ])
 def test_a_busy_query_service_sends_the_query_to_qlever_in_its_dialect(two_engines, fault, said):
     two_engines.wdqs.proxy.add(Fault("busy", human("?human"), fault, times=EVERY_TRY))
@@ -328,3 +331,71 @@ def test_the_local_store_is_its_own_one_engine_dated_by_its_load(tmp_path: Path)
     assert run.engine.key == "local" and run.outcome is EngineOutcome.ANSWERED and run.rows == 1
     assert run.data_date.source == "load manifest" and run.data_date.modified == load_date(tmp_path / "store")
     assert json.loads((tmp_path / "store" / "manifest.json").read_text())["files"] == ["graph.ttl"]
+
+
+def test_bot_ini_names_the_engines_and_a_bad_one_is_one_line_naming_the_key(tmp_path):
+    from bot.config import BotConfig
+
+    (tmp_path / "bot.ini").write_text("[bot]\nengines = qlever=http://127.0.0.1:7001/api, wdqs\n"
+                                      "stale_after_days = 9\n")
+    config = BotConfig.from_file(tmp_path / "bot.ini").wikidata_config(environ={})
+    assert [engine.key for engine in config.all_engines()] == ["qlever", "wdqs"]
+    assert config.stale_after == timedelta(days=9)
+    assert BotConfig().wikidata_config(environ={"WIKIDATA_ENGINES": "wdqs"}).all_engines() == (WDQS,)
+    (tmp_path / "bot.ini").write_text("[bot]\nengines = wdqs, qlevr\n")
+    with pytest.raises(ValueError) as raised:
+        BotConfig.from_file(tmp_path / "bot.ini")
+    assert str(raised.value) == f"{tmp_path / 'bot.ini'}: engines: unknown engine 'qlevr': give a known engine " \
+                                "(wdqs, qlever), or KEY=ENDPOINT [DIALECT [TRY_URL]]"
+
+
+def test_the_command_lines_take_the_engines_and_say_a_bad_one_in_one_line(capsys, monkeypatch):
+    from agent.__main__ import main as agent_main
+    from serve.__main__ import build_parser, engine_settings
+
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("SPINACH_MODEL", "m")
+    assert agent_main(["Who?", "--engines", "wdqs, blazegraph"]) == 2
+    assert capsys.readouterr().err == "error: --engines: unknown engine 'blazegraph': give a known engine " \
+                                      "(wdqs, qlever), or KEY=ENDPOINT [DIALECT [TRY_URL]]\n"
+    assert agent_main(["Who?", "--stale-after-days", "-1"]) == 2
+    assert capsys.readouterr().err.startswith("error: --stale-after-days: '-1' is not a number of days")
+    environ: dict[str, str] = {}
+    engine_settings(build_parser().parse_args(["--engines", "qlever, wdqs", "--stale-after-days", "3"]), environ)
+    assert environ == {"WIKIDATA_ENGINES": "qlever, wdqs", "WIKIDATA_STALE_AFTER_DAYS": "3.0"}
+    assert [engine.key for engine in WikidataConfig.from_env(environ).all_engines()] == ["qlever", "wdqs"]
+    with pytest.raises(EngineConfigError, match="^--engines: engine wdqs named twice$"):
+        engine_settings(build_parser().parse_args(["--engines", "wdqs,wdqs"]), {})
+
+
+def test_the_report_counts_which_engine_answered_the_final_queries(tmp_path, capsys):
+    from harness.reporting import summarize
+    from scripts.report import main as report_main
+    from tests.test_report import record, write_run
+
+    records = [{**record("1", 1.0, {"stop": 1}), "engine": "wdqs"}, {**record("2", 1.0, {"stop": 1}),
+                                                                    "engine": "qlever"},
+               {**record("3", 0.0, {"stop": 1}), "engine": "wdqs"}, record("4", 0.0, {"stop": 1})]
+    run = write_run(tmp_path / "run", records)
+    assert summarize(run).engines == {"wdqs": 2, "qlever": 1, "(not recorded)": 1}
+    report_main([str(run)])
+    assert "final queries answered by wdqs 2, qlever 1, (not recorded) 1" in capsys.readouterr().out
+
+
+def test_the_agents_command_line_says_what_each_engine_found(two_engines, llm_server, wikidata_server, capsys,
+                                                              monkeypatch):
+    from agent.__main__ import main as agent_main
+
+    api = wikidata_server()
+    api.add(entity("Q5", "human"), entity("P31", "instance of"))
+    model = llm_server([ToolCallReply("execute_sparql", {"thought": "List them.", "sparql": DIFFERENT_QUERY}),
+                        ToolCallReply("stop", {"explanation": "The humans.", "language": "en"})])
+    monkeypatch.setenv("OPENAI_BASE_URL", model.base_url)
+    monkeypatch.setenv("SPINACH_MODEL", "m")
+    monkeypatch.setenv("WIKIDATA_API_URL", api.api_url)
+    assert agent_main(["Which humans?", "--engines", two_engines.setting, "--stale-after-days", "30"]) == 0
+    out = capsys.readouterr().out
+    assert f"On the query service: 3 rows, 1 only here; data of {two_engines.wdqs.date:%Y-%m-%d %H:%M} UTC " \
+           "(schema:dateModified)\n    https://query.wikidata.org/#SELECT%20%3Fhuman" in out
+    assert f"On QLever: 3 rows, 1 only here; data of {two_engines.qlever.date:%Y-%m-%d %H:%M} UTC (dump date) " \
+           "(stale)\n    https://qlever.dev/wikidata/?query=PREFIX" in out

@@ -223,12 +223,12 @@ def test_only_a_web_address_becomes_a_link():
 
 
 def test_the_threshold_is_a_setting_of_bot_ini(tmp_path):
-    assert BotConfig().stale_after_days is None  # the knowledge base's (WIKIDATA_STALE_AFTER_DAYS, else 2)
+    assert BotConfig().stale_after_days == 2
     ini = tmp_path / "bot.ini"
     ini.write_text("[bot]\nstale_after_days = 30\n")
     assert BotConfig.from_file(ini).stale_after_days == 30
-    ini.write_text("[bot]\nstale_after_days = soon\n")
-    with pytest.raises(ValueError, match="stale_after_days: 'soon' is not a number of days"):
+    ini.write_text("[bot]\nstale_after_days = -1\n")
+    with pytest.raises(ValueError, match="stale_after_days: -1.0 is not a number of days"):
         BotConfig.from_file(ini)
 
 

@@ -13,7 +13,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from enum import StrEnum
@@ -208,6 +208,13 @@ class Attempt:
     reason: str = ""
 
 
+def attempt_of(result: QueryResult) -> Attempt:
+    """A result already in hand (the run's own) as an attempt: its status says the outcome."""
+    outcome = {"ok": EngineOutcome.ANSWERED, "empty": EngineOutcome.ANSWERED,
+               "timeout": EngineOutcome.TIMEOUT}.get(result.status, EngineOutcome.FAILED)
+    return Attempt(outcome, result, "" if outcome is EngineOutcome.ANSWERED else " ".join(result.message.split()))
+
+
 def answer_set(result: QueryResult) -> frozenset[tuple[tuple[str, str], ...]]:
     """*result*'s rows as a set, each row its sorted (variable, value) pairs; an ASK as one row."""
     if result.boolean is not None:
@@ -309,28 +316,26 @@ def cross_check(query: str, engines: Sequence[Engine], run: Callable[[Engine, st
     """*query* on every engine at once (one thread each), each in its dialect, with each engine's data date.
 
     *run* sends the query as written for the query service to one engine (it prepares it for the engine's
-    dialect, one bounded request); *dates* gives an engine's data date.  An engine whose date is older than
-    *stale_after* is named in ``stale``.
+    dialect and says when the engine cannot run it, one bounded request); *dates* gives an engine's data date.
+    An engine whose date is older than *stale_after* is named in ``stale``.
     """
-    def one(engine: Engine) -> EngineRun:
+    def one(engine: Engine, date: Future[DataDate | None]) -> EngineRun:
+        attempt = run(engine, query)
         try:
             prepared = prepare(query, engine.dialect, language)
-        except Unsupported as error:
-            return EngineRun(engine, EngineOutcome.UNSUPPORTED, reason=unsupported_reason(engine, error),
-                             data_date=dates(engine))
-        except SyntaxError as error:
-            prepared, attempt = "", Attempt(EngineOutcome.FAILED, reason=f"{engine.name} cannot read it: {error}")
-        else:
-            attempt = run(engine, query)
+        except (Unsupported, SyntaxError):  # the attempt says why; there is no link to give
+            prepared = ""
         result = attempt.result
         answered = attempt.outcome is EngineOutcome.ANSWERED and result is not None
         shown = prepared if prepared == query else compact(prepared)
+        runnable = bool(prepared) and attempt.outcome is not EngineOutcome.UNSUPPORTED
         return EngineRun(engine, attempt.outcome, rows=row_count(result) if answered else None,
-                         reason=attempt.reason, try_link=try_link(engine, shown) if prepared else "",
-                         data_date=dates(engine), answer=answer_set(result) if answered else frozenset())
+                         reason=attempt.reason, try_link=try_link(engine, shown) if runnable else "",
+                         data_date=date.result(), answer=answer_set(result) if answered else frozenset())
 
-    with ThreadPoolExecutor(max_workers=max(1, len(engines))) as pool:
-        runs = tuple(pool.map(one, engines))
+    with ThreadPoolExecutor(max_workers=max(1, 2 * len(engines))) as pool:  # each query beside each date look-up
+        asked = [pool.submit(dates, engine) for engine in engines]
+        runs = tuple(pool.map(one, engines, asked))
     now = now or datetime.now(timezone.utc)
     stale = tuple(run.engine.key for run in runs
                   if stale_after is not None and run.data_date and now - run.data_date.modified > stale_after)

@@ -28,8 +28,8 @@ from agent.kb.base import (
 from agent.kb.cache import CachedResponse, ResponseCache
 from agent.kb.dialect import DIALECTS, ENTITY, Unsupported, prepare
 from agent.kb.engines import (
-    KNOWN_ENGINES, Attempt, CrossCheck, DataDate, DataDates, Engine, EngineConfigError, EngineOutcome, cross_check,
-    date_in_result, date_query, index_date, parse_engines, unsupported_reason,
+    KNOWN_ENGINES, Attempt, CrossCheck, DataDate, DataDates, Engine, EngineConfigError, EngineOutcome, attempt_of,
+    cross_check, date_in_result, date_query, index_date, parse_engines, unsupported_reason,
 )
 from agent.kb.http import EngineBusy, HttpClient, well_formed
 
@@ -38,6 +38,8 @@ MAX_RESPONSE_BYTES = 10 * 1024 * 1024
 #: One query at a time per endpoint, as the query service asks of its clients.
 _QUERY_LOCKS: dict[str, threading.Lock] = {}
 _LOCKS_LOCK = threading.Lock()
+#: The key of an endpoint named only by its URL (``sparql_url``), not as an engine.
+UNNAMED = "sparql"
 #: Where the profile's engine list is read from, for its error messages.
 PROFILE_ENGINES = "agent/profiles/wikidata.toml [sparql] engines"
 
@@ -53,7 +55,7 @@ def main_engine(url: str, dialect: str) -> Engine:
         if known.endpoint == url:
             return known if known.dialect == dialect else replace(known, dialect=dialect)
     host = urllib.parse.urlsplit(url).netloc or url
-    return Engine("sparql", f"the SPARQL endpoint at {host}", url, dialect)
+    return Engine(UNNAMED, f"the SPARQL endpoint at {host}", url, dialect)
 
 
 @dataclass
@@ -324,11 +326,11 @@ class LiveWikidata:
         if self.http.cache is not None and self.http.cache.offline:
             return None
         timeout = self.config.check_timeout if seconds is None else max(1.0, min(seconds, self.config.check_timeout))
-        given = known.engine or self.engines[0].key if known and known.status in ("ok", "empty") else None
+        given = (known.engine or self.engines[0].key) if known is not None else None
 
         def run(engine: Engine, query: str) -> Attempt:
             if engine.key == given and known is not None:
-                return Attempt(EngineOutcome.ANSWERED, known)
+                return attempt_of(known)
             return self._checked(engine, query, timeout)
 
         return cross_check(sparql, self.engines, run, self.dates, self.config.stale_after,
@@ -344,7 +346,11 @@ class LiveWikidata:
 
     def _read_date(self, engine: Engine) -> DataDate | None:
         """How fresh *engine*'s copy is: the query service's ``schema:dateModified`` of Wikidata; for other
-        engines the dump's date (or the date their updates are complete until), else QLever's index date."""
+        engines the dump's date (or the date their updates are complete until), else QLever's index date.
+        An endpoint named only by ``sparql_url`` (not among the engines) is asked nothing but the agent's
+        queries: ``None``."""
+        if engine.key == UNNAMED:
+            return None
         checked = self._checked(engine, date_query(engine), self.config.check_timeout)
         found = date_in_result(checked.result) if checked.outcome is EngineOutcome.ANSWERED and checked.result \
             else None
@@ -415,15 +421,15 @@ def classify_response(engine: Engine, response: CachedResponse) -> Attempt:
                            f"{engine.name} was down for maintenance")
         outcome = EngineOutcome.ANSWERED if result.status in ("ok", "empty") else EngineOutcome.FAILED
         return Attempt(outcome, replace(result, engine=engine.key), "" if outcome is EngineOutcome.ANSWERED
-                       else f"{engine.name}: {result.message}")
+                       else f"{engine.name}: {' '.join(result.message.split())[:300]}")
     if exception is not None:
         if _says_timeout(exception):
             result = QueryResult(status="timeout", message=_error_line(text), engine=engine.key)
             return Attempt(EngineOutcome.TIMEOUT, result, f"{engine.name} stopped the query at its time limit")
         result = QueryResult(status="syntax_error" if status == 400 else "error", engine=engine.key,
-                             message=_error_line(text) or f"HTTP {status}")
+                             message=exception.strip()[:MAX_MESSAGE_CHARS] or f"HTTP {status}")
         outcome = EngineOutcome.UNSUPPORTED if "not supported" in exception.lower() else EngineOutcome.FAILED
-        return Attempt(outcome, result, f"{engine.name}: {result.message}")
+        return Attempt(outcome, result, f"{engine.name}: {_error_line(text)}")
     if status in (502, 503, 504):
         result = QueryResult(status="error", engine=engine.key,
                              message=f"the query service failed (HTTP {status}, also on retrying); try a lighter query")

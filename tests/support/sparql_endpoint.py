@@ -1,8 +1,9 @@
 """A strict SPARQL 1.1 endpoint on 127.0.0.1 that answers from an Oxigraph store, as QLever would.
 
 It refuses what QLever refuses of a query written for the Wikidata Query
-Service: a prefix the query does not declare (QLever has no implicit ones)
-and any ``SERVICE`` clause, the label service included.  Refusals are HTTP
+Service: a prefix the query does not declare (QLever has no implicit ones; its
+words: "Prefix wdt was not registered using a PREFIX declaration", from its
+SPARQL parser) and any ``SERVICE`` clause, the label service included.  Refusals are HTTP
 400 with QLever's JSON error body (``status``, ``exception``, ``query``);
 answers are SPARQL JSON results.  Every query received is recorded.
 """
@@ -22,6 +23,7 @@ from urllib.parse import parse_qs, urlparse
 import pyoxigraph as ox
 
 from agent.kb.dialect import masked
+from agent.sparql_lexer import tokenize
 from tests.support.loopback import LoopbackServer
 
 
@@ -36,6 +38,10 @@ class SparqlEndpoint:
         if re.search(r"\bSERVICE\b", masked(query), re.IGNORECASE):
             return 400, qlever_error(query, "SERVICE clauses are not supported: this engine has no label service "
                                       "and calls no remote endpoint")
+        prefix = undeclared_prefix(query)
+        if prefix is not None:
+            return 400, qlever_error(query, f"Invalid SPARQL query: Prefix {prefix} was not registered using a "
+                                            "PREFIX declaration")
         try:
             results = self.store.query(query)  # no default prefixes: every prefix must be declared
         except SyntaxError as error:
@@ -43,6 +49,15 @@ class SparqlEndpoint:
         if isinstance(results, ox.QueryBoolean):
             return 200, {"head": {}, "boolean": bool(results)}
         return 200, json.loads(results.serialize(format=ox.QueryResultsFormat.JSON))
+
+
+def undeclared_prefix(query: str) -> str | None:
+    """The first prefix *query* uses without declaring it (QLever has no implicit ones), or ``None``."""
+    declared = {match.group(1) for match in re.finditer(r"\bPREFIX\s+([\w.-]*):", masked(query), re.IGNORECASE)}
+    for token in tokenize(query):
+        if token.kind == "pname" and token.text.split(":", 1)[0] not in declared:
+            return token.text.split(":", 1)[0]
+    return None
 
 
 def qlever_error(query: str, message: str) -> dict[str, Any]:

@@ -14,9 +14,14 @@ releases it):
   forty days ago): a human added since is missing, and an item merged since is
   still there.  Its front refuses as QLever does (see
   :mod:`tests.support.sparql_endpoint`): any ``SERVICE`` and any undeclared
-  prefix, with HTTP 400 and QLever's JSON error body; it answers ``?cmd=stats``
-  with the fields of QLever's ``composeIndexStats``, the index named as QLever's
-  Wikidata Qleverfile names it (``... version DD.MM.YYYY``).
+  prefix, with HTTP 400 and QLever's JSON error body (``status``, ``exception``,
+  ``query``; an undeclared prefix in its parser's words); it answers
+  ``?cmd=stats`` with the fields of QLever's ``composeIndexStats``
+  (ad-freiburg/qlever, ``src/engine/Server.cpp``), the index named as QLever's
+  Wikidata Qleverfile names it (``... version DD.MM.YYYY``, qlever-control's
+  ``Qleverfiles/Qleverfile.wikidata``).  QLever answers a query cancelled at its
+  time limit with HTTP 429 and ``Cancelled due to timeout`` (its server's
+  ``CancellationException``): a test arms that reply at the fault proxy.
 
 Use the ``two_engines`` fixture; :attr:`TwoEngines.setting` is the engine list
 for ``WIKIDATA_ENGINES``, ``--engines`` or bot.ini's ``engines``.
@@ -46,7 +51,7 @@ from tests.support.fault_proxy import FaultProxy
 from tests.support.loopback import LoopbackServer
 from tests.support.processes import stop
 from tests.support.serve_rig import free_port, wait_for
-from tests.support.sparql_endpoint import qlever_error
+from tests.support.sparql_endpoint import qlever_error, undeclared_prefix
 
 #: Humans in the newer copy (the query service's): Douglas Adams, Tim Berners-Lee, Alan Turing.
 HUMANS_NOW = ("Q42", "Q80", "Q7251")
@@ -197,8 +202,13 @@ def _qlever_handler(oxigraph: str, queries: list[str], date: datetime) -> type[B
                 self._json(400, qlever_error(query, "SERVICE clauses are not supported: this engine has no "
                                                     "label service and calls no remote endpoint"))
                 return
+            prefix = undeclared_prefix(query)
+            if prefix is not None:
+                self._json(400, qlever_error(query, f"Invalid SPARQL query: Prefix {prefix} was not registered "
+                                                    "using a PREFIX declaration"))
+                return
             queries.append(query)
-            answer = _ask_oxigraph(oxigraph, query)  # no implicit prefixes: Oxigraph refuses an undeclared one
+            answer = _ask_oxigraph(oxigraph, query)
             if answer.status_code != 200:
                 self._json(400, qlever_error(query, f"Invalid SPARQL query: {answer.text.strip()[:500]}"))
                 return

@@ -28,7 +28,7 @@ from tqdm import tqdm
 
 from agent.graph import WIKIDATA, GraphProfile, parse_profile
 from agent.kb.base import Claim, Entry, PropertyExample, Qualifier, QueryResult, SearchHit, SearchResults, Value
-from agent.kb.engines import Attempt, CrossCheck, DataDate, Engine, EngineOutcome, cross_check, read_date
+from agent.kb.engines import Attempt, CrossCheck, DataDate, Engine, attempt_of, cross_check, read_date
 from agent.kb.local.loaders import (GENID, RDF_FORMATS, SCHEMA_ABOUT, LoadError, file_kind, named_graph, open_file,
                                    read_batches)
 from agent.kb.local.search import SearchIndex, wikidata_kind
@@ -279,10 +279,7 @@ class LocalKB:
         """The final query on the store's one engine, itself (*known*, the run's own result of it, when given),
         dated by its manifest's load date."""
         def run(engine: Engine, query: str) -> Attempt:
-            result = known if known is not None else self.execute(query, seconds)
-            outcome = {"ok": EngineOutcome.ANSWERED, "empty": EngineOutcome.ANSWERED,
-                       "timeout": EngineOutcome.TIMEOUT}.get(result.status, EngineOutcome.FAILED)
-            return Attempt(outcome, result, "" if outcome is EngineOutcome.ANSWERED else result.message)
+            return attempt_of(known if known is not None else self.execute(query, seconds))
 
         loaded = load_date(self.directory)
         return cross_check(sparql, [self.as_engine], run,
