@@ -49,9 +49,11 @@ import html
 import re
 import secrets
 from collections import Counter
-from dataclasses import dataclass
+import urllib.parse
+from dataclasses import dataclass, replace
 from html.parser import HTMLParser
 
+import mwparserfromhell
 import pywikibot
 
 from bot.forum import in_forum
@@ -140,8 +142,37 @@ class Allowance:
     classes: frozenset[str] = frozenset()
     styles: frozenset[str] = frozenset()
 
+    #: External links the reply writes itself (its engines' "Try it" links), unquoted: the reply's, not a template's.
+    own_external_links: frozenset[str] = frozenset()
+
+    def allows_external_link(self, url: str) -> bool:
+        return url.startswith(QUERY_SERVICE) or urllib.parse.unquote(url) in self.own_external_links
+
     def allows_link(self, title: str) -> bool:
         return title in self.links or bool(ENTITY_LINK.match(title)) or bool(self.forum) and in_forum(title, self.forum)
+
+
+def engine_pages() -> tuple[str, ...]:
+    """Where the SPARQL engines the bot runs its final query on open a query (their ``try_url``: the known ones,
+    and those ``WIKIDATA_ENGINES`` configures): the only places a reply's own "Try it on …" links go."""
+    from agent.kb.engines import KNOWN_ENGINES
+    from agent.kb.live import WikidataConfig
+
+    try:
+        configured = WikidataConfig.from_env().all_engines()
+    except ValueError:  # the knowledge base refuses the same setting, saying why
+        configured = ()
+    return tuple(sorted({engine.try_url for engine in (*KNOWN_ENGINES.values(), *configured)
+                         if engine.try_url.startswith(("https://", "http://"))}))
+
+
+def own_external_links(reply: str) -> frozenset[str]:
+    """The external links to an engine's page (:func:`engine_pages`) that *reply* writes in its own text, outside
+    any template (the bot's wikitext encodes every ``[`` of text it did not write), unquoted as
+    :meth:`Allowance.allows_external_link` compares them."""
+    pages = engine_pages()
+    return frozenset(url for link in mwparserfromhell.parse(reply).filter_external_links(recursive=False)
+                     if (url := urllib.parse.unquote(str(link.url))).startswith(pages))
 
 
 def parse(site: pywikibot.site.APISite, title: str, *, text: str | None = None, oldid: int | None = None,
@@ -214,8 +245,7 @@ def _compared(old: Rendering, new: Rendering, allowance: Allowance) -> list[tupl
     for name, before, after, allowed in (
             ("categories", old.categories, new.categories, lambda item: False),
             ("templates", old.templates, new.templates, allowance.templates.__contains__),
-            ("external links", old.external_links, new.external_links,
-             lambda url: url.startswith(QUERY_SERVICE)),
+            ("external links", old.external_links, new.external_links, allowance.allows_external_link),
             ("links", old.links, new.links, allowance.allows_link),
             ("images", old.images, new.images, lambda item: False),
             ("page properties", old.properties, new.properties, lambda item: False),
@@ -602,6 +632,7 @@ def checked_text(site: pywikibot.site.APISite, title: str, old: str, base: int |
     reply = reply.rstrip("\n")
     if "~~~~" not in reply:
         raise EditRefused("the reply has no signature")
+    allowance = replace(allowance, own_external_links=own_external_links(reply))
     new = old[:point] + "\n" + reply + old[point:]
     signature, timestamp, transformed = pre_save_transform(site, title, "~~~\n~~~~~\n" + new).split("\n", 2)
     signed = transformed_reply(reply, signature, timestamp)

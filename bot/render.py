@@ -36,6 +36,7 @@ from agent.kb.base import Binding
 from agent.kb.local.search import fold
 from agent.observations import XSD, shorten_iri
 from agent.trace import AgentResult, Step, StopReason
+from bot.engines_line import engines_reply_parts
 from bot.messages import Words, counted, messages_for, written_number
 from bot.wikitext import encode, fits_sparql_template, inline, query_service_link, sparql_template, text_block
 
@@ -616,7 +617,8 @@ def earlier_request_line(earlier: EarlierRequest, words: Words) -> str:
 
 def render_reply(result: AgentResult, *, depth: int = 1, max_chars: int = 20000, credit: Credit | None = None,
                  earlier: EarlierRequest | None = None, addressed: Sequence[str] = (),
-                 headers: dict[str, str] | None = None, markup: Markup = Markup.TEMPLATES) -> str:
+                 headers: dict[str, str] | None = None, markup: Markup = Markup.TEMPLATES,
+                 stale_after_days: float | None = None) -> str:
     """The whole reply to one question (*depth* 1) or follow-up (2 or more), signed, under *max_chars*.
 
     Words first, as the forum's regulars write: *addressed* (the asker, and whoever the reply answers besides,
@@ -626,6 +628,8 @@ def render_reply(result: AgentResult, *, depth: int = 1, max_chars: int = 20000,
     *earlier* is an archived thread about the same request, linked in one line.  *headers* name the preview's
     columns in the reply's language (:func:`preview_table`).  *markup* is the form (:class:`Markup`): the
     forum's templates, or plain links and a text block where the wiki's templates cannot be posted.
+    The run's cross-check (:attr:`AgentResult.cross_check`) adds a line under the query: what each engine found,
+    a link and a date per engine, a copy older than *stale_after_days* named (:mod:`bot.engines_line`).
     """
     if depth < 1:
         raise ValueError(f"a reply's depth is 1 or more, not {depth}")
@@ -660,9 +664,11 @@ def render_reply(result: AgentResult, *, depth: int = 1, max_chars: int = 20000,
         return template.render(indent=":" * depth, lead=address + lead, query=query,
                                preview=preview_table(result, rows, words, headers, markup) if answered else "",
                                explanation=paragraphs, trace=trace, title=title, earlier=earlier_line,
-                               footer=footer).strip()
+                               footer=footer, engines=engines.line if query else "").strip()
 
-    query = final_query_wikitext(query_text, try_it=words["try_it"], markup=markup) if answered else ""
+    engines = engines_reply_parts(result.cross_check if answered else None, query_text, words, stale_after_days)
+    query = (engines.query or final_query_wikitext(query_text, try_it=words["try_it"], markup=markup)
+             if answered else "")
     for trace in _traces(result, query_text if answered else "", words):
         text = render(query, PREVIEW_ROWS, trace, explanation)
         if len(text) <= max_chars:

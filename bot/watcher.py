@@ -542,7 +542,8 @@ class Watcher:
             headers = self._headers(result)
             reply, plain = (render_reply(result, depth=task.depth, max_chars=self.config.reply_max_chars,
                                          credit=self.credit, earlier=earlier, addressed=addressed, headers=headers,
-                                         markup=markup) for markup in (Markup.TEMPLATES, Markup.LINKS))
+                                         markup=markup, stale_after_days=self.config.stale_after_days)
+                             for markup in (Markup.TEMPLATES, Markup.LINKS))
         summary = edit_summary(summary_section(section), task.kind, holds)
         if self.review is not None:
             status = self.review.submit(task.key, section, task.kind, reply, summary, language, plain=plain)

@@ -17,8 +17,11 @@ from agent import AgentResult, Step
 from agent.actions import shown_name
 from agent.graph import GraphProfile
 from agent.kb.base import Binding, KnowledgeBase
+from agent.kb.engines import CrossCheck, EngineOutcome
 from agent.observations import format_term
 from agent.trace import StopReason
+from bot.engines_line import data_day, engine_name, found_sentence, is_stale, posted_for, safe_url, shown_reason
+from bot.messages import messages_for
 from bot.wikitext import clean, query_service_link
 from serve.graphs import ServedGraph
 
@@ -115,8 +118,43 @@ def step_event(number: int, step: Step, graph: GraphProfile, labels: dict[str, s
     return event
 
 
+def engines_event(check: CrossCheck | None, stale_after_days: float | None = None) -> dict[str, Any] | None:
+    """Where the final query runs, as data for the page's engines' line: what each found, in the reply's words
+    (:func:`bot.engines_line.found_sentence`; "" for one engine, whose rows the table counts); per engine (the
+    operator's order) its name, outcome, rows (and how many more or fewer than the first that answered), reason
+    (an engine's error, cleaned and bounded), "Try it" link (``http(s)`` only), data date and whether it is stale;
+    and the engine the query is for when the main one cannot run it.  ``None`` without a cross-check."""
+    if check is None or not check.runs:
+        return None
+    first = next(iter(check.answered), None)
+    runs = []
+    for run in check.runs:
+        answered = run.outcome is EngineOutcome.ANSWERED
+        runs.append({
+            "key": clean(run.engine.key), "engine": clean(engine_name(run)), "outcome": run.outcome.value,
+            "rows": run.rows if answered else None,
+            "difference": (run.rows or 0) - (first.rows or 0) if answered and first and run is not first else None,
+            "reason": shown_reason(run.reason),
+            "try_it": (safe_url(run.try_link) or None) if answered else None,
+            "data_date": data_day(run.data_date).isoformat() if run.data_date else None,
+            "data_source": clean(run.data_date.source) if run.data_date else None,
+            "stale": is_stale(check, run)})
+    other = posted_for(check)
+    found = clean(found_sentence(check, messages_for("en"))) if len(runs) > 1 else ""
+    return {"found": found, "runs": runs, "stale_after_days": stale_after_days,
+            "posted_for": clean(engine_name(other)) if other else None}
+
+
+def stale_after_days(graph: ServedGraph) -> float | None:
+    """The days after which *graph*'s knowledge base names an engine's data stale (live Wikidata's
+    ``WIKIDATA_STALE_AFTER_DAYS``); ``None`` for a knowledge base that names none stale (a local store)."""
+    days = getattr(getattr(graph.kb, "config", None), "stale_after_days", None)
+    return float(days) if isinstance(days, (int, float)) and days > 0 else None
+
+
 def final_event(result: AgentResult, graph: ServedGraph, labels: dict[str, str]) -> dict[str, Any]:
-    """The answer: the explanation first, the query, then its result (a table, with *labels* beside IDs)."""
+    """The answer: the explanation first, the query, where it runs (:func:`engines_event`), then its result (a
+    table, with *labels* beside IDs).  Its "Try it" link opens the engine the query is for."""
     query = result.final_sparql
     note = ""
     if query is None:
@@ -128,7 +166,13 @@ def final_event(result: AgentResult, graph: ServedGraph, labels: dict[str, str])
         preview = {"answer": "yes" if result.answer else "no"}
     elif query and result.answer is not None:
         preview = table(result.variables, result.answer[:PREVIEW_ROWS], len(result.answer), labels)
-    return {"query": clean(query) if query else None,
-            "try_it": query_service_link(query) if query and graph.links_to_query_service else None,
+    engines = engines_event(result.cross_check, stale_after_days(graph)) if query else None
+    other = posted_for(result.cross_check) if query else None
+    try_it = None
+    if other is not None:
+        try_it = safe_url(other.try_link)
+    elif query and graph.links_to_query_service:
+        try_it = query_service_link(query)
+    return {"query": clean(query) if query else None, "try_it": try_it, "engines": engines,
             "preview": preview, "explanation": clean(result.explanation), "note": note,
             "ended": result.stop_reason}

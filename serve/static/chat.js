@@ -101,11 +101,11 @@ function showStep(box, step) {
   box.querySelector("summary").textContent = `Steps (${list.children.length})`;
 }
 
-function tryItLink(address) {
+function tryItLink(address, label = "Try it!") {
   let url;
   try { url = new URL(address); } catch (error) { return null; }
   if (url.protocol !== "https:") return null;
-  const link = textElement("a", "Try it!", "try-it");
+  const link = textElement("a", label, "try-it");
   link.href = url.href;
   link.rel = "noopener noreferrer";
   link.target = "_blank";
@@ -130,6 +130,46 @@ async function copyQuery(query, said) {
   said.textContent = "Selected: copy it with Ctrl+C (⌘C on a Mac).";
 }
 
+// A data date ("2026-11-28") as a reader reads it: "28 November 2026".
+function writtenDate(day) {
+  const date = new Date(`${day}T00:00:00Z`);
+  if (Number.isNaN(date.getTime())) return day;
+  return date.toLocaleDateString("en-GB", {day: "numeric", month: "long", year: "numeric", timeZone: "UTC"});
+}
+
+// Where the query runs: what each engine found, a "Try it" link on each that can run it, how fresh each one's
+// data is, and a copy older than the server accepts named.  All of it is text or a checked https link.
+function enginesBox(engines) {
+  const box = document.createElement("div");
+  box.className = "engines";
+  if (engines.found) box.append(textElement("p", engines.found, "engines-found"));
+  const list = document.createElement("ol");
+  list.className = "engines-list";
+  for (const run of engines.runs) {
+    const item = document.createElement("li");
+    const parts = [];
+    const link = run.try_it ? tryItLink(run.try_it, `Try it on ${run.engine}`) : null;
+    if (link) parts.push(link);
+    else if (run.outcome !== "answered") parts.push(textElement("span", "cannot run it", "cannot"));
+    let said = run.data_date ? `data as of ${writtenDate(run.data_date)}` : "";
+    if (run.stale) {
+      const limit = engines.stale_after_days ? `${engines.stale_after_days} days` : "this server accepts";
+      said = run.data_date ? `${said}, older than ${limit}` : "its data's date is unknown";
+    }
+    if (said) parts.push(textElement("span", said, run.stale ? "data-date stale" : "data-date"));
+    if (!parts.length) continue;
+    item.append(textElement("span", `${run.engine}: `, "engine-name"));
+    parts.forEach((part, index) => item.append(...(index ? [" · ", part] : [part])));
+    list.append(item);
+  }
+  box.append(list);
+  if (engines.posted_for) {
+    box.append(textElement("p", `${engines.runs[0].engine} cannot run it, so the query above is the one for `
+      + `${engines.posted_for}.`, "posted-for"));
+  }
+  return box;
+}
+
 function showFinal(turn, answer) {
   const box = document.createElement("div");
   box.className = "answer";
@@ -149,6 +189,7 @@ function showFinal(turn, answer) {
   }
   if (answer.preview && answer.preview.answer) box.append(textElement("p", answer.preview.answer, "preview"));
   else if (answer.preview) box.append(resultTable(answer.preview, "preview"));
+  if (answer.query && answer.engines) box.append(enginesBox(answer.engines));  // under the rows: where else they are
   const steps = turn.querySelector(".steps-box");
   turn.insertBefore(box, steps);
   if (steps) steps.open = false;  // the answer first; the steps stay one click away
