@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from agent import observations
 from agent.graph import WIKIDATA, GraphProfile
 from agent.kb.base import KnowledgeBase, QueryResult
+from agent.trace import Seen
 
 
 @dataclass(frozen=True)
@@ -29,9 +30,11 @@ class Parameter:
 
 @dataclass
 class Outcome:
-    """What running an action gave: the observation, and the query result for ``execute_sparql``."""
+    """What running an action gave: the observation, what it showed as data (kept on the step for readers other
+    than the model), and the query result for ``execute_sparql``."""
 
     observation: str
+    seen: Seen
     result: QueryResult | None = None
     #: The observation is an entry the loop may prune to what the question needs.
     prunable: bool = False
@@ -132,26 +135,26 @@ def _check_property(argument: str, graph: GraphProfile) -> tuple[str, str | None
 
 
 def _search(kb: KnowledgeBase, text: str, timeout: float | None) -> Outcome:
-    return Outcome(observations.format_search(kb.search(text)))
+    return Outcome(*observations.observe_search(kb.search(text)))
 
 
 def _entry(kb: KnowledgeBase, qid: str, timeout: float | None) -> Outcome:
     entry = kb.get_entry(qid)
     if entry is None:
-        return Outcome(f"No item {qid} exists.")
-    return Outcome(observations.format_entry(entry), prunable=True)
+        return Outcome(*observations.observe_missing(qid, "item"))
+    return Outcome(*observations.observe_entry(entry), prunable=True)
 
 
 def _examples(kb: KnowledgeBase, pid: str, timeout: float | None) -> Outcome:
     examples = kb.property_examples(pid)
     if examples is None:
-        return Outcome(f"No property {pid} exists.")
-    return Outcome(observations.format_property_examples(pid, examples))
+        return Outcome(*observations.observe_missing(pid, "property"))
+    return Outcome(*observations.observe_property_examples(pid, examples))
 
 
 def _query(kb: KnowledgeBase, sparql: str, timeout: float | None) -> Outcome:
     result = kb.execute(sparql, timeout=timeout)
-    return Outcome(observations.format_query_result(result), result=result)
+    return Outcome(*observations.observe_query_result(result), result=result)
 
 
 ACTIONS: dict[str, ActionSpec] = {

@@ -583,6 +583,7 @@ class _Run:
         except KBUnavailable as error:
             step.observation = f"The knowledge base could not be reached: {error}"
             raise RunEnded(StopReason.KB_ERROR, str(error)) from error
+        step.seen = outcome.seen
         if outcome.result is not None:
             result = outcome.result
             self.results[index] = result
