@@ -10,11 +10,13 @@ the model reads next turn, never an exception.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
+from typing import Any
 
 from agent import observations
 from agent.graph import WIKIDATA, GraphProfile
 from agent.kb.base import KnowledgeBase, QueryResult
+from agent.kb.http import well_formed
 from agent.trace import Seen
 
 
@@ -38,6 +40,21 @@ class Outcome:
     result: QueryResult | None = None
     #: The observation is an entry the loop may prune to what the question needs.
     prunable: bool = False
+
+    def __post_init__(self) -> None:
+        # What a service answers may hold a lone surrogate (valid JSON, not UTF-8): the step is stored and posted.
+        self.seen = Seen.from_dict(_well_formed(asdict(self.seen)))
+
+
+def _well_formed(value: Any) -> Any:
+    """*value* (text, or lists and dicts of it) with each lone surrogate replaced (:func:`well_formed`)."""
+    if isinstance(value, str):
+        return well_formed(value)
+    if isinstance(value, list):
+        return [_well_formed(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _well_formed(item) for key, item in value.items()}
+    return value
 
 
 #: The flag of ``stop`` that ends a run saying the question cannot be answered from the graph (GRASP's "cancel").

@@ -587,11 +587,7 @@ class _Run:
         if outcome.result is not None:
             result = outcome.result
             self.results[index] = result
-            step.query_status = result.status
-            step.row_count = (1 if result.boolean is not None else len(result.bindings)) \
-                if result.status in ("ok", "empty") else None
-            if result.status == "ok" and result.bindings:
-                step.keep_rows(result)
+            step.record_query(result)
             step.unseen_ids = grounding.unseen_ids(step.argument, self.shown_ids(before=index), self.graph)
             if step.unseen_ids:
                 try:

@@ -125,6 +125,15 @@ class Step:
         one, shown as the answer)."""
         return self.action != "stop" or bool(self.thought.strip())
 
+    def record_query(self, result: QueryResult) -> None:
+        """Keep what a query step's *result* says as data: its status, its row count (one for an ASK's answer;
+        none for a failure) and its first rows."""
+        self.query_status = result.status
+        self.row_count = (1 if result.boolean is not None else len(result.bindings)) \
+            if result.status in ("ok", "empty") else None
+        if result.status == "ok" and result.bindings:
+            self.keep_rows(result)
+
     def keep_rows(self, result: QueryResult) -> None:
         """Keep the variables and the first rows of *result*, and the shown text of the IRIs they hold."""
         self.variables = list(result.variables)

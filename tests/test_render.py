@@ -672,9 +672,8 @@ def traced(language: str = "en") -> AgentResult:
 
     def ran(thought: str, query: str, result: QueryResult) -> Step:
         text, seen = observe_query_result(result)
-        step = Step(thought, "execute_sparql", query, text, query_status=result.status,
-                    row_count=len(result.bindings), seen=seen)
-        step.keep_rows(result)
+        step = Step(thought, "execute_sparql", query, text, seen=seen)
+        step.record_query(result)
         return step
 
     draft, final = "SELECT ?river ?length WHERE { ?river wdt:P31 wd:Q4022 }", "SELECT ?river WHERE { ?river ?p ?o }"
