@@ -74,14 +74,11 @@ class StepSummary:
     #: The IDs of the query no earlier step had shown, for a line of their own.
     unseen_ids: list[str] = field(default_factory=list)
 
-    @property
-    def call(self) -> str:
-        """``search_wikidata(Douglas Adams)``: the action with its argument, as the model called it."""
-        return f"{self.action}({self.argument})"
-
     def outcome(self) -> list[str]:
         """The outcome in English, one short line each (the chat page's words): "12 rows", "no such entity",
         the hits; a table's rows are not among them (each reader lays them out)."""
+        if self.said == Said.NOTHING:
+            return []
         if self.said in _ENGLISH:
             return [_ENGLISH[self.said]]
         if self.said == Said.ANSWER:
@@ -97,7 +94,7 @@ class StepSummary:
 
 
 _ENGLISH = {Said.NOTHING_FOUND: "Nothing found.", Said.NO_SUCH_ENTITY: "No such entity.", Said.NO_ROWS: "No rows.",
-            Said.TIMEOUT: "The query timed out.", Said.NOTHING: ""}
+            Said.TIMEOUT: "The query timed out."}
 
 
 def _plural(count: int, one: str, other: str = "") -> str:
