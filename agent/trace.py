@@ -53,7 +53,7 @@ class Example:
 
 @dataclass
 class Seen:
-    """What an action other than a query showed the model, as data beside its text (the observation).
+    """What an action showed the model, as data beside its text (the observation).
 
     A search keeps its ``hits`` (items) and the ``properties`` it found; an
     entry itself as ``entity``, how many ``statements`` it has and the
