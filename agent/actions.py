@@ -10,11 +10,14 @@ the model reads next turn, never an exception.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
+from typing import Any
 
 from agent import observations
 from agent.graph import WIKIDATA, GraphProfile
 from agent.kb.base import KnowledgeBase, QueryResult
+from agent.kb.http import well_formed
+from agent.trace import Seen
 
 
 @dataclass(frozen=True)
@@ -29,12 +32,29 @@ class Parameter:
 
 @dataclass
 class Outcome:
-    """What running an action gave: the observation, and the query result for ``execute_sparql``."""
+    """What running an action gave: the observation, what it showed as data (kept on the step for readers other
+    than the model), and the query result for ``execute_sparql``."""
 
     observation: str
+    seen: Seen
     result: QueryResult | None = None
     #: The observation is an entry the loop may prune to what the question needs.
     prunable: bool = False
+
+    def __post_init__(self) -> None:
+        # What a service answers may hold a lone surrogate (valid JSON, not UTF-8): the step is stored and posted.
+        self.seen = Seen.from_dict(_well_formed(asdict(self.seen)))
+
+
+def _well_formed(value: Any) -> Any:
+    """*value* (text, or lists and dicts of it) with each lone surrogate replaced (:func:`well_formed`)."""
+    if isinstance(value, str):
+        return well_formed(value)
+    if isinstance(value, list):
+        return [_well_formed(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _well_formed(item) for key, item in value.items()}
+    return value
 
 
 #: The flag of ``stop`` that ends a run saying the question cannot be answered from the graph (GRASP's "cancel").
@@ -132,27 +152,27 @@ def _check_property(argument: str, graph: GraphProfile) -> tuple[str, str | None
 
 
 def _search(kb: KnowledgeBase, text: str, timeout: float | None) -> Outcome:
-    return Outcome(observations.format_search(kb.search(text)))
+    return Outcome(*observations.observe_search(kb.search(text)))
 
 
 def _entry(kb: KnowledgeBase, qid: str, timeout: float | None) -> Outcome:
     entry = kb.get_entry(qid)
     if entry is None:
-        return Outcome(f"No item {qid} exists.")
-    return Outcome(observations.format_entry(entry), prunable=True)
+        return Outcome(*observations.observe_missing(qid, "item"))
+    return Outcome(*observations.observe_entry(entry), prunable=True)
 
 
 def _examples(kb: KnowledgeBase, pid: str, timeout: float | None) -> Outcome:
     examples = kb.property_examples(pid)
     if examples is None:
-        return Outcome(f"No property {pid} exists.")
-    return Outcome(observations.format_property_examples(pid, examples))
+        return Outcome(*observations.observe_missing(pid, "property"))
+    return Outcome(*observations.observe_property_examples(pid, examples))
 
 
 def _query(kb: KnowledgeBase, sparql: str, timeout: float | None) -> Outcome:
     result = kb.execute(sparql, timeout=timeout)
-    said = observations.format_query_result(result)
-    return Outcome(f"{result.fallback}\n{said}" if result.fallback else said, result=result)
+    said, seen = observations.observe_query_result(result)
+    return Outcome(f"{result.fallback}\n{said}" if result.fallback else said, seen, result=result)
 
 
 ACTIONS: dict[str, ActionSpec] = {

@@ -636,15 +636,11 @@ class _Run:
             if self.remaining() == 0.0:  # the wait for it spent the run's time
                 raise self.time_spent(str(error)) from error
             raise RunEnded(StopReason.KB_ERROR, str(error)) from error
+        step.seen = outcome.seen
         if outcome.result is not None:
             result = outcome.result
             self.results[index] = result
-            step.query_status = result.status
-            step.engine = result.engine
-            step.row_count = (1 if result.boolean is not None else len(result.bindings)) \
-                if result.status in ("ok", "empty") else None
-            if result.status == "ok" and result.bindings:
-                step.keep_rows(result)
+            step.record_query(result)
             step.unseen_ids = grounding.unseen_ids(step.argument, self.shown_ids(before=index), self.graph)
             if step.unseen_ids:
                 try:

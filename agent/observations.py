@@ -4,6 +4,11 @@ The forms follow what an expert sees on Wikidata: ``label (ID): description``
 lines, a compact table of query results with the middle left out, and an
 entity's edges as JSON keyed by ``label (PID)``.  Every backend's answer goes
 through these functions, so the model sees one shape whatever it talks to.
+
+The ``observe_*`` functions make the text and, beside it, what it shows as
+data (:class:`agent.trace.Seen`): one place makes both, so what a reader
+other than the model sees of a step (:mod:`agent.summaries`) is never read
+back from the text.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from typing import Any
 
 from agent.kb.dialect import ENTITY, PREFIXES
 from agent.kb.base import Entry, PropertyExample, Qualifier, QueryResult, SearchResults, Term, Value
+from agent.trace import Example, Named, Seen
 
 ENTITY_PREFIX = ENTITY
 #: Wikidata IRI namespaces and the prefixes the query service knows them by, longest first, from the
@@ -111,6 +117,13 @@ SCHOLARLY = re.compile(r"\b(?:scholarly|scientific) article\b|\bpreprint\b|\bdoc
 
 def format_search(results: SearchResults, max_items: int = 8, max_properties: int = 4) -> str:
     """Hits as ``label (ID): description``; scholarly items marked, properties with their datatype's meaning."""
+    return observe_search(results, max_items, max_properties)[0]
+
+
+def observe_search(results: SearchResults, max_items: int = 8, max_properties: int = 4) -> tuple[str, Seen]:
+    """A search's observation (:func:`format_search`) and the hits it shows, as data."""
+    seen = Seen(hits=[Named.of(hit) for hit in results.items[:max_items]],
+                properties=[Named.of(hit) for hit in results.properties[:max_properties]])
     lines: list[str] = []
     for hit in results.items[:max_items]:
         line = f"{hit.label} ({hit.id}): {hit.description}".rstrip(": ")
@@ -125,7 +138,7 @@ def format_search(results: SearchResults, max_items: int = 8, max_properties: in
             gloss = DATATYPE_GLOSSES.get(hit.datatype or "", "")
             datatype = f" [{hit.datatype}{': ' + gloss if gloss else ''}]" if hit.datatype else ""
             lines.append(f"{hit.label} ({hit.id}){datatype}: {hit.description}".rstrip(": "))
-    return "\n".join(lines) if lines else "No entities or properties found."
+    return ("\n".join(lines) if lines else "No entities or properties found."), seen
 
 
 def _value_text(value: Value) -> str:
@@ -166,6 +179,15 @@ def format_entry(entry: Entry) -> str:
 
     The note comes when a preferred value hides others from ``wdt:``.
     """
+    return observe_entry(entry)[0]
+
+
+def observe_entry(entry: Entry) -> tuple[str, Seen]:
+    """An entry's observation (:func:`format_entry`) and, as data, the entry, its number of statements and the
+    properties they use (each once, in order)."""
+    properties = {claim.property_id: Named(claim.property_id, claim.property_label) for claim in entry.claims}
+    seen = Seen(entity=Named(entry.id, entry.label, entry.description), statements=len(entry.claims),
+                properties=list(properties.values()))
     header = f"{entry.label} ({entry.id})" + (f": {entry.description}" if entry.description else "")
     text = header + "\n" + json.dumps(entry_as_dict(entry), ensure_ascii=False, indent=1)
     ranked = sorted({claim.property_id for claim in entry.claims if claim.rank == "preferred"
@@ -174,19 +196,36 @@ def format_entry(entry: Entry) -> str:
     if ranked:
         text += (f"\n(wdt: returns only the [preferred] values of {', '.join(ranked)}; "
                  "p:/ps: return them all)")
-    return text
+    return text, seen
 
 
 def format_property_examples(pid: str, examples: list[PropertyExample]) -> str:
+    return observe_property_examples(pid, examples)[0]
+
+
+def observe_property_examples(pid: str, examples: list[PropertyExample]) -> tuple[str, Seen]:
+    """A property's examples as the model reads them (``subject (ID) P… value (ID)``), and as data."""
+    seen = Seen(entity=Named(pid), examples=[Example.of(example.subject, example.value) for example in examples])
     if not examples:
-        return f"{pid} has no property examples (P1855)."
+        return f"{pid} has no property examples (P1855).", seen
     lines = []
     for example in examples:
         line = f"{_value_text(example.subject)} {pid} {_value_text(example.value)}"
         if example.qualifiers:
             line += " " + json.dumps(_qualifiers(example.qualifiers), ensure_ascii=False)
         lines.append(line)
-    return "\n".join(lines)
+    return "\n".join(lines), seen
+
+
+def observe_query_result(result: QueryResult) -> tuple[str, Seen]:
+    """A query's observation (:func:`format_query_result`) and, as data, an ASK's answer and a failure's reason
+    (the step keeps its rows itself: :meth:`agent.trace.Step.keep_rows`)."""
+    return format_query_result(result), Seen(boolean=result.boolean, message=result.message)
+
+
+def observe_missing(entity: str, kind: str) -> tuple[str, Seen]:
+    """What the model reads when no *kind* (``item``, ``property``) *entity* exists, and that as data."""
+    return f"No {kind} {entity} exists.", Seen(entity=Named(entity), missing=True)
 
 
 _ID = re.compile(r"\(([QP][1-9][0-9]*)\)")

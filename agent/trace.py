@@ -13,11 +13,77 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from agent.kb.base import Binding, QueryResult
+from agent.kb.base import Binding, QueryResult, SearchHit, Value
 from agent.kb.engines import CrossCheck
 
 #: The rows of a query's result a step keeps as data (the model reads more in its observation).
 KEPT_ROWS = 10
+
+
+@dataclass
+class Named:
+    """An item or property as the knowledge base named it to the model: its ID, label and description, and a
+    property's datatype ("" for an item)."""
+
+    id: str
+    label: str = ""
+    description: str = ""
+    datatype: str = ""
+
+    @classmethod
+    def of(cls, hit: SearchHit) -> Named:
+        return cls(hit.id, hit.label, hit.description, hit.datatype or "")
+
+
+@dataclass
+class Example:
+    """One use of a property: its subject and its value (a literal's ``id`` is "")."""
+
+    subject: Named
+    value: Named
+
+    @classmethod
+    def of(cls, subject: Value, value: Value) -> Example:
+        return cls(Named(subject.id or "", subject.text), Named(value.id or "", value.text))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Example:
+        return cls(Named(**data["subject"]), Named(**data["value"]))
+
+
+@dataclass
+class Seen:
+    """What an action showed the model, as data beside its text (the observation).
+
+    A search keeps its ``hits`` (items) and the ``properties`` it found; an
+    entry itself as ``entity``, how many ``statements`` it has and the
+    ``properties`` they use; a property's examples the property as
+    ``entity`` and its ``examples``.  ``missing`` says the entity the
+    argument names does not exist.  A query keeps its answer to an ASK
+    (``boolean``) and the reason the knowledge base gave for a failure
+    (``message``); its rows stay on the step.  Readers other than the model
+    (the reply's steps, the chat page) show a step from this, never by
+    reading its observation back.
+    """
+
+    hits: list[Named] = field(default_factory=list)
+    properties: list[Named] = field(default_factory=list)
+    entity: Named | None = None
+    statements: int | None = None
+    examples: list[Example] = field(default_factory=list)
+    missing: bool = False
+    boolean: bool | None = None
+    message: str = ""
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Seen:
+        values = dict(data)
+        values["hits"] = [Named(**hit) for hit in values.get("hits", [])]
+        values["properties"] = [Named(**named) for named in values.get("properties", [])]
+        values["examples"] = [Example.from_dict(example) for example in values.get("examples", [])]
+        if values.get("entity") is not None:
+            values["entity"] = Named(**values["entity"])
+        return cls(**values)
 
 
 @dataclass
@@ -35,7 +101,10 @@ class Step:
     knowledge base gave them (SPARQL JSON terms, at most :data:`KEPT_ROWS`),
     with ``shown``, the text a graph shows for IRIs that say little
     (:attr:`QueryResult.shown`): what readers other than the model (the
-    bot's steps, the chat page) show, each in its own way.
+    bot's steps, the chat page) show, each in its own way.  ``seen`` is what
+    the action showed as data (:class:`Seen`, made with its observation);
+    ``None`` on a step whose action did not run and on steps recorded before
+    steps kept it.
     """
 
     thought: str
@@ -52,11 +121,22 @@ class Step:
     #: The key of the engine that answered an ``execute_sparql`` (``wdqs``, ``qlever``: another when the main
     #: one was busy or too slow); "" where the knowledge base has one.
     engine: str = ""
+    seen: Seen | None = None
 
     def says_something(self) -> bool:
         """Whether a trace shows this step: every step but a ``stop`` that says nothing (its query is the final
         one, shown as the answer)."""
         return self.action != "stop" or bool(self.thought.strip())
+
+    def record_query(self, result: QueryResult) -> None:
+        """Keep what a query step's *result* says as data: its status, the engine that answered, its row count
+        (one for an ASK's answer; none for a failure) and its first rows."""
+        self.query_status = result.status
+        self.engine = result.engine
+        self.row_count = (1 if result.boolean is not None else len(result.bindings)) \
+            if result.status in ("ok", "empty") else None
+        if result.status == "ok" and result.bindings:
+            self.keep_rows(result)
 
     def keep_rows(self, result: QueryResult) -> None:
         """Keep the variables and the first rows of *result*, and the shown text of the IRIs they hold."""
@@ -70,7 +150,10 @@ class Step:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Step:
-        return cls(**data)
+        fields = dict(data)  # records written before a field existed take its default
+        if fields.get("seen") is not None:
+            fields["seen"] = Seen.from_dict(fields["seen"])
+        return cls(**fields)
 
 
 @dataclass

@@ -47,7 +47,7 @@ CREATE TABLE IF NOT EXISTS drafts (
     summary TEXT NOT NULL,          -- the forum edit's summary
     digest TEXT NOT NULL,           -- the forum section's text when drafted, hashed
     thread TEXT,                    -- the forum section's text when drafted
-    language TEXT,                  -- the reply's language (bot.messages), for what the bot renders again
+    language TEXT,                  -- the reply's language (agent.messages), for what the bot renders again
     review_revision INTEGER,        -- the review page's revision that added the draft
     forum_revision INTEGER,         -- the forum's revision that holds the posted reply
     reason TEXT,

@@ -48,14 +48,16 @@ from __future__ import annotations
 import html
 import re
 import secrets
-from collections import Counter
 import urllib.parse
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from html.parser import HTMLParser
 
 import mwparserfromhell
 import pywikibot
 
+from agent.kb.engines import KNOWN_ENGINES, Engine
 from bot.forum import in_forum
 from bot.render import Markup
 from bot.reply_sample import sample_reply
@@ -142,6 +144,8 @@ class Allowance:
     classes: frozenset[str] = frozenset()
     styles: frozenset[str] = frozenset()
 
+    #: Where the configured engines open a query (:func:`engine_pages`).
+    engine_pages: tuple[str, ...] = ()
     #: External links the reply writes itself (its engines' "Try it" links), unquoted: the reply's, not a template's.
     own_external_links: frozenset[str] = frozenset()
 
@@ -152,25 +156,17 @@ class Allowance:
         return title in self.links or bool(ENTITY_LINK.match(title)) or bool(self.forum) and in_forum(title, self.forum)
 
 
-def engine_pages() -> tuple[str, ...]:
-    """Where the SPARQL engines the bot runs its final query on open a query (their ``try_url``: the known ones,
-    and those ``WIKIDATA_ENGINES`` configures): the only places a reply's own "Try it on …" links go."""
-    from agent.kb.engines import KNOWN_ENGINES
-    from agent.kb.live import WikidataConfig
-
-    try:
-        configured = WikidataConfig.from_env().all_engines()
-    except ValueError:  # the knowledge base refuses the same setting, saying why
-        configured = ()
-    return tuple(sorted({engine.try_url for engine in (*KNOWN_ENGINES.values(), *configured)
+def engine_pages(engines: Iterable[Engine] = ()) -> tuple[str, ...]:
+    """Where the SPARQL engines the bot runs its final query on open a query (their ``try_url``: the known ones
+    and *engines*, those the operator configures): the only places a reply's own "Try it on …" links go."""
+    return tuple(sorted({engine.try_url for engine in (*KNOWN_ENGINES.values(), *engines)
                          if engine.try_url.startswith(("https://", "http://"))}))
 
 
-def own_external_links(reply: str) -> frozenset[str]:
-    """The external links to an engine's page (:func:`engine_pages`) that *reply* writes in its own text, outside
-    any template (the bot's wikitext encodes every ``[`` of text it did not write), unquoted as
+def own_external_links(reply: str, pages: tuple[str, ...]) -> frozenset[str]:
+    """The external links to an engine's page (one of *pages*, :func:`engine_pages`) that *reply* writes in its
+    own text, outside any template (the bot's wikitext encodes every ``[`` of text it did not write), unquoted as
     :meth:`Allowance.allows_external_link` compares them."""
-    pages = engine_pages()
     return frozenset(url for link in mwparserfromhell.parse(reply).filter_external_links(recursive=False)
                      if (url := urllib.parse.unquote(str(link.url))).startswith(pages))
 
@@ -218,16 +214,17 @@ def pre_save_transform(site: pywikibot.site.APISite, title: str, text: str) -> s
     return site.simple_request(**params).submit()["parse"]["text"]
 
 
-def measure_allowance(site: pywikibot.site.APISite, title: str, markup: str = "") -> Allowance:
+def measure_allowance(site: pywikibot.site.APISite, title: str, markup: str = "",
+                      engines: Iterable[Engine] = ()) -> Allowance:
     """Parse a sample reply on this wiki, in both its forms (:class:`bot.render.Markup`): the templates, links,
     classes and styles its markup brings (with *markup*, the bot's own fixed links: its operator, its documentation
-    page) are the allowed ones."""
+    page) are the allowed ones; the reply's own links to *engines* (those the operator configured) are too."""
     text = pre_save_transform(site, title, REPLY_SAMPLE + markup + "\n" + sample_reply() + "\n"
                               + sample_reply(Markup.LINKS))
     parsed = parse(site, title, text=text)
     sample = Rendering.from_parse(parsed)
     elements = _Elements.of(parsed.get("text", ""))
-    return Allowance(templates=sample.templates, links=sample.links, forum=title,
+    return Allowance(templates=sample.templates, links=sample.links, forum=title, engine_pages=engine_pages(engines),
                      classes=frozenset(name for element in elements for name in element.classes),
                      styles=frozenset(style_key(element.style) for element in elements))
 
@@ -632,7 +629,7 @@ def checked_text(site: pywikibot.site.APISite, title: str, old: str, base: int |
     reply = reply.rstrip("\n")
     if "~~~~" not in reply:
         raise EditRefused("the reply has no signature")
-    allowance = replace(allowance, own_external_links=own_external_links(reply))
+    allowance = replace(allowance, own_external_links=own_external_links(reply, allowance.engine_pages))
     new = old[:point] + "\n" + reply + old[point:]
     signature, timestamp, transformed = pre_save_transform(site, title, "~~~\n~~~~~\n" + new).split("\n", 2)
     signed = transformed_reply(reply, signature, timestamp)

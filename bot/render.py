@@ -11,7 +11,7 @@ code block of encoded lines, shown as written.  The preview's headers are the
 query's variables as words, or the labels (in the reply's language) of the properties whose values they are,
 its numbers written as the reply's language writes them.
 
-The reply is written in the asker's language where :mod:`bot.messages` has
+The reply is written in the asker's language where :mod:`agent.messages` has
 it, the steps included: what the knowledge base answered is told in those
 words (how many rows a query returned, in all), its values as a reader reads them: from the rows the
 step kept, a text without its language tag, numbers and dates as the preview writes them.
@@ -35,10 +35,12 @@ import jinja2
 from agent.kb.base import Binding
 from agent.kb.local.search import fold
 from agent.observations import XSD, shorten_iri
+from agent.query_service import query_service_link
+from agent.summaries import Said, StepSummary, property_names, summarize
 from agent.trace import AgentResult, Step, StopReason
 from bot.engines_line import engines_reply_parts
-from bot.messages import Words, counted, messages_for, written_number
-from bot.wikitext import encode, fits_sparql_template, inline, query_service_link, sparql_template, text_block
+from agent.messages import Words, counted, messages_for, written_number
+from bot.wikitext import encode, fits_sparql_template, inline, sparql_template, text_block
 
 #: Rows of the preview under the query: enough to see what the query returns, few enough to keep the reply short.
 PREVIEW_ROWS = 3
@@ -72,16 +74,6 @@ _SENTENCE_END = re.compile(r"[.!?…](?=\s|$)")
 #: Where one sentence ends and the next starts: a full stop, question or exclamation mark, then a space and a
 #: capital, a digit or an opening quote (an abbreviation such as "e.g. the" stays inside its sentence).
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[\"“«„(]?[^\W\d_a-z]|\d)")
-#: A line of an entry's JSON that is brackets alone, and one that starts a property of it.
-_BRACKETS = re.compile(r"\s*[\[\]{}(),]*\s*")
-_ENTRY_KEY = re.compile(r'^ "')
-#: A property named in a search hit (``watershed area (P2053) [quantity…]: …``) or an entry (``"length (P2043)":``).
-_PROPERTY_NAMED = re.compile(r'^[ "]*([^"\n()\[\]:]+?) \((P[1-9]\d*)\)', re.MULTILINE)
-#: The knowledge base's fixed sentences (agent.observations), by the message that says them in the reply's words.
-FIXED_OBSERVATIONS = {"No entities or properties found.": "nothing_found",
-                      "The query returned an empty result.": "no_rows", "True": "yes", "False": "no"}
-#: What a search's observation says to the model alone: the heading of its properties, the glosses in brackets.
-_SEARCH_NOTES = re.compile(r"^Properties:$| \[[^\[\]\n]*\]", re.MULTILINE)
 
 _environment = jinja2.Environment(loader=jinja2.PackageLoader("bot", "templates"),
                                   undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
@@ -227,12 +219,7 @@ def header_words(name: str) -> str:
 def property_labels(result: AgentResult) -> dict[str, str]:
     """The properties the agent saw named (in its searches and the entries it read), by ID: the label the
     knowledge base gave it."""
-    labels: dict[str, str] = {}
-    for step in result.steps:
-        if step.action in ("search_wikidata", "get_wikidata_entry") and step.observation:
-            for label, pid in _PROPERTY_NAMED.findall(step.observation):
-                labels.setdefault(pid, label.strip())
-    return labels
+    return property_names(result.steps)
 
 
 def _says_nothing(name: str) -> bool:
@@ -380,60 +367,52 @@ def _step_cell(term: Binding | None, step: Step, name: str, words: Words) -> str
     return text
 
 
-def _result_lines(step: Step, rows: int, words: Words) -> list[str]:
-    """What a query returned, in the reply's words: the header and the first *rows* rows, lined up, and how many
-    rows there were; a failure's reason."""
-    observation = step.observation or ""
-    if step.query_status == "empty":
-        return [words["no_rows"]]
-    if observation.strip() in FIXED_OBSERVATIONS:  # an ASK's answer
-        return [words[FIXED_OBSERVATIONS[observation.strip()]]]
-    if step.query_status in ("syntax_error", "error", "timeout"):
-        first = observation.strip().splitlines()[0] if observation.strip() else ""
-        message = first.split(":", 1)[1].strip() if first.startswith(("Syntax error:", "Error:")) else ""
-        return [words["query_" + step.query_status].format(message=_cut_line(message))]
-    if step.rows:
-        header = step.variables
-        body = [[_step_cell(row.get(name), step, name, words) for name in header] for row in step.rows[:rows]]
-    else:  # a step recorded before steps kept their rows: the table the model read
-        table = [line.split("\t") for line in observation.splitlines()
-                 if "\t" in line or not line.startswith(("(", "."))]
-        header, body = (table[0], table[1:1 + rows]) if len(table) > 1 else ([], [])
-    if step.row_count is None or not header:  # an ASK's answer, or a result the trace kept no table of
-        return [_cut_line(line) for line in observation.strip().splitlines()[:1]]
+def _result_lines(step: Step, summary: StepSummary, words: Words) -> list[str]:
+    """What a query returned, in the reply's words: the header and the first rows, lined up, and how many rows
+    there were in all."""
+    header = summary.variables
+    body = [[_step_cell(row.get(name), step, name, words) for name in header] for row in summary.rows]
     lines = [_cut_line(line) for line in _aligned([header, *body])] if body else []
-    if step.row_count > len(body):
-        more = counted(words, "more_rows", step.row_count - len(body)) if body else ""
-        lines.append(" ".join(filter(None, (more, counted(words, "rows_in_all", step.row_count)))))
+    count = summary.count or 0
+    if count > len(body):
+        more = counted(words, "more_rows", count - len(body)) if body else ""
+        lines.append(" ".join(filter(None, (more, counted(words, "rows_in_all", count)))))
     return lines
 
 
-def _observation_lines(step: Step, rows: int, words: Words) -> list[str]:
-    """What an action other than a query returned, its first *rows* lines: a search's hits, an entry's heading and
-    how many properties it has; the fixed English sentences of the knowledge base in the reply's words."""
-    observation = (step.observation or "").strip()
-    if observation in FIXED_OBSERVATIONS:
-        return [words[FIXED_OBSERVATIONS[observation]]]
-    if step.action == "search_wikidata":
-        observation = _SEARCH_NOTES.sub("", observation)
-    lines = [line.rstrip() for line in observation.splitlines() if line.strip() and not _BRACKETS.fullmatch(line)]
-    if step.action == "get_wikidata_entry" and lines:
-        properties = sum(1 for line in observation.splitlines() if _ENTRY_KEY.match(line))
-        return [_cut_line(lines[0]), counted(words, "properties", properties)]
-    shown = [_cut_line(line) for line in lines[:rows]]
-    if len(lines) > len(shown) and shown:
-        shown.append(counted(words, "more_lines", len(lines) - len(shown)))
+#: The outcomes said in one of the reply's fixed words, by the message that says them.
+_SAID_IN_WORDS = {Said.NO_ROWS: "no_rows", Said.NOTHING_FOUND: "nothing_found", Said.NO_SUCH_ENTITY: "no_such_entity"}
+
+
+def _outcome_lines(step: Step, summary: StepSummary, words: Words) -> list[str]:
+    """What a step saw (:func:`agent.summaries.summarize`) in the reply's words: a query's rows or failure, a
+    search's hits, an entry's heading and how many properties it has; plain lines for a step that kept no data."""
+    said = summary.said
+    if said == Said.ROWS:
+        return _result_lines(step, summary, words)
+    if said in _SAID_IN_WORDS:
+        return [words[_SAID_IN_WORDS[said]]]
+    if said == Said.ANSWER:
+        return [words["yes" if summary.boolean else "no"]]
+    if said in (Said.SYNTAX_ERROR, Said.ERROR, Said.TIMEOUT):
+        return [words["query_" + said.value].format(message=_cut_line(summary.message))]
+    if said == Said.ENTRY:
+        return [_cut_line(summary.lines[0]), counted(words, "properties", summary.count or 0)]
+    shown = [_cut_line(line) for line in summary.lines]
+    if summary.more and shown:
+        shown.append(counted(words, "more_lines", summary.more))
     return shown
 
 
 def step_lines(number: int, step: Step, rows: int, final: str, words: Words) -> list[str]:
     """One step in the trace's compact form (thought, action, the first *rows* rows or lines of what it saw), as
-    plain lines: the reply's steps block and the chat page show the same form."""
+    plain lines, from the step's summary (:func:`agent.summaries.summarize`), which the chat page shows too."""
     thought = _thought(step.thought)
     lines = _wrapped(thought, "   ", f"{number}. ") if thought else [f"{number}."]
     rolled_back = f" {words['rolled_back']}" if step.rolled_back else ""
     if step.action == "stop":  # the model's last words; what it stopped on is the final query
         return lines
+    summary = summarize(step, lines=rows, rows=rows)
     if step.action == "execute_sparql":  # the query shows what the step did
         if final and step.argument.strip(" \t\r\n") == final:
             lines.append(f"   {words['same_query']}{rolled_back}")
@@ -441,11 +420,9 @@ def step_lines(number: int, step: Step, rows: int, final: str, words: Words) -> 
             lines += _lines(step.argument, "   ")
             lines[-1] += rolled_back
     else:
-        argument = _cut_line(" ".join(step.argument.split()))
-        lines.append(f"   {step.action or '?'}({argument}){rolled_back}")
-    if step.observation and rows > 0:
-        shown = (_result_lines(step, rows, words) if step.action == "execute_sparql"
-                 else _observation_lines(step, rows, words))
+        lines.append(f"   {summary.action or '?'}({_cut_line(summary.argument)}){rolled_back}")
+    if rows > 0:
+        shown = _outcome_lines(step, summary, words)
         if shown:
             lines += ["   → " + shown[0]] + ["     " + line for line in shown[1:]]
     return lines

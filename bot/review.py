@@ -81,7 +81,7 @@ from bot.edit_check import elements_around, parse
 from bot.forum import Section, mask_inert, normalize_user, parse_sections, plain_text
 from bot.forum_decisions import addressees, answered_by_human, answered_until, settled_by_asker
 from bot.history import UNKNOWN, Attribution, Revision, latest_revisions, own_revisions
-from bot.messages import messages_for
+from agent.messages import messages_for
 from bot.render import Markup, address_reply
 from bot.state import SectionStatus, State
 from bot.wikitext import encode
@@ -184,7 +184,7 @@ class Origin:
     digest: str
     #: The forum edit's summary.
     summary: str
-    #: The reply's language (:mod:`bot.messages`): the approved draft is rendered again in it.
+    #: The reply's language (:mod:`agent.messages`): the approved draft is rendered again in it.
     language: str = ""
     #: The forum section's :attr:`~bot.forum.Section.question`: it finds the section under a new heading.
     question: str = ""

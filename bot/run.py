@@ -329,11 +329,12 @@ def run_with(args: argparse.Namespace, config: BotConfig, llm_config, answer, ex
         log.warning("no operator in bot.ini: replies name no one who runs the bot")
     # {{re|…}} addressing the bot itself stands for the asker's: its templates are allowed, its link is the bot's.
     reply_markup = credit.markup() + (f"{{{{re|1={username}}}}}" if config.ping_asker and username else "")
-    forum = ForumPage(site, config.page, config.stop_page, live=config.live, reply_markup=reply_markup)
+    forum = ForumPage(site, config.page, config.stop_page, live=config.live, reply_markup=reply_markup,
+                      engines=config.wikidata_config().all_engines())
     review = None
     if config.review:
         page = ForumPage(site, config.review_page.format(username=username), config.stop_page, live=config.live,
-                         reply_markup=credit.markup() + f"[[{config.page}]]")
+                         reply_markup=credit.markup() + f"[[{config.page}]]", engines=forum.engines)
         review = Review(forum, page, state, config.reviewer_names, config.ping_asker)
     watcher = Watcher(forum, state, answer, config, examples=examples, credit=credit, review=review,
                       short_links=ShortLinks(config.short_links, os.environ.get("SPINACH_CONTACT", "")), kb=kb)

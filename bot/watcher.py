@@ -59,7 +59,7 @@ from bot.outcomes import changes, snapshot
 from bot.planner import (
     AddRecord, AlreadyAnswered, Adopt, Change, DropDraft, Fail, Plan, PlannedRecords, SetStatus, Skip, Task, TaskKind,
 )
-from bot.messages import reply_language
+from agent.messages import reply_language
 from bot.render import Credit, EarlierRequest, Markup, edit_summary, header_ids, render_reply, reply_kind
 from bot.review import Review
 from bot.short_links import ShortLinks

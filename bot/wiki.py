@@ -70,6 +70,7 @@ from pywikibot.exceptions import EditConflictError, Error, NoPageError
 from pywikibot.login import LoginStatus
 from pywikibot.site import Namespace
 
+from agent.kb.engines import Engine
 from bot.edit_check import (Allowance, CheckedEdit, EditRefused, checked_text, measure_allowance, pre_save_transform,
                              sections_of, template_causes)
 from bot.forum import Reading, Section, normalize_user, page_lead, parse_sections, relinked, thread_users
@@ -228,6 +229,8 @@ class ForumPage:
     live: bool = False
     #: The bot's own fixed links in every reply (its operator, its documentation page): allowed by the edit check.
     reply_markup: str = ""
+    #: The engines the operator configured: a reply's own "Try it on …" links may go to each one's page.
+    engines: tuple[Engine, ...] = ()
     _allowance: Allowance | None = field(default=None, repr=False)
     #: MediaWiki's readings of the latest revisions read, by revision.
     _readings: dict[int, Reading] = field(default_factory=dict, repr=False)
@@ -553,7 +556,7 @@ class ForumPage:
     def allowance(self) -> Allowance:
         """What a reply's own markup may add to this page, measured on the wiki once."""
         if self._allowance is None:
-            self._allowance = measure_allowance(self.site, self.title, self.reply_markup)
+            self._allowance = measure_allowance(self.site, self.title, self.reply_markup, self.engines)
         return self._allowance
 
     def add_section(self, section: str, summary: str) -> PostOutcome:

@@ -46,9 +46,11 @@ from __future__ import annotations
 import re
 import unicodedata
 
-QUERY_SERVICE = "https://query.wikidata.org/#"
+# The query service's link and the display cleaning are the agent's, shared with the chat page; a reply's
+# callers find them here too.
+from agent.query_service import QUERY_SERVICE, query_service_link  # noqa: F401
+from agent.text import clean, dropped
 
-_LINE_BREAKS = re.compile(r"\r\n|[\n\r\u0085\u2028\u2029]")
 #: ``<`` where MediaWiki could read a tag, a closing tag or a comment.
 _TAG_START = re.compile(r"<(?=[/!?A-Za-z])")
 #: ``&`` where MediaWiki would read an entity.
@@ -77,21 +79,6 @@ _TEMPLATE_UNSAFE = re.compile(
     r"|[{}]\||\|[{}]"  # a bar next to a brace: its {{!}} would join the brace
     r"|(?:^|\n)="  # a heading or an argument's name
 )
-
-
-def _dropped(char: str) -> bool:
-    """Characters a page cannot show or MediaWiki would rewrite at save time: controls, surrogates,
-    format characters (bidi overrides) and noncharacters."""
-    category = unicodedata.category(char)
-    code = ord(char)
-    return (category in ("Cc", "Cs", "Cf") and char not in "\t\n") or (0xFDD0 <= code <= 0xFDEF) \
-        or (code & 0xFFFE) == 0xFFFE
-
-
-def clean(text: str) -> str:
-    """*text* as MediaWiki would store it: NFC, ``\\n`` line breaks, nothing it cannot show."""
-    text = unicodedata.normalize("NFC", _LINE_BREAKS.sub("\n", str(text)))
-    return "".join(char for char in text if not _dropped(char))
 
 
 def _entity(char: str) -> str:
@@ -172,7 +159,7 @@ def fits_sparql_template(query: str) -> bool:
     A bar alone is written as ``{{!}}``, which expands back to ``|``.
     """
     return (bool(query) and query == query.strip() and unicodedata.is_normalized("NFC", query)
-            and not any(_dropped(char) or char in "\r\u0085\u2028\u2029" for char in query)
+            and not any(dropped(char) or char in "\r\u0085\u2028\u2029" for char in query)
             and _TEMPLATE_UNSAFE.search(query) is None)
 
 
@@ -182,11 +169,3 @@ def sparql_template(query: str) -> str:
         raise ValueError("this query holds wikitext the {{SPARQL}} template would act on; use text_block")
     # The line break keeps a closing brace of the query apart from the template's (the argument is trimmed).
     return "{{SPARQL|query=" + query.replace("|", "{{!}}") + "\n}}"
-
-
-def query_service_link(query: str) -> str:
-    """The query service URL that opens *query* exactly: every byte but letters and digits percent-encoded,
-    so the URL holds no wikitext (not even ``~~~`` or ``__``)."""
-    data = query.encode("utf-8", "surrogatepass")
-    return QUERY_SERVICE + "".join(chr(byte) if chr(byte).isascii() and chr(byte).isalnum() else f"%{byte:02X}"
-                                   for byte in data)

@@ -41,7 +41,7 @@ from tqdm import tqdm
 
 from agent.kb.base import KBUnavailable, KnowledgeBase
 from agent.llm import ChatModel, LLMUnavailable
-from agent.observations import format_query_result
+from agent.observations import observe_query_result
 from agent.prompts import render
 from agent.trace import SERVICE_FAILURES, AgentResult, Step, StopReason, Usage
 from harness.datasets import Dataset, Example, dataset_of_line
@@ -334,8 +334,9 @@ def baseline_answerer(llm: ChatModel, kb: KnowledgeBase) -> Answerer:
             usage.seconds = round(time.monotonic() - started, 3)
             return AgentResult(example.question, sparql, None, [], [], StopReason.KB_ERROR, str(error), usage)
         usage.seconds = round(time.monotonic() - started, 3)
-        step = Step(completion.content, "execute_sparql", sparql, format_query_result(result),
-                    query_status=result.status)
+        observation, seen = observe_query_result(result)
+        step = Step(completion.content, "execute_sparql", sparql, observation, seen=seen)
+        step.record_query(result)
         return AgentResult(example.question, sparql, result.answer, result.variables, [step], StopReason.STOP,
                            "one query written directly", usage, protocol="text", model=completion.model)
 

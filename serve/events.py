@@ -1,10 +1,12 @@
 """What the chat page is sent about a run: each step as data (its action by the graph's own tool name, its
-argument or query, what it returned as a table with labels beside IDs), then the answer.
+argument or query, what it returned as a table with labels beside IDs, or as lines), then the answer.
 
-Every string comes from someone else (the asker, the model, the graph's
-labels and values) and is cleaned as the wiki's text is
-(:func:`bot.wikitext.clean`: no control, format or bidi characters); the
-page then builds its tables and lines with DOM text, never as markup.
+A step is what :func:`agent.summaries.summarize` makes of it, the reply's
+steps' twin: this module only lays it out as JSON.  Every string comes from
+someone else (the asker, the model, the graph's labels and values) and is
+cleaned as the wiki's text is (:func:`agent.text.clean`: no control, format
+or bidi characters); the page then builds its tables and lines with DOM
+text, never as markup.
 """
 
 from __future__ import annotations
@@ -14,15 +16,16 @@ import re
 from typing import Any
 
 from agent import AgentResult, Step
-from agent.actions import shown_name
 from agent.graph import GraphProfile
 from agent.kb.base import Binding, KnowledgeBase
 from agent.kb.engines import CrossCheck, EngineOutcome
 from agent.observations import format_term
+from agent.query_service import query_service_link
+from agent.summaries import Said, summarize
+from agent.text import clean
 from agent.trace import StopReason
-from bot.engines_line import data_day, engine_name, found_sentence, is_stale, posted_for, safe_url, shown_reason
-from bot.messages import messages_for
-from bot.wikitext import clean, query_service_link
+from agent.engines_text import data_day, engine_name, found_sentence, is_stale, posted_for, safe_url, shown_reason
+from agent.messages import messages_for
 from serve.graphs import ServedGraph
 
 log = logging.getLogger(__name__)
@@ -31,8 +34,6 @@ log = logging.getLogger(__name__)
 OBSERVATION_LINES = 8
 #: Rows of the final query's result shown.
 PREVIEW_ROWS = 20
-#: The longest argument (a search text, an ID) shown on a step's line.
-ARGUMENT_CHARS = 300
 #: IDs whose labels are looked up for one table (one lookup).
 LABELLED_IDS = 50
 #: An item or property ID as a query's cell shows it: these get their label beside them.
@@ -44,8 +45,6 @@ NO_QUERY = {
     StopReason.LLM_ERROR: "The language model could not be reached; ask again later.",
     StopReason.KB_ERROR: "The knowledge graph could not be reached; ask again later.",
 }
-#: What a query step's observation says in place of a table.
-_QUERY_SAID = {"empty": "No rows.", "timeout": "The query timed out."}
 
 
 def entity_ids(rows: list[dict[str, Binding]], shown: dict[str, str] | None = None) -> list[str]:
@@ -86,35 +85,23 @@ def table(variables: list[str], rows: list[dict[str, Binding]], row_count: int, 
             "row_count": row_count}
 
 
-def _said(step: Step) -> list[str]:
-    """What a step returned, when it is no table: a search's hits, an entry's heading, a query's failure."""
-    observation = (step.observation or "").strip()
-    if step.action == "execute_sparql":
-        if step.query_status in _QUERY_SAID:
-            return [_QUERY_SAID[step.query_status]]
-        return [clean(observation.splitlines()[0])] if observation else []
-    lines = [clean(line.rstrip()) for line in observation.splitlines() if line.strip()]
-    if len(lines) > OBSERVATION_LINES:
-        lines = lines[:OBSERVATION_LINES] + [f"… {len(lines) - OBSERVATION_LINES} more lines"]
-    return lines
-
-
 def step_event(number: int, step: Step, graph: GraphProfile, labels: dict[str, str]) -> dict[str, Any]:
     """*step* as the page shows it: its thought, the action by *graph*'s tool name with its argument (or its query),
     what it returned (a table with *labels* beside IDs, or lines), and the IDs new to the run on a line of their
-    own."""
-    event: dict[str, Any] = {"number": number, "action": clean(shown_name(step.action, graph)),
+    own (never a row of the table)."""
+    summary = summarize(step, graph, lines=OBSERVATION_LINES)
+    event: dict[str, Any] = {"number": number, "action": clean(summary.action),
                              "thought": clean(" ".join(step.thought.split())), "rolled_back": step.rolled_back,
-                             "unseen_ids": [clean(entity) for entity in step.unseen_ids]}
+                             "unseen_ids": [clean(entity) for entity in summary.unseen_ids]}
     if step.action == "execute_sparql":
-        event["query"] = clean(step.argument.strip("\n"))
+        event["query"] = clean(summary.argument)
     elif step.action != "stop":
-        argument = " ".join(step.argument.split())
-        event["argument"] = clean(argument if len(argument) <= ARGUMENT_CHARS else argument[:ARGUMENT_CHARS] + "…")
-    if step.rows and step.variables:
-        event["table"] = table(step.variables, step.rows, step.row_count or len(step.rows), labels, step.shown)
+        event["argument"] = clean(summary.argument)
+    if summary.said == Said.ROWS and summary.rows and summary.variables:
+        event["table"] = table(summary.variables, summary.rows, summary.count or len(summary.rows), labels,
+                               step.shown)
     elif step.action != "stop":
-        event["said"] = _said(step)
+        event["said"] = [clean(line) for line in summary.outcome()]
     return event
 
 

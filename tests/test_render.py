@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agent.trace import AgentResult, Step, Usage
-from bot.messages import MESSAGES, PLURAL_FORMS, PLURAL_RULES, counted
+from agent.messages import MESSAGES, PLURAL_FORMS, PLURAL_RULES, counted
 from bot.render import (
     MIN_CHARS, Credit, EarlierRequest, Markup, edit_summary, final_query_wikitext, preview_table, render_reply,
 )
@@ -665,25 +665,28 @@ def river_rows(count: int) -> list[dict]:
 
 
 def traced(language: str = "en") -> AgentResult:
-    """A run as the agent records it: the knowledge base's own observations, the stop step last."""
-    from agent.kb.base import Claim, Entry, Value
-    from agent.observations import format_entry, format_table, shorten_iri
+    """A run as the agent records it: the knowledge base's own observations and what they showed as data, the
+    stop step last."""
+    from agent.kb.base import Claim, Entry, QueryResult, SearchResults, Value
+    from agent.observations import observe_entry, observe_query_result, observe_search
 
-    def table(rows):
-        return format_table(["river", "length"], [{name: {**value, "value": shorten_iri(value["value"])}
-                                                   for name, value in row.items()} for row in rows])
+    def ran(thought: str, query: str, result: QueryResult) -> Step:
+        text, seen = observe_query_result(result)
+        step = Step(thought, "execute_sparql", query, text, seen=seen)
+        step.record_query(result)
+        return step
 
     draft, final = "SELECT ?river ?length WHERE { ?river wdt:P31 wd:Q4022 }", "SELECT ?river WHERE { ?river ?p ?o }"
-    entry = format_entry(Entry("Q4022", "river", "natural flowing watercourse",
-                               [Claim("P279", "subclass of", Value("stream", "Q47521")),
-                                Claim("P31", "instance of", Value("landform type", "Q1"))]))
-    steps = [Step("Look for rivers.", "search_wikidata", "Flüsse", "No entities or properties found."),
-             Step("Read the item for river.", "get_wikidata_entry", "Q4022", entry),
-             Step("List them all. " + "Then narrow them down to the long ones in the next step. " * 8,
-                  "execute_sparql", draft, table(river_rows(802)), query_status="ok", row_count=802),
-             Step("Check one.", "execute_sparql", final, table(river_rows(1)), query_status="ok", row_count=1),
-             Step("Nothing there.", "execute_sparql", final + " LIMIT 0", "The query returned an empty result.",
-                  query_status="empty", row_count=0),
+    entry, read = observe_entry(Entry("Q4022", "river", "natural flowing watercourse",
+                                      [Claim("P279", "subclass of", Value("stream", "Q47521")),
+                                       Claim("P31", "instance of", Value("landform type", "Q1"))]))
+    nothing, searched = observe_search(SearchResults())
+    steps = [Step("Look for rivers.", "search_wikidata", "Flüsse", nothing, seen=searched),
+             Step("Read the item for river.", "get_wikidata_entry", "Q4022", entry, seen=read),
+             ran("List them all. " + "Then narrow them down to the long ones in the next step. " * 8,
+                 draft, QueryResult("ok", ["river", "length"], river_rows(802))),
+             ran("Check one.", final, QueryResult("ok", ["river", "length"], river_rows(1))),
+             ran("Nothing there.", final + " LIMIT 0", QueryResult("empty")),
              Step("", "stop", "", None)]
     return AgentResult("q", final, river_rows(1), ["river"], steps, "stop", "", Usage(llm_calls=6),
                        explanation="One river.", language=language)
@@ -735,10 +738,17 @@ def test_a_german_or_french_trace_says_in_its_language_what_the_knowledge_base_a
 
 
 def test_a_search_of_properties_or_an_ask_is_told_without_the_models_english_notes():
-    search = ("Properties:\nwatershed area (P2053) [quantity: a number; its unit via p:/psv:]: size of a stream's "
-              "watershed\nlength (P2043) [quantity: a number; its unit via p:/psv:]: measured dimension")
-    steps = [Step("Suche.", "search_wikidata", "Einzugsgebiet", search),
-             Step("Prüfen.", "execute_sparql", "ASK { wd:Q584 wdt:P2053 ?a }", "True", query_status="ok")]
+    from agent.kb.base import QueryResult, SearchHit, SearchResults
+    from agent.observations import observe_query_result, observe_search
+
+    search, searched = observe_search(SearchResults(properties=[
+        SearchHit("P2053", "watershed area", "size of a stream's watershed", "quantity"),
+        SearchHit("P2043", "length", "measured dimension", "quantity")]))
+    answer, asked = observe_query_result(QueryResult("ok", boolean=True))
+    assert "Properties:" in search and "[quantity: a number" in search and answer == "True"  # the model's text
+    steps = [Step("Suche.", "search_wikidata", "Einzugsgebiet", search, seen=searched),
+             Step("Prüfen.", "execute_sparql", "ASK { wd:Q584 wdt:P2053 ?a }", answer, query_status="ok",
+                  seen=asked)]
     found = AgentResult("q", "ASK { wd:Q584 wdt:P2053 ?a }", True, [], steps, "stop", "", Usage(llm_calls=3),
                         language="de")
     shown = steps_text(render_reply(found))
@@ -767,12 +777,17 @@ def test_headers_are_words_and_numbers_are_written_as_the_replys_language_writes
 
 
 def test_a_variable_whose_name_says_nothing_is_headed_by_the_property_the_agent_saw_named():
-    search = ("river (Q4022): natural flowing watercourse\n\nProperties:\nwatershed area (P2053) [quantity: a "
-              "number; its unit via p:/psv:]: size of a stream's watershed")
+    from agent.kb.base import Claim, Entry, SearchHit, SearchResults, Value
+    from agent.observations import observe_entry, observe_search
+
+    search, searched = observe_search(SearchResults(
+        [SearchHit("Q4022", "river", "natural flowing watercourse")],
+        [SearchHit("P2053", "watershed area", "size of a stream's watershed", "quantity")]))
+    entry, read = observe_entry(Entry("Q584", "Rhine", claims=[Claim("P2043", "length", Value("1233"))]))
     row = {"r": term("Rhine"), "u": term("185000"), "x1": term("1233"), "y": term("1")}
     found = AgentResult("q", "SELECT * WHERE { ?r wdt:P2053 ?u ; wdt:P2043 ?x1 ; wdt:P9 ?y }", [row], list(row),
-                        [Step("t", "search_wikidata", "river", search),
-                         Step("t", "get_wikidata_entry", "Q584", 'Rhine (Q584)\n{\n "length (P2043)": "1233"\n}')],
+                        [Step("t", "search_wikidata", "river", search, seen=searched),
+                         Step("t", "get_wikidata_entry", "Q584", entry, seen=read)],
                         "stop")
     assert preview_table(found, 3, MESSAGES["en"]).splitlines()[1] == "! r !! watershed area !! length !! y"
 

@@ -20,7 +20,7 @@ from agent.kb.engines import CrossCheck, DataDate, Engine, EngineOutcome, Engine
 from agent.trace import AgentResult, Step, Usage
 from bot.config import BotConfig
 from bot.engines_line import REASON_CHARS, safe_url, written_date
-from bot.messages import MESSAGES
+from agent.messages import MESSAGES
 from bot.render import Markup, render_reply
 from bot.wikitext import QUERY_SERVICE, clean
 from tests.support.bot_rig import BotRig

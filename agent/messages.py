@@ -1,4 +1,5 @@
-"""The fixed wording of a reply, in the languages the forum's askers write most.
+"""The fixed wording of a reply (and of the chat page's line on where a query runs), in the languages the forum's
+askers write most.
 
 A reply is written in the asker's language (the model's judgement, a BCP 47
 code on the result) when this table has it, in English otherwise.  The
@@ -70,7 +71,7 @@ _TABLES: dict[str, dict[str, str]] = {
         "rows_in_all_one": "(1 row in all)", "rows_in_all_other": "({count} rows in all)",
         "more_lines_one": "… 1 more line", "more_lines_other": "… {count} more lines",
         "properties_one": "(1 property)", "properties_other": "({count} properties)",
-        "no_rows": "no rows", "nothing_found": "nothing found",
+        "no_rows": "no rows", "nothing_found": "nothing found", "no_such_entity": "no such entity",
         "query_syntax_error": "syntax error: {message}", "query_error": "error: {message}",
         "query_timeout": "timed out",
         "decimal_mark": ".", "group_mark": ",", "semicolon": "; ", "colon": ": ",
@@ -134,7 +135,7 @@ _TABLES: dict[str, dict[str, str]] = {
         "rows_in_all_one": "(1 Zeile insgesamt)", "rows_in_all_other": "({count} Zeilen insgesamt)",
         "more_lines_one": "… 1 weitere Zeile", "more_lines_other": "… {count} weitere Zeilen",
         "properties_one": "(1 Eigenschaft)", "properties_other": "({count} Eigenschaften)",
-        "no_rows": "keine Zeilen", "nothing_found": "nichts gefunden",
+        "no_rows": "keine Zeilen", "nothing_found": "nichts gefunden", "no_such_entity": "keine solche Entität",
         "query_syntax_error": "Syntaxfehler: {message}", "query_error": "Fehler: {message}",
         "query_timeout": "Zeitüberschreitung",
         "decimal_mark": ",", "group_mark": ".", "semicolon": "; ", "colon": ": ",
@@ -203,7 +204,7 @@ _TABLES: dict[str, dict[str, str]] = {
         "more_lines_other": "… {count} lignes de plus",
         "properties_one": "({count} propriété)", "properties_many": "({count} de propriétés)",
         "properties_other": "({count} propriétés)",
-        "no_rows": "aucune ligne", "nothing_found": "rien trouvé",
+        "no_rows": "aucune ligne", "nothing_found": "rien trouvé", "no_such_entity": "entité inexistante",
         "query_syntax_error": "erreur de syntaxe : {message}", "query_error": "erreur : {message}",
         "query_timeout": "délai dépassé",
         "decimal_mark": ",", "group_mark": "\u202f", "semicolon": " ; ", "colon": " : ",
@@ -274,7 +275,7 @@ _TABLES: dict[str, dict[str, str]] = {
         "more_lines_other": "… {count} líneas más",
         "properties_one": "(1 propiedad)", "properties_many": "({count} de propiedades)",
         "properties_other": "({count} propiedades)",
-        "no_rows": "ninguna fila", "nothing_found": "nada encontrado",
+        "no_rows": "ninguna fila", "nothing_found": "nada encontrado", "no_such_entity": "entidad inexistente",
         "query_syntax_error": "error de sintaxis: {message}", "query_error": "error: {message}",
         "query_timeout": "tiempo agotado",
         "decimal_mark": ",", "group_mark": ".", "semicolon": "; ", "colon": ": ",
