@@ -178,6 +178,20 @@ def test_a_request_in_another_language_or_other_words_finds_the_example_that_mea
     assert keys(ours.similar(joconde, 1)) == ["filler-0"]  # "Who painted the Mona Lisa?"
 
 
+def test_a_request_whose_only_twin_shares_no_word_gets_it_first_over_examples_sharing_words(store):
+    """Ranks alone put two German requests sharing "Hauptstadt" first; the English request that means the same (the
+    mayor of the capital) shares no word, and its closeness in meaning puts it first."""
+    question = "Wer ist derzeit Bürgermeister der Hauptstadt?"
+    store.add([example("capital", "Wie heißt die Hauptstadt von Frankreich?", "SELECT ?c WHERE { wd:Q142 wdt:P36 ?c }"),
+               example("painters", "Welche Maler lebten in der französischen Hauptstadt?",
+                       "SELECT ?p WHERE { ?p wdt:P106 wd:Q1028181 ; wdt:P551 wd:Q90 }")])
+    ours = Retriever(store)
+    assert set(keys(ours.by_words(question))) == {"capital", "painters"}  # "the mayor of … Berlin" shares no word
+    assert keys(ours.similar(question, 1)) == ["filler-4"]
+    ranks_alone = Retriever(store, strong=2.0)  # no cosine is strong enough: the fused ranks decide
+    assert keys(ranks_alone.similar(question, 3))[:2] == ["capital", "painters"]
+
+
 def test_an_example_added_while_the_bot_runs_is_found_by_its_meaning_at_the_next_question(store):
     """The bot reads its store read-only while a harvest adds to it: the vectors follow the store."""
     running = Retriever(ExampleStore(store.path, read_only=True))

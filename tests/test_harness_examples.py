@@ -145,3 +145,21 @@ def test_a_build_names_each_example_it_does_not_store_and_why(tmp_path, capsys):
     with pytest.raises(SystemExit):
         examples_main(["build", "--threads", "none"])
     assert "'none' is not a whole number of 1 or more" in capsys.readouterr().err
+
+
+def test_the_benchmarks_tuning_sets_share_no_request_with_what_it_holds_out(shared_dir):
+    """The retriever's settings are chosen on the tuning sets alone: ``--tune`` asks nothing else, and no held-out
+    question in another language is a tuning question in other words."""
+    from scripts.bench_examples import TUNED_ON, held_out_sets
+
+    every = held_out_sets(shared_dir / "datasets")
+    tuning = held_out_sets(shared_dir / "datasets", tuning=True)
+    assert sorted(held_out.name for held_out in tuning) == sorted(TUNED_ON)
+    tuned_qald = {example.id for held_out in tuning if held_out.name.startswith("qald10")
+                  for example in held_out.questions}
+    other_languages = [held_out for held_out in every if held_out.name.startswith("qald10 test (")
+                       and held_out.name not in TUNED_ON]
+    assert tuned_qald and [held_out.name for held_out in other_languages] == [
+        "qald10 test (de, odd ids)", "qald10 test (ru, odd ids)", "qald10 test (zh, odd ids)"]
+    assert all(not tuned_qald & {example.id for example in held_out.questions} for held_out in other_languages)
+    assert all(held_out.questions for held_out in other_languages)
