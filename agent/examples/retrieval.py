@@ -21,7 +21,11 @@ Reciprocal rank fusion (Cormack, Clarke and Büttcher, 2009) with a small
 constant (:data:`FUSION_K`) takes the top of each in turn, and first what both
 put near the top; the rank by words counts :data:`WORDS_WEIGHT_ACROSS` for an
 example in another language than the question's (:func:`language_of`), where
-shared words are names at best.  An example that shares no word with the
+shared words are names at best.  A strong match by meaning wins rank 1: when
+the example nearest in meaning reaches :data:`STRONG_MEANING` and is nearer
+than the fused first by :data:`STRONG_MARGIN`, it goes first (a near
+paraphrase says more than shared words; ranks alone cannot tell a cosine of
+0.95 from one of 0.85).  An example that shares no word with the
 question and whose cosine is below :data:`MEANING_FLOOR` (:data:`MEANING_FLOOR_ACROSS`
 across languages) is not relevant, and not returned (:meth:`Match.relevant`).  Examples are taken one per thread and
 one per question (QALD-7 and QALD-9 ask many of the same).
@@ -55,13 +59,20 @@ MAX_SENSES = 2
 #: Candidates each ranking gives the fusion.
 POOL = 50
 #: Reciprocal rank fusion: an example at rank r (from 1) of a ranking scores 1 / (FUSION_K + r) there.  With the
-#: weights below, chosen by ``scripts/bench_examples.py --tune`` on SPINACH dev, WikiWebQuestions dev and QALD-10 in
-#: German alone (among 1, 3, 10 and 60; 0.5 to 1; 0.1 to 1), for the best rank 1 against plain BM25 and meaning.
+#: weights below and the strong match by meaning, chosen by ``scripts/bench_examples.py --tune`` on SPINACH dev,
+#: WikiWebQuestions dev and half of QALD-10 in German alone (among 3, 10 and 60; 0.75 and 1; 0.1 and 0.25), for the
+#: best rank 1 against plain BM25 and meaning.
 FUSION_K = 10
 #: How much the ranking by words counts in the fusion, against the ranking by meaning's 1: for an example in the
 #: question's language, and for one in another (where shared words are names at best, and meaning knows more).
-WORDS_WEIGHT = 1.0
+WORDS_WEIGHT = 0.75
 WORDS_WEIGHT_ACROSS = 0.1
+#: A strong match by meaning: the cosine from which the example nearest in meaning goes first, when it is nearer than
+#: the fused first by the margin (chosen by ``scripts/bench_examples.py --tune`` on the tuning sets alone, among
+#: 0.88 to 0.92 and 0 to 0.04, for the best rank 1 against plain BM25 and meaning alone).  Cosines of the model's
+#: direct translations reach about 0.9, of unrelated questions 0.7 to 0.85.
+STRONG_MEANING = 0.88
+STRONG_MARGIN = 0.02
 #: Properties nearly every query uses: naming them says nothing about which example fits.
 GENERIC_PROPERTIES = frozenset({"P31", "P279"})
 #: What the examples' lines may take in the first prompt, in estimated tokens (:func:`estimated_tokens`; the block's
@@ -72,10 +83,14 @@ PROMPT_TOKENS = 1500
 CHARS_PER_TOKEN = 3.0
 #: The characters the prompt adds around an example's question and query (see prompts/question.j2).
 EXAMPLE_FRAME = "-  → \n"
-#: The cosine of two questions' vectors from which an example found by meaning alone is relevant (unrelated
-#: questions of the shared sets stay below it: see scripts/bench_examples.py).  An example that shares a word
-#: (other than a function word) or a named property with the question needs no cosine.
-MEANING_FLOOR = 0.81
+#: The cosine of two questions' vectors from which an example found by meaning alone is relevant.  An example that
+#: shares a word (other than a function word) or a named property with the question needs no cosine.  Chosen by
+#: ``scripts/bench_examples.py --tune`` on the tuning sets alone: the highest floors (0.78 to 0.83; 0.7 to 0.77
+#: across languages) that cost no tuning set recall at 5 (0.81 cost QALD-10 in German 1.1 points: a short question
+#: whose language cannot be told is held to this floor).  It keeps out what means something else in the store's
+#: own domain; it cannot tell a request about another domain asked in the same shape ("How many suppliers do we
+#: have in France?" reaches 0.865 with "How many countries are there in Europe?").
+MEANING_FLOOR = 0.79
 #: The floor for an example in another language than the question's: such cosines run lower (the mean cosine of a
 #: QALD-10 question with the other sets' questions is 0.744 in English, 0.718 in German, 0.705 in Russian), and the
 #: fifth best of a Russian question is 0.784 (median).
@@ -144,8 +159,10 @@ class Retriever:
                  max_senses: int = MAX_SENSES, fusion_k: int = FUSION_K, meanings: Meanings = MEANINGS,
                  floor: float = MEANING_FLOOR, floor_across: float = MEANING_FLOOR_ACROSS, stopwords: bool = True,
                  words_weight: float = WORDS_WEIGHT, words_weight_across: float = WORDS_WEIGHT_ACROSS,
-                 graph: str = DEFAULT_GRAPH):
+                 strong: float = STRONG_MEANING, strong_margin: float = STRONG_MARGIN, graph: str = DEFAULT_GRAPH):
         self.store = store
+        self.strong = strong
+        self.strong_margin = strong_margin
         self.graph = graph
         self.words_weight = words_weight
         self.words_weight_across = words_weight_across
@@ -197,8 +214,8 @@ class Retriever:
         if not model:
             return f"{words} alone" + ("" if self.stopwords else ", function words included")
         return (f"{words} and meaning ({model}), fused (k {self.fusion_k}, words {self.words_weight:g}, across "
-                f"languages {self.words_weight_across:g}), floor {self.floor:g} (across languages "
-                f"{self.floor_across:g})")
+                f"languages {self.words_weight_across:g}), a cosine of {self.strong:g} first when nearer by "
+                f"{self.strong_margin:g}, floor {self.floor:g} (across languages {self.floor_across:g})")
 
     def similar(self, question: str, k: int = 5, thread: ThreadRef | None = None) -> list[Match]:
         """The *k* examples most like *question* and relevant to it (:meth:`Match.relevant`), never from *thread* or
@@ -210,16 +227,29 @@ class Retriever:
         return self.fuse(question, rankings, k)
 
     def fuse(self, question: str, rankings: list[list[Match]], k: int = 5) -> list[Match]:
-        """The *k* best of *rankings* (by words, then by meaning when there is one) of *question* fused, those below
-        the floor left out, one per thread and question."""
+        """The *k* best of *rankings* (by words, then by meaning when there is one) of *question* fused, a strong
+        match by meaning first (:meth:`strong_first`), those below the floor left out, one per thread and question."""
         language = language_of(question)
         if len(rankings) > 1:
-            ranked = _fused(rankings, self.fusion_k, lambda match: self.words_weight if _same_language(
+            fused = _fused(rankings, self.fusion_k, lambda match: self.words_weight if _same_language(
                 language, match.example) else self.words_weight_across)
+            ranked = self.strong_first(fused, rankings[1])
         else:
             ranked = rankings[0]
         return _one_per_thread_and_question([match for match in ranked if match.relevant(
             self.floor if _same_language(language, match.example) else self.floor_across)])[:k]
+
+    def strong_first(self, fused: list[Match], by_meaning: list[Match]) -> list[Match]:
+        """*fused* with the example nearest in meaning first when its cosine reaches :attr:`strong` and exceeds the
+        fused first's by :attr:`strong_margin` (or the fused first is not among the nearest by meaning at all)."""
+        if not fused or not by_meaning:
+            return fused
+        nearest, first = by_meaning[0], fused[0]
+        if nearest.example.id == first.example.id or nearest.cosine is None or nearest.cosine < self.strong:
+            return fused
+        if first.cosine is not None and nearest.cosine - first.cosine < self.strong_margin:
+            return fused
+        return sorted(fused, key=lambda match: match.example.id != nearest.example.id)
 
     def by_words(self, question: str, thread: ThreadRef | None = None) -> list[Match]:
         """Up to :data:`POOL` examples by BM25 over *question*'s words and the properties it names."""
