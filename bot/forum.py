@@ -461,14 +461,35 @@ def _comments(starts: list[int], owners: list[int] | None, users: dict[int, str]
     return comments
 
 
+@dataclass(frozen=True)
+class FollowupKey:
+    """The identity of a follow-up: its section's key and the revision that added the comment it is.
+
+    Stored as ``<section key> / r<revision>`` (:meth:`__str__`), the form records have always had; :meth:`parse`
+    reads it back, and is the only reader of that form.
+    """
+
+    section: str
+    revision: int
+
+    def __str__(self) -> str:
+        return f"{self.section} / r{self.revision}"
+
+    @classmethod
+    def parse(cls, key: str) -> FollowupKey | None:
+        """The follow-up *key* names, ``None`` for a section's key."""
+        found = _FOLLOWUP_KEY.fullmatch(key)
+        return cls(found[1], int(found[2])) if found else None
+
+
 def followup_key(section_key: str, revision: int) -> str:
-    """The identity of a follow-up: its section's and the revision that added it."""
-    return f"{section_key} / r{revision}"
+    """The identity of a follow-up (:class:`FollowupKey`), as stored: its section's and the revision that added it."""
+    return str(FollowupKey(section_key, revision))
 
 
 def is_followup_key(key: str) -> bool:
-    """Whether *key* is a follow-up's identity (:func:`followup_key`), not a section's."""
-    return _FOLLOWUP_KEY.fullmatch(key) is not None
+    """Whether *key* is a follow-up's identity (:class:`FollowupKey`), not a section's."""
+    return FollowupKey.parse(key) is not None
 
 
 def key_origin(key: str) -> int | None:

@@ -79,7 +79,8 @@ from bot.approved import Rerendered, rerender
 from bot.drafts import CLOSED, WAITING, Draft, Drafts, DraftStatus
 from bot.edit_check import elements_around, parse
 from bot.forum import Section, mask_inert, normalize_user, parse_sections, plain_text
-from bot.forum_decisions import addressees, answered_by_human, answered_until, settled_by_asker
+from bot.attribution import addressees
+from bot.forum_decisions import answered_by_human, answered_until, settled_by_asker
 from bot.history import UNKNOWN, Attribution, Revision, latest_revisions, own_revisions
 from bot.messages import messages_for
 from bot.render import Markup, address_reply
