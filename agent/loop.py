@@ -71,7 +71,7 @@ from typing import TYPE_CHECKING, Any
 from agent import end_of_run, grounding, observations
 from agent.actions import (ACTIONS, CANNOT_ANSWER, action_named, actions_for, check_argument, is_set, same_action,
                            shown_name, tool_schemas)
-from agent.kb.base import KBUnavailable, KnowledgeBase, QueryResult
+from agent.kb.base import KBUnavailable, KnowledgeBase, QueryResult, QueryStatus
 from agent.llm import (
     ChatModel, Completion, ContextTooLong, LLMUnavailable, ModelRequestError, ToolChoiceRefused, ToolsUnsupported,
     well_formed,
@@ -190,7 +190,7 @@ def best_query(steps: Sequence[Step]) -> int | None:
     """The index of the last executed query that returned rows (or a boolean): a run's best query so far, the
     answer of a run that ends without the model's stop, and of one stopped before it ended."""
     for index in range(len(steps) - 1, -1, -1):
-        if steps[index].query_status == "ok":
+        if steps[index].query_status == QueryStatus.OK:
             return index
     return None
 
@@ -365,9 +365,9 @@ class _Run:
             return False
         if step.action == "execute_sparql":
             result = self.results.get(index)
-            return result is not None and result.status == "ok" and not any(
-                earlier.status == "ok" and earlier.bindings == result.bindings and earlier.boolean == result.boolean
-                for at, earlier in self.results.items() if at < index)
+            return result is not None and result.status == QueryStatus.OK and not any(
+                earlier.status == QueryStatus.OK and earlier.bindings == result.bindings
+                and earlier.boolean == result.boolean for at, earlier in self.results.items() if at < index)
         seen = self.shown_ids(before=index)
         return bool(grounding.shown_ids([step.observation], self.graph) - seen)
 
@@ -385,14 +385,14 @@ class _Run:
             raise RunEnded(StopReason.CANNOT_ANSWER,
                            f"the model found the question cannot be answered from {self.graph.prompt.title}")
         queries = [i for i in self.path if self.steps[i].action == "execute_sparql" and i in self.results]
-        if queries and self.results[queries[-1]].status == "ok":
+        if queries and self.results[queries[-1]].status == QueryStatus.OK:
             return queries[-1]
         self.steps[index].rolled_back = True
         if not queries:
             self.notes.append("stop() before any query ran: execute a query that answers the question first.")
         else:
             last = queries[-1]
-            outcome = "empty result" if self.results[last].status == "empty" else self.results[last].status
+            outcome = "empty result" if self.results[last].status == QueryStatus.EMPTY else self.results[last].status
             self.notes.append(f"Already tried: execute_sparql({_short(self.steps[last].argument)}) → {outcome}; "
                               "do not stop on an empty or failed result: change the query or explore further.")
         self.refused_stops += 1
@@ -588,8 +588,8 @@ class _Run:
             self.results[index] = result
             step.query_status = result.status
             step.row_count = (1 if result.boolean is not None else len(result.bindings)) \
-                if result.status in ("ok", "empty") else None
-            if result.status == "ok" and result.bindings:
+                if result.status.ran else None
+            if result.status == QueryStatus.OK and result.bindings:
                 step.keep_rows(result)
             step.unseen_ids = grounding.unseen_ids(step.argument, self.shown_ids(before=index), self.graph)
             if step.unseen_ids:

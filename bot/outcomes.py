@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from bot.forum import is_followup_key
-from bot.planner import TaskKind
+from bot.kinds import TaskKind
 from bot.state import SectionRecord, SectionStatus
 
 #: How each new status reads in the log.

@@ -21,7 +21,6 @@ import logging
 import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
-from enum import StrEnum
 from typing import Protocol
 
 from bot.config import BotConfig
@@ -32,24 +31,11 @@ from bot.forum_decisions import (
     MAX_DEPTH, answered_by_human, mark_answered, merged_question, pending_followup, ping_in, settled_by_asker,
 )
 from bot.history import Attribution, OwnEdit
+from bot.kinds import TaskKind
 from bot.state import SETTLED, SectionRecord, SectionStatus, after_failure
 from bot.wiki import marked_resolved
 
 log = logging.getLogger(__name__)
-
-
-class TaskKind(StrEnum):
-    """What a reply answers: it decides the request the model reads, whom the reply addresses, the log line and
-    the edit summary (:func:`bot.render.edit_summary`)."""
-
-    #: A new section's question.
-    QUESTION = "question"
-    #: A comment under the bot's reply: the asker's, or someone's who mentions the bot.
-    FOLLOW_UP = "follow-up"
-    #: A ping of the bot in a question it has not answered (an old one included): its first answer there.
-    PING = "ping"
-    #: A question too long to read: a fixed note.
-    TOO_LONG = "too-long"
 
 
 @dataclass(frozen=True)

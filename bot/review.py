@@ -82,11 +82,12 @@ from bot.forum import Section, mask_inert, normalize_user, parse_sections, plain
 from bot.attribution import addressees
 from bot.forum_decisions import answered_by_human, answered_until, settled_by_asker
 from bot.history import UNKNOWN, Attribution, Revision, latest_revisions, own_revisions
+from bot.kinds import TaskKind
 from bot.messages import messages_for
 from bot.render import Markup, address_reply
 from bot.state import SectionStatus, State
 from bot.wikitext import encode
-from bot.wiki import EditRefused, EmergencyStop, ForumPage, marked_resolved
+from bot.wiki import EditRefused, EmergencyStop, ForumPage, PostStatus, marked_resolved
 
 log = logging.getLogger(__name__)
 MARKS = {"approved": re.compile(r"\{\{\s*[Aa]pproved\s*(?:\|[^{}]*)?\}\}"),
@@ -502,7 +503,7 @@ class Review:
             reply = plain
             outcome = self.page.add_section(draft_section(number, self.forum.title, section.heading, reply, origin,
                                                           news), f"/* Draft {number} */ a reply to review: {summary}")
-        if outcome.status == "posted":
+        if outcome.status == PostStatus.POSTED:
             self.drafts.add(number, self.forum.title, key, section.heading, kind, reply[:-len(SIGNATURE)],
                             summary, digest(section), outcome.revision, thread=section.text, language=language)
             self.state.set_status(self.forum.title, key, SectionStatus.DRAFTED, f"draft {number} on {self.page.title}")
@@ -653,7 +654,7 @@ class Review:
         except (EmergencyStop, Error) as error:
             log.warning("draft %d: %s could not be restored on %s: %s", draft.number, where, self.page.title, error)
             return "not restored"
-        status = "restored" if outcome.status == "posted" else outcome.status
+        status = "restored" if outcome.status == PostStatus.POSTED else outcome.status
         log.info("draft %d: %s changed %s (revision %d): %s", draft.number, normalize_user(by.user), where, by.id,
                  status)
         return status
@@ -704,7 +705,7 @@ class Review:
         page_text, revision = self.forum.read()
         # A question merged into another thread as a subsection since it was drafted is found there by what it asks.
         record = self.state.section(self.forum.title, draft.key)
-        question = record.question if record is not None and draft.kind == "question" else None
+        question = record.question if record is not None and draft.kind == TaskKind.QUESTION else None
         section = self.forum.locate(page_text, draft.key, attribution, self.forum.reading(page_text, revision),
                                     revision, question)
         bot = normalize_user(self.forum.username)
@@ -736,11 +737,11 @@ class Review:
             self._note(draft, DraftStatus.REFUSED, f" by the edit check: {_plain(str(refused))}; nothing was "
                        "posted.")
             return DraftStatus.REFUSED
-        if outcome.status == "posted":
+        if outcome.status == PostStatus.POSTED:
             # What the draft answers stood in the thread at the pass's revision (else it went stale above).
             return self._posted(draft, approval, outcome.revision, again, outcome.markup,
                                 attribution.revision if attribution is not None else None)
-        if outcome.status == "previewed":
+        if outcome.status == PostStatus.PREVIEWED:
             self.drafts.set(draft.number, DraftStatus.DRAFTED)
             log.info("draft %d approved; a live run would post it:", draft.number)
             for line in (outcome.diff or "").split("\n"):  # a line of the log each: the log writes one a record
@@ -788,7 +789,7 @@ class Review:
             return "the section was marked resolved meanwhile"
         if settled := settled_by_asker(section, answered_until(section, draft.key)):
             return settled
-        if draft.kind == "question" and answered_by_human(section, normalize_user(self.forum.username)):
+        if draft.kind == TaskKind.QUESTION and answered_by_human(section, normalize_user(self.forum.username)):
             return "someone posted a query there meanwhile"
         if draft.digest not in (digest(section), _digest_with_heading(section)):
             return CHANGED_THREAD
@@ -814,6 +815,6 @@ class Review:
             log.warning("draft %d: its outcome could not be written on %s: %s", draft.number, self.page.title,
                         error)
             return
-        if written.status not in ("posted", "previewed"):
+        if written.status not in (PostStatus.POSTED, PostStatus.PREVIEWED):
             log.warning("draft %d: its outcome was not written on %s (%s)", draft.number, self.page.title,
                         written.status)

@@ -52,6 +52,7 @@ from bot.forum import (
 )
 from bot.forum_decisions import mark_answered
 from bot.history import Attribution
+from bot.kinds import ReplyKind
 from bot.outcomes import changes, snapshot
 from bot.planner import (
     AddRecord, AlreadyAnswered, Adopt, Change, DropDraft, Fail, Plan, Planner, SetStatus, Skip, Task, TaskKind,
@@ -62,7 +63,7 @@ from bot.render import Credit, EarlierRequest, Markup, edit_summary, header_ids,
 from bot.review import Review
 from bot.short_links import ShortLinks
 from bot.state import SectionStatus, State
-from bot.wiki import EmergencyStop, ForumPage
+from bot.wiki import EmergencyStop, ForumPage, PostStatus
 
 log = logging.getLogger(__name__)
 Answerer = Callable[[Request], AgentResult]
@@ -122,13 +123,13 @@ class Watcher:
                      ", ".join(f"{name} {count}" for name, count in sorted(done.items())) or "nothing done",
                      "; " + "; ".join(said) if said else "")
 
-    def _kind_of(self, key: str) -> str | None:
+    def _kind_of(self, key: str) -> TaskKind | None:
         """What the reply recorded under *key* answers (``ping``, ``follow-up``…), when this process or a draft
         knows it."""
         if key in self.kinds:
             return self.kinds[key]
         draft = self.review.drafts.latest(self.forum.title, key) if self.review is not None else None
-        return draft.kind if draft is not None else None
+        return TaskKind(draft.kind) if draft is not None else None
 
     def _review(self, step: Callable[[], Counter]) -> None:
         """One step of the review page's (take up drafts, post what reviewers approved, drop what they
@@ -287,7 +288,7 @@ class Watcher:
 
     def _reply(self, task: Task, attribution: Attribution | None) -> None:
         page, section = self.forum.title, task.section
-        holds = "no_query"  # what the reply holds (bot.render.reply_kind)
+        holds = ReplyKind.NO_QUERY  # what the reply holds (bot.render.reply_kind)
         language = ""
         plain = None  # the reply in its plain form (bot.render.Markup), where the wiki refuses its templates
         addressed: tuple[str, ...] = ()  # whom the reply addresses: MediaWiki's check lets it link them
@@ -313,8 +314,8 @@ class Watcher:
             if result.stop_reason in SERVICE_FAILURES:
                 self._fail(task, f"{result.stop_reason}: {result.stop_message}", transient=True)
                 return
-            holds, language = reply_kind(result), result.language
-            if holds != "query" and not self.config.reply_without_answer:
+            holds, language = ReplyKind(reply_kind(result)), result.language
+            if holds != ReplyKind.QUERY and not self.config.reply_without_answer:
                 self.state.record_skipped(page, task.key,
                                           f"no query found ({result.stop_reason}); staying silent")
                 self.counter["no answer"] += 1
@@ -341,33 +342,35 @@ class Watcher:
                                         plain=plain)
         if outcome.markup == Markup.LINKS and plain is not None:
             reply = plain
-        if outcome.status == "posted":  # the answer covered the thread as the pass read it
-            self.state.record_answered(page, task.key, outcome.revision,
-                                       attribution.revision if attribution is not None else None)
-            self.counter["written"] += 1
-            if outcome.merged is not None and outcome.merged.within is not None:
-                record = self.state.section(page, task.key)
-                log.info("%r was merged into %r as a subsection (revision %d): answered there",
-                         record.heading if record is not None else section.heading, outcome.merged.within.heading,
-                         outcome.merged.origin)
-        elif outcome.status == "previewed":
-            form = (f" in its plain form (items as links, the query as a text block and a link), as MediaWiki's check "
-                    f"refuses its normal form: {outcome.why_plain}" if outcome.markup == Markup.LINKS else "")
-            self.show(f"--- reply to {section.heading!r}{form} (dry run: nothing was saved) ---\n{reply}\n"
-                      f"--- diff ---\n{outcome.diff}")
-            self.previewed.add(task.key)
-            self.counter["previewed"] += 1
-        elif outcome.status == "already-answered":
-            self.state.record_answered(page, task.key, None)
-            self.counter["already answered"] += 1
-        elif outcome.status == "section-gone":  # pending still: answered if it comes back
-            log.info("%r is no longer on the page", section.heading)
-            self.counter["section gone"] += 1
-        elif outcome.status == "opted-out":
-            self.state.record_skipped(page, task.key, "opted out")
-            self.counter["skipped"] += 1
-        else:
-            self._fail(task, f"not saved: {outcome.status}")
+        match outcome.status:
+            case PostStatus.POSTED:  # the answer covered the thread as the pass read it
+                self.state.record_answered(page, task.key, outcome.revision,
+                                           attribution.revision if attribution is not None else None)
+                self.counter["written"] += 1
+                if outcome.merged is not None and outcome.merged.within is not None:
+                    record = self.state.section(page, task.key)
+                    log.info("%r was merged into %r as a subsection (revision %d): answered there",
+                             record.heading if record is not None else section.heading,
+                             outcome.merged.within.heading, outcome.merged.origin)
+            case PostStatus.PREVIEWED:
+                form = (f" in its plain form (items as links, the query as a text block and a link), as MediaWiki's "
+                        f"check refuses its normal form: {outcome.why_plain}" if outcome.markup == Markup.LINKS
+                        else "")
+                self.show(f"--- reply to {section.heading!r}{form} (dry run: nothing was saved) ---\n{reply}\n"
+                          f"--- diff ---\n{outcome.diff}")
+                self.previewed.add(task.key)
+                self.counter["previewed"] += 1
+            case PostStatus.ALREADY_ANSWERED:
+                self.state.record_answered(page, task.key, None)
+                self.counter["already answered"] += 1
+            case PostStatus.SECTION_GONE:  # pending still: answered if it comes back
+                log.info("%r is no longer on the page", section.heading)
+                self.counter["section gone"] += 1
+            case PostStatus.OPTED_OUT:
+                self.state.record_skipped(page, task.key, "opted out")
+                self.counter["skipped"] += 1
+            case _:
+                self._fail(task, f"not saved: {outcome.status}")
 
     def _headers(self, result: AgentResult) -> dict[str, str]:
         """The labels, in the reply's language, of the properties and classes that may head the preview's columns;

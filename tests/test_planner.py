@@ -17,7 +17,8 @@ from bot.config import BotConfig
 from bot.forum import FollowupKey, Reading, Section, parse_sections
 from bot.forum_decisions import mark_answered
 from bot.history import OwnEdit, Revision
-from bot.planner import AddRecord, Adopt, DropDraft, Plan, Planner, SetStatus, Skip, TaskKind
+from bot.kinds import TaskKind
+from bot.planner import AddRecord, Adopt, DropDraft, Plan, Planner, SetStatus, Skip
 from bot.state import SectionStatus, State
 from bot.wiki import opt_out_calls
 
