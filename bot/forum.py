@@ -45,6 +45,7 @@ from urllib.parse import unquote
 
 import mwparserfromhell
 
+from agent.graph import ENTITY_ID
 from bot.history import UNKNOWN, Attribution, OwnEdit, line_starts
 from bot.wikiparse import INERT_TAGS, blank, brace_spans, inert_spans, inside, mask_inert, merged
 from bot.wikiparse import parse as parse_wikitext
@@ -70,7 +71,7 @@ _SIGNATURE_PARTS = re.compile(
 _SIGNATURE_GLUE = re.compile(r"[^\]\n]{0,300}\]\](?:<[^<>\n]{0,30}>|&\w{1,8};|[^\w\[\]\n]){0,40}")
 _PING = re.compile(r"\{\{\s*(?:ping|re|reply ?to|replyto|u|yo)\s*\|([^{}\n]{0,1000})\}\}", re.IGNORECASE)
 _ENTITY_TEMPLATES = {"q": "Q", "p": "P", "qid": "Q", "pid": "P"}
-_ENTITY_LINK = re.compile(r"\[\[\s*(?:d:|wikidata:)?(?:Property:)?([QP][1-9][0-9]*)\s*[|\]]", re.IGNORECASE)
+_ENTITY_LINK = re.compile(r"\[\[\s*(?:d:|wikidata:)?(?:Property:)?(" + ENTITY_ID + r")\s*[|\]]", re.IGNORECASE)
 _QUERY_URL = re.compile(r"https?://query\.wikidata\.org/(?:embed\.html)?(?:#|\?query=)([^\s\]|]+)")
 #: A Wikimedia short link (``https://w.wiki/ABC``), as the query service's "Short URL" button gives them.
 _SHORT_LINK = re.compile(r"https?://w\.wiki/[A-Za-z0-9_~$-]{1,20}(?![A-Za-z0-9_~$-])")

@@ -26,7 +26,7 @@ from typing import Any
 
 import pyoxigraph
 
-from agent.graph import WIKIDATA
+from agent.graph import ENTITY_ID, WIKIDATA
 from agent.kb.base import (
     Claim, Entry, PropertyExample, Qualifier, QueryResult, SearchHit, SearchResults, Value,
 )
@@ -35,9 +35,9 @@ from agent.kb.local.sparql import term_json
 from harness.query_parts import QueryParts, projected_variables, query_parts
 from agent.sparql_lexer import tokenize
 
-_HIT = re.compile(r"^(?P<label>.*) \((?P<id>[QP][0-9]+)\)(?::\s*(?P<description>.*))?$")
-_LABELLED = re.compile(r"^(?P<label>.*) \((?P<id>[QP][0-9]+)\)$")
-_QUOTED_LABEL = re.compile(r'"([^"\n]+?) \(([QP][0-9]+)\)"')
+_HIT = re.compile(r"^(?P<label>.*) \((?P<id>" + ENTITY_ID + r")\)(?::\s*(?P<description>.*))?$")
+_LABELLED = re.compile(r"^(?P<label>.*) \((?P<id>" + ENTITY_ID + r")\)$")
+_QUOTED_LABEL = re.compile(r'"([^"\n]+?) \((' + ENTITY_ID + r')\)"')
 _EMPTY = "Query returned empty result."
 _MALFORMED = re.compile(r"MalformedQueryException:\s*(.+)", re.DOTALL)
 
