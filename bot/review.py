@@ -70,6 +70,7 @@ import json
 import logging
 import re
 import secrets
+from bisect import bisect_left
 from collections import Counter
 from dataclasses import dataclass
 
@@ -78,10 +79,10 @@ from pywikibot.exceptions import Error
 from bot.approved import Rerendered, rerender
 from bot.drafts import CLOSED, WAITING, Draft, Drafts, DraftStatus
 from bot.edit_check import elements_around, parse
-from bot.forum import Section, mask_inert, normalize_user, parse_sections, plain_text
+from bot.forum import Section, find_headings, mask_inert, normalize_user, parse_sections, plain_text
 from bot.attribution import addressees
 from bot.forum_decisions import answered_by_human, answered_until, settled_by_asker
-from bot.history import UNKNOWN, Attribution, Revision, latest_revisions, own_revisions
+from bot.history import UNKNOWN, Attribution, Revision, latest_revisions, line_starts, own_revisions
 from bot.kinds import TaskKind
 from bot.messages import messages_for
 from bot.render import Markup, address_reply
@@ -259,8 +260,6 @@ class DraftView:
 #: A draft's heading as the bot writes it (``Draft 12: Euler (waiting)``, or ``Draft 12`` in drafts written before
 #: headings named their status).
 _DRAFT_HEADING = re.compile(r"^==\s*Draft (\d+)(?::[^\n]*)?\s*==[ \t]*$", re.MULTILINE)
-#: A section's heading line (level 2, or 1), read on text whose inert parts are blanked.
-_HEADING = re.compile(r"^==?[^=].*$")
 
 
 def view_of(raw: str, number: int) -> DraftView:
@@ -276,7 +275,10 @@ def view_of(raw: str, number: int) -> DraftView:
 
 
 def _heading_lines(text: str) -> list[int]:
-    return [index for index, line in enumerate(mask_inert(text).split("\n")) if _HEADING.match(line)]
+    """The lines where the sections of *text* (level 1 or 2) begin, by the bot's one reader of headings
+    (:func:`bot.forum.find_headings`, MediaWiki's rules: never in a comment, a ``<nowiki>`` or a template call)."""
+    starts = line_starts(text)
+    return [bisect_left(starts, heading.start) for heading in find_headings(text) if heading.level <= 2]
 
 
 def _written_lines(text: str, number: int) -> range | None:
@@ -301,7 +303,8 @@ def read_draft(page_text: str, number: int) -> DraftView | None:
 
 
 def numbers_on(page_text: str) -> list[int]:
-    """The draft numbers whose headings stand on the review page."""
+    """The draft numbers whose headings stand on the review page, or look as if they did: read anywhere in the
+    text (a comment, a ``<nowiki>`` too), a number is never handed out twice."""
     return [int(found[1]) for found in _DRAFT_HEADING.finditer(page_text)]
 
 
