@@ -572,7 +572,7 @@ class _Run:
         try:
             return self.agent.kb.execute(sparql, timeout=self.config.query_timeout)
         except KBUnavailable as error:
-            return QueryResult(status="error", message=str(error))
+            return QueryResult(status=QueryStatus.ERROR, message=str(error))
 
     def act(self, step: Step, index: int) -> str:
         self.usage.kb_calls += 1

@@ -21,7 +21,8 @@ import requests
 
 from agent.graph import WIKIDATA
 from agent.kb.base import (
-    Claim, Entry, KBUnavailable, PropertyExample, Qualifier, QueryResult, SearchHit, SearchResults, Value,
+    Claim, Entry, KBUnavailable, PropertyExample, Qualifier, QueryResult, QueryStatus, SearchHit, SearchResults,
+    Value,
 )
 from agent.kb.cache import ResponseCache
 from agent.kb.dialect import DIALECTS, ENTITY, Unsupported, prepare
@@ -184,9 +185,9 @@ class LiveWikidata:
         try:
             sparql = prepare(sparql, self.config.dialect, self.config.language)
         except Unsupported as error:
-            return QueryResult(status="error", message=str(error))
+            return QueryResult(status=QueryStatus.ERROR, message=str(error))
         except SyntaxError as error:
-            return QueryResult(status="syntax_error", message=str(error))
+            return QueryResult(status=QueryStatus.SYNTAX_ERROR, message=str(error))
         try:
             with _QUERY_LOCK:
                 response = self.http.request(
@@ -195,11 +196,11 @@ class LiveWikidata:
                     timeout=timeout, max_bytes=self.config.max_response_bytes,
                     keep=lambda text: not cut_by_timeout(text))
         except requests.Timeout:
-            return QueryResult(status="timeout", message=f"no answer within {timeout:g} seconds")
+            return QueryResult(status=QueryStatus.TIMEOUT, message=f"no answer within {timeout:g} seconds")
         if response.status == 200:
             return parse_sparql_json(response.text, truncated=response.truncated)
         if response.status in (502, 503, 504):
-            return QueryResult(status="error", message=f"the query service failed (HTTP {response.status}, "
+            return QueryResult(status=QueryStatus.ERROR, message=f"the query service failed (HTTP {response.status}, "
                                                        "also on retrying); try a lighter query")
         return classify_error(response.status, response.text)
 
@@ -216,23 +217,25 @@ def parse_sparql_json(text: str, truncated: bool = False) -> QueryResult:
     """
     if cut_by_timeout(text):
         variables, bindings = _complete_rows(text)
-        return QueryResult(status="timeout", variables=variables, bindings=bindings, truncated=True,
+        return QueryResult(status=QueryStatus.TIMEOUT, variables=variables, bindings=bindings, truncated=True,
                            message=f"the query service stopped the query at its time limit after "
                                    f"{len(bindings)} complete rows")
     if truncated:
         variables, bindings = _complete_rows(text)
-        return QueryResult(status="ok" if any(bindings) else "empty", variables=variables, bindings=bindings,
+        return QueryResult(status=QueryStatus.OK if any(bindings) else QueryStatus.EMPTY, variables=variables,
+                           bindings=bindings,
                            truncated=True, message=f"the response exceeded the size limit; "
                                                    f"the first {len(bindings)} rows are kept")
     try:
         data = json.loads(text)
     except ValueError as error:
-        return QueryResult(status="error", message=f"the endpoint did not answer SPARQL JSON: {error}")
+        return QueryResult(status=QueryStatus.ERROR, message=f"the endpoint did not answer SPARQL JSON: {error}")
     if "boolean" in data:
-        return QueryResult(status="ok", boolean=bool(data["boolean"]))
+        return QueryResult(status=QueryStatus.OK, boolean=bool(data["boolean"]))
     variables = data.get("head", {}).get("vars", [])
     bindings = _well_formed_rows(data.get("results", {}).get("bindings", []))
-    return QueryResult(status="ok" if any(bindings) else "empty", variables=variables, bindings=bindings)
+    return QueryResult(status=QueryStatus.OK if any(bindings) else QueryStatus.EMPTY, variables=variables,
+                       bindings=bindings)
 
 
 def _well_formed_rows(bindings: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -285,10 +288,10 @@ def classify_error(status: int, text: str) -> QueryResult:
     echo of the query (``SPARQL-QUERY: queryStr=...``), which can span many lines.
     """
     if any(marker in text for marker in _TIMEOUT_MARKERS):
-        return QueryResult(status="timeout", message="the query service stopped the query at its time limit")
+        return QueryResult(status=QueryStatus.TIMEOUT, message="the query service stopped the query at its time limit")
     malformed = _MALFORMED.search(text)
     if malformed:
-        return QueryResult(status="syntax_error", message=malformed.group(1).strip()[:MAX_MESSAGE_CHARS])
+        return QueryResult(status=QueryStatus.SYNTAX_ERROR, message=malformed.group(1).strip()[:MAX_MESSAGE_CHARS])
     exception = _EXCEPTION.search(text)
     if exception:
         line = exception.group(0).strip()
@@ -298,8 +301,9 @@ def classify_error(status: int, text: str) -> QueryResult:
         message = next((line.strip() for line in text.splitlines()
                         if line.strip() and not line.startswith("SPARQL-QUERY:")), "")
     if status == 400:
-        return QueryResult(status="syntax_error", message=message[:MAX_MESSAGE_CHARS] or "the query was refused")
-    return QueryResult(status="error", message=f"HTTP {status}: {message[:MAX_MESSAGE_CHARS]}")
+        return QueryResult(status=QueryStatus.SYNTAX_ERROR,
+                           message=message[:MAX_MESSAGE_CHARS] or "the query was refused")
+    return QueryResult(status=QueryStatus.ERROR, message=f"HTTP {status}: {message[:MAX_MESSAGE_CHARS]}")
 
 
 # -- Wikidata JSON values -------------------------------------------------------------------
