@@ -149,6 +149,15 @@ def test_the_askers_comment_under_the_bots_reply_is_a_follow_up_and_a_bystanders
     assert decided.changes == [AddRecord(str(FollowupKey(key, comment)), "Advisors", SectionStatus.PENDING)]
 
 
+def test_a_follow_ups_key_reads_back_as_records_have_always_stored_it():
+    key = FollowupKey("Rivers / r5 @ r12", 40)  # a heading may hold the key's own separator
+
+    assert str(key) == "Rivers / r5 @ r12 / r40"
+    assert FollowupKey.parse(str(key)) == key
+    assert FollowupKey.parse("Rivers / r5 @ r12") is None  # a section's key
+    assert FollowupKey.parse("Rivers @ r12 / rx") is None
+
+
 def test_follow_ups_stop_at_the_limit(state):
     forum = Forum()
     forum.ask("Alice", "Advisors", "Who advised Euler?")
