@@ -1,10 +1,11 @@
 """The watcher: one pass over the forum page finds what to answer, answers it, and counts what happened.
 
-Shaped like pywikibot's ``BaseBot``: :meth:`Watcher.plan` turns the page
-into tasks with skip rules applied and the state changes they need, writing
-nothing (:mod:`bot.planner`); :meth:`Watcher.apply` writes those changes before
-any task runs; :meth:`Watcher.handle` does one task, and counters are printed
-at the end.  A task is a new section's question, a
+Shaped like pywikibot's ``BaseBot``: :meth:`Watcher.plan` hands the page to
+the planning rules (:class:`bot.planner.Planner`), which turn it into tasks
+with skip rules applied and the state changes they need, writing nothing;
+:meth:`Watcher.apply` writes those changes before any task runs;
+:meth:`Watcher.handle` does one task, and counters are printed at the end.
+Who wrote which line comes from :mod:`bot.attribution`.  A task is a new section's question, a
 follow-up under the bot's reply (or a ping of the bot in a section it has not
 answered), or a polite note for a question too long to read.
 
