@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 from agent import grounding, observations
 from agent.actions import ACTIONS
 from agent.llm import well_formed
-from agent.kb.base import QueryResult
+from agent.kb.base import QueryResult, QueryStatus
 from agent.prompts import render
 from agent.trace import SERVICE_FAILURES, RunEnded, StopReason
 
@@ -151,12 +151,12 @@ def finish(run: _Run, reason: StopReason, final: int | None) -> FinalAnswer:
         if extraction is not None:
             if extraction.sparql:
                 result = run.run_query(extraction.sparql)
-                if result.status == "ok":
+                if result.status == QueryStatus.OK:
                     answer.sparql, answer.result = extraction.sparql, result
                     answer.changes.append("extraction")
         if answer.sparql is None and (best := run.best_query()) is not None:
             answer.sparql, answer.result = run.steps[best].argument, run.results[best]
-        elif answer.sparql is None and result is not None and result.status == "empty":
+        elif answer.sparql is None and result is not None and result.status == QueryStatus.EMPTY:
             answer.sparql, answer.result = extraction.sparql, result  # the model's best effort, empty as it is
             answer.changes.append("extraction")
     return answer

@@ -545,3 +545,33 @@ def load_graph(name_or_path: str | Path) -> GraphProfile:
 
 
 WIKIDATA = _shipped("wikidata")
+
+
+# -- Wikibase IDs in text ------------------------------------------------------------------------------------------
+# The one definition of how a Wikibase ID is written in text (a model's words, a forum thread, a query, a dump):
+# every reader of IDs builds its pattern from these.  Items and properties are as Wikidata's profile writes them;
+# lexemes, their forms and senses, and media files follow the same Wikibase numbering.
+
+#: The number of a Wikibase ID (``42`` in ``Q42``): no leading zero.
+ID_NUMBER = "[1-9][0-9]*"
+#: An item's ID (``Q42``), as the Wikidata profile's ``item_pattern`` says.
+ITEM_ID = WIKIDATA.ids.item_pattern
+#: A property's ID (``P31``), as the Wikidata profile's ``property_pattern`` says.
+PROPERTY_ID = WIKIDATA.ids.property_pattern
+#: A lexeme's (``L7``), a lexeme's form or sense (``L7-F1``, ``L7-S2``), a media file's (``M5``).
+LEXEME_ID = "L" + ID_NUMBER
+LEXEME_PART_ID = f"{LEXEME_ID}-[FS]{ID_NUMBER}"
+MEDIA_ID = "M" + ID_NUMBER
+#: An item or a property: what search hits and the model's words name.
+ENTITY_ID = f"(?:{ITEM_ID}|{PROPERTY_ID})"
+#: Any entity with a page of its own on a Wikibase: an item, a property or a lexeme.
+PAGE_ID = f"(?:{ITEM_ID}|{PROPERTY_ID}|{LEXEME_ID})"
+#: Any ID a query or a trace may hold: the above, a lexeme's form or sense, a media file.
+ANY_ID = f"(?:{LEXEME_PART_ID}|{ITEM_ID}|{PROPERTY_ID}|{LEXEME_ID}|{MEDIA_ID})"
+
+#: Compiled, for :meth:`re.Pattern.fullmatch` and searches of their own.
+ITEM_ID_RE = re.compile(ITEM_ID)
+PROPERTY_ID_RE = re.compile(PROPERTY_ID)
+ENTITY_ID_RE = re.compile(ENTITY_ID)
+PAGE_ID_RE = re.compile(PAGE_ID)
+ANY_ID_RE = re.compile(ANY_ID)

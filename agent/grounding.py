@@ -25,13 +25,13 @@ import re
 from urllib.parse import urljoin
 from collections.abc import Iterable
 
-from agent.graph import WIKIDATA, GraphProfile, unescape_local
+from agent.graph import LEXEME_PART_ID, PAGE_ID, WIKIDATA, GraphProfile, unescape_local
 from agent.kb.base import SearchHit
 from agent.kb.dialect import PREFIXES
 from agent.sparql_lexer import tokenize
 
-ENTITY_ID = re.compile(r"[QPL][1-9][0-9]*(?:-[FS][1-9][0-9]*)?")
-_WORD_ID = re.compile(r"(?<![\w-])[QPL][1-9][0-9]*(?:-[FS][1-9][0-9]*)?(?![\w-])")
+ENTITY_ID = re.compile(f"(?:{LEXEME_PART_ID}|{PAGE_ID})")
+_WORD_ID = re.compile(r"(?<![\w-])" + ENTITY_ID.pattern + r"(?![\w-])")
 _WIKIDATA = "http://www.wikidata.org/"
 #: Prefixes whose local names are entity IDs (``wd:``, ``wdt:``, ``p:``, ``ps:``, ``pq:``, ...).
 _ID_PREFIXES = frozenset(prefix for prefix, namespace in PREFIXES.items() if namespace.startswith(_WIKIDATA))

@@ -79,7 +79,7 @@ from agent import end_of_run, grounding, observations
 from agent.actions import (ACTIONS, CANNOT_ANSWER, action_named, actions_for, check_argument, is_set, same_action,
                            shown_name, tool_schemas)
 from agent.kb import http
-from agent.kb.base import KBUnavailable, KnowledgeBase, QueryResult
+from agent.kb.base import KBUnavailable, KnowledgeBase, QueryResult, QueryStatus
 from agent.kb.engines import CrossCheck
 from agent.llm import (
     ChatModel, Completion, ContextTooLong, LLMUnavailable, ModelRequestError, ToolChoiceRefused, ToolsUnsupported,
@@ -199,7 +199,7 @@ def best_query(steps: Sequence[Step]) -> int | None:
     """The index of the last executed query that returned rows (or a boolean): a run's best query so far, the
     answer of a run that ends without the model's stop, and of one stopped before it ended."""
     for index in range(len(steps) - 1, -1, -1):
-        if steps[index].query_status == "ok":
+        if steps[index].query_status == QueryStatus.OK:
             return index
     return None
 
@@ -405,9 +405,9 @@ class _Run:
             return False
         if step.action == "execute_sparql":
             result = self.results.get(index)
-            return result is not None and result.status == "ok" and not any(
-                earlier.status == "ok" and earlier.bindings == result.bindings and earlier.boolean == result.boolean
-                for at, earlier in self.results.items() if at < index)
+            return result is not None and result.status == QueryStatus.OK and not any(
+                earlier.status == QueryStatus.OK and earlier.bindings == result.bindings
+                and earlier.boolean == result.boolean for at, earlier in self.results.items() if at < index)
         seen = self.shown_ids(before=index)
         return bool(grounding.shown_ids([step.observation], self.graph) - seen)
 
@@ -425,14 +425,14 @@ class _Run:
             raise RunEnded(StopReason.CANNOT_ANSWER,
                            f"the model found the question cannot be answered from {self.graph.prompt.title}")
         queries = [i for i in self.path if self.steps[i].action == "execute_sparql" and i in self.results]
-        if queries and self.results[queries[-1]].status == "ok":
+        if queries and self.results[queries[-1]].status == QueryStatus.OK:
             return queries[-1]
         self.steps[index].rolled_back = True
         if not queries:
             self.notes.append("stop() before any query ran: execute a query that answers the question first.")
         else:
             last = queries[-1]
-            outcome = "empty result" if self.results[last].status == "empty" else self.results[last].status
+            outcome = "empty result" if self.results[last].status == QueryStatus.EMPTY else self.results[last].status
             self.notes.append(f"Already tried: execute_sparql({_short(self.steps[last].argument)}) → {outcome}; "
                               "do not stop on an empty or failed result: change the query or explore further.")
         self.refused_stops += 1
@@ -612,12 +612,12 @@ class _Run:
         try:
             timeout = self.query_timeout()
         except RunEnded as ended:
-            return QueryResult(status="timeout", message=f"not run: {ended.message}")
+            return QueryResult(status=QueryStatus.TIMEOUT, message=f"not run: {ended.message}")
         self.usage.kb_calls += 1
         try:
             return self.agent.kb.execute(sparql, timeout=timeout)
         except KBUnavailable as error:
-            return QueryResult(status="error", message=str(error))
+            return QueryResult(status=QueryStatus.ERROR, message=str(error))
 
     def act(self, step: Step, index: int) -> str:
         """Run the step's action on the knowledge base; a query may take at most what remains of the run's time."""

@@ -18,7 +18,7 @@ import re
 from typing import Any
 
 from agent.kb.dialect import ENTITY, PREFIXES
-from agent.kb.base import Entry, PropertyExample, Qualifier, QueryResult, SearchResults, Term, Value
+from agent.kb.base import Entry, PropertyExample, Qualifier, QueryResult, QueryStatus, SearchResults, Term, Value
 from agent.trace import Example, Named, Seen
 
 ENTITY_PREFIX = ENTITY
@@ -78,19 +78,19 @@ def format_table(variables: list[str], rows: list[dict[str, Term]], head: int = 
 
 def format_query_result(result: QueryResult) -> str:
     """The four signals of ``execute_sparql``: rows, empty, syntax error, timeout (and other errors)."""
-    if result.status == "syntax_error":
+    if result.status == QueryStatus.SYNTAX_ERROR:
         return f"Syntax error: {result.message}"
-    if result.status == "timeout":
+    if result.status == QueryStatus.TIMEOUT:
         text = "The query timed out." + (f" {result.message}" if result.message else "")
         if result.bindings:
             text += " The rows that arrived before it stopped (incomplete):\n" + format_table(
                 result.variables, result.bindings, shown=result.shown)
         return text
-    if result.status == "error":
+    if result.status == QueryStatus.ERROR:
         return f"Error: {result.message}"
     if result.boolean is not None:
         return str(result.boolean)
-    if result.status == "empty" or not result.bindings:
+    if result.status == QueryStatus.EMPTY or not result.bindings:
         return "The query returned an empty result."
     text = format_table(result.variables, result.bindings, shown=result.shown)
     if result.truncated:

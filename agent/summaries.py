@@ -18,7 +18,7 @@ from enum import StrEnum
 
 from agent.actions import shown_name
 from agent.graph import WIKIDATA, GraphProfile
-from agent.kb.base import Binding
+from agent.kb.base import Binding, QueryStatus
 from agent.trace import Example, Named, Step
 
 #: The longest argument (a search text, an ID) a summary keeps; a query is kept whole.
@@ -147,7 +147,7 @@ def summarize(step: Step, graph: GraphProfile | str = WIKIDATA, lines: int | Non
     if seen is None:  # nothing kept as data: the observation as plain text, never parsed
         text = [line.rstrip() for line in (step.observation or "").strip().splitlines() if line.strip()]
         if step.action == "execute_sparql":
-            if step.query_status == "empty":
+            if step.query_status == QueryStatus.EMPTY:
                 return StepSummary(said=Said.NO_ROWS, count=0, **base)
             if step.rows and step.variables:
                 return _rows(step, base, rows)
@@ -160,7 +160,7 @@ def summarize(step: Step, graph: GraphProfile | str = WIKIDATA, lines: int | Non
             return StepSummary(said=_FAILURES[step.query_status], message=message, **base)
         if seen.boolean is not None:
             return StepSummary(said=Said.ANSWER, boolean=seen.boolean, count=1, **base)
-        if step.query_status == "empty" or not step.row_count:
+        if step.query_status == QueryStatus.EMPTY or not step.row_count:
             return StepSummary(said=Said.NO_ROWS, count=0, **base)
         return _rows(step, base, rows)
     if seen.missing:

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from agent.kb.base import Binding, QueryResult, SearchHit, Value
+from agent.kb.base import Binding, QueryResult, QueryStatus, SearchHit, Value
 from agent.kb.engines import CrossCheck
 
 #: The rows of a query's result a step keeps as data (the model reads more in its observation).
@@ -134,8 +134,8 @@ class Step:
         self.query_status = result.status
         self.engine = result.engine
         self.row_count = (1 if result.boolean is not None else len(result.bindings)) \
-            if result.status in ("ok", "empty") else None
-        if result.status == "ok" and result.bindings:
+            if result.status.ran else None
+        if result.status == QueryStatus.OK and result.bindings:
             self.keep_rows(result)
 
     def keep_rows(self, result: QueryResult) -> None:

@@ -41,6 +41,7 @@ import re
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from agent.graph import ID_NUMBER, ITEM_ID
 from bot.render import Markup, final_query_wikitext, item_link
 from bot.wikitext import BLOCK_LINE_BREAK, encode
 
@@ -72,7 +73,10 @@ _STEPS_BLOCK = '<div class="mw-collapsible'
 #: An item a reviewer may link, as the bot's preview does (``{{Q|Q42}}``) or as a wiki link.
 #: Characters MediaWiki may read as markup in the middle of a line.
 _MARKUP = re.compile(r"[<\[\]{}|'~_]")
-_ITEM = re.compile(r"\{\{\s*([QP])\s*\|\s*(?:\1)?([1-9]\d*)\s*\}\}|\[\[\s*(Q[1-9]\d*)\s*(?:\|([^\[\]{}|\n]*))?\]\]")
+#: ``{{Q|42}}``, ``{{P|P31}}`` (the template named by the ID's letter, the number with or without it), or
+#: ``[[Q42|label]]``.
+_ITEM = re.compile(r"\{\{\s*(Q|P)\s*\|\s*(?:\1)?(" + ID_NUMBER + r")\s*\}\}"
+                   r"|\[\[\s*(" + ITEM_ID + r")\s*(?:\|([^\[\]{}|\n]*))?\]\]")
 
 
 def _body(line: str) -> str:

@@ -57,6 +57,7 @@ from html.parser import HTMLParser
 import mwparserfromhell
 import pywikibot
 
+from agent.graph import PAGE_ID
 from agent.kb.engines import KNOWN_ENGINES, Engine
 from bot.forum import in_forum
 from bot.render import Markup
@@ -66,7 +67,7 @@ from bot.styles import declarations, hiding
 QUERY_SERVICE = "https://query.wikidata.org/"
 #: Markup a reply may hold: the query template, entity templates and the signature.
 REPLY_SAMPLE = "{{SPARQL|query=SELECT ?x WHERE { ?x ?p ?o }}}{{Q|Q1}} ~~~~"
-ENTITY_LINK = re.compile(r"^(?:[A-Za-z ]+:)?[QPL][1-9]\d*$")
+ENTITY_LINK = re.compile(r"^(?:[A-Za-z ]+:)?" + PAGE_ID + "$")
 PARSE_PROPS = "sections|categories|templates|externallinks|links|images|properties|langlinks|iwlinks|text"
 COLLAPSIBLE = re.compile(r"""class=["'][^"']*\bmw-collapsible\b""")
 USER_NAMESPACES = (2, 3)
@@ -683,7 +684,7 @@ def _first_difference(what: str, expected: str, actual: str) -> str:
 
 #: The last part of a title that names an item, a property or a lexeme (``Q42``, ``Q/Q42``, ``Item:P31``): a
 #: page per item when a template brings it in for the item it shows.
-_ITEM_PAGE = re.compile(r"(?:^|[:/])[QPL][1-9]\d*$")
+_ITEM_PAGE = re.compile(r"(?:^|[:/])" + PAGE_ID + "$")
 
 
 @dataclass(frozen=True)

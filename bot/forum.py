@@ -45,6 +45,7 @@ from urllib.parse import unquote
 
 import mwparserfromhell
 
+from agent.graph import ENTITY_ID
 from bot.history import UNKNOWN, Attribution, OwnEdit, line_starts
 from bot.wikiparse import INERT_TAGS, blank, brace_spans, inert_spans, inside, mask_inert, merged
 from bot.wikiparse import parse as parse_wikitext
@@ -70,7 +71,7 @@ _SIGNATURE_PARTS = re.compile(
 _SIGNATURE_GLUE = re.compile(r"[^\]\n]{0,300}\]\](?:<[^<>\n]{0,30}>|&\w{1,8};|[^\w\[\]\n]){0,40}")
 _PING = re.compile(r"\{\{\s*(?:ping|re|reply ?to|replyto|u|yo)\s*\|([^{}\n]{0,1000})\}\}", re.IGNORECASE)
 _ENTITY_TEMPLATES = {"q": "Q", "p": "P", "qid": "Q", "pid": "P"}
-_ENTITY_LINK = re.compile(r"\[\[\s*(?:d:|wikidata:)?(?:Property:)?([QP][1-9][0-9]*)\s*[|\]]", re.IGNORECASE)
+_ENTITY_LINK = re.compile(r"\[\[\s*(?:d:|wikidata:)?(?:Property:)?(" + ENTITY_ID + r")\s*[|\]]", re.IGNORECASE)
 _QUERY_URL = re.compile(r"https?://query\.wikidata\.org/(?:embed\.html)?(?:#|\?query=)([^\s\]|]+)")
 #: A Wikimedia short link (``https://w.wiki/ABC``), as the query service's "Short URL" button gives them.
 _SHORT_LINK = re.compile(r"https?://w\.wiki/[A-Za-z0-9_~$-]{1,20}(?![A-Za-z0-9_~$-])")
@@ -461,14 +462,35 @@ def _comments(starts: list[int], owners: list[int] | None, users: dict[int, str]
     return comments
 
 
+@dataclass(frozen=True)
+class FollowupKey:
+    """The identity of a follow-up: its section's key and the revision that added the comment it is.
+
+    Stored as ``<section key> / r<revision>`` (:meth:`__str__`), the form records have always had; :meth:`parse`
+    reads it back, and is the only reader of that form.
+    """
+
+    section: str
+    revision: int
+
+    def __str__(self) -> str:
+        return f"{self.section} / r{self.revision}"
+
+    @classmethod
+    def parse(cls, key: str) -> FollowupKey | None:
+        """The follow-up *key* names, ``None`` for a section's key."""
+        found = _FOLLOWUP_KEY.fullmatch(key)
+        return cls(found[1], int(found[2])) if found else None
+
+
 def followup_key(section_key: str, revision: int) -> str:
-    """The identity of a follow-up: its section's and the revision that added it."""
-    return f"{section_key} / r{revision}"
+    """The identity of a follow-up (:class:`FollowupKey`), as stored: its section's and the revision that added it."""
+    return str(FollowupKey(section_key, revision))
 
 
 def is_followup_key(key: str) -> bool:
-    """Whether *key* is a follow-up's identity (:func:`followup_key`), not a section's."""
-    return _FOLLOWUP_KEY.fullmatch(key) is not None
+    """Whether *key* is a follow-up's identity (:class:`FollowupKey`), not a section's."""
+    return FollowupKey.parse(key) is not None
 
 
 def key_origin(key: str) -> int | None:

@@ -21,8 +21,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from bot.forum import (
-    CHANGED, Comment, FollowUp, Reading, Section, find_section, heading_level, is_followup_key, key_origin,
-    mentions, normalize_user, parse_sections, parse_subsections, posts, queries_in, thread_users,
+    CHANGED, Comment, FollowUp, FollowupKey, Reading, Section, find_section, heading_level, is_followup_key, key_origin,
+    mentions, normalize_user, parse_sections, parse_subsections, posts, queries_in,
 )
 from bot.history import Attribution, OwnEdit
 from bot.wikiparse import brace_spans, inert_spans, inside, merged
@@ -161,22 +161,6 @@ def answered_by_human(section: Section, bot: str) -> bool:
     return any(post.user not in (section.author, wanted) and queries_in(post.text) for post in posts(section))
 
 
-def addressees(section: Section, key: str, bot: str) -> tuple[str, ...]:
-    """Whom the reply to *key* addresses, as a regular would, each once and in this order: the section's asker,
-    then the one whose comment the reply answers (a follow-up, or a ping of the bot in a question it had not
-    answered).  Only users the page's history names as writers of *section* (anyone can type a signature), never
-    the bot itself; empty when none is known.  The reply's ``{{re|…}}`` and MediaWiki's check of the edit (which
-    lets the reply link exactly these users once more) both read this."""
-    section_key, _, revision = key.rpartition(" / r")
-    asked = None
-    if section_key == section.key and revision.isdigit():
-        asked = next((comment.user for comment in section.comments if comment.owner == int(revision) and comment.user),
-                     None)
-    writers, wanted = thread_users(section), normalize_user(bot)
-    return tuple(user for user in dict.fromkeys((section.author, asked))
-                 if user and user != wanted and user in writers)
-
-
 #: Words with which an asker says their question is settled, by the languages the bot answers in: a small table,
 #: read only in a comment the asker wrote and signed (:func:`settled_by_asker`).
 SETTLED_PHRASES = {
@@ -215,10 +199,10 @@ def says_settled(words: str) -> str | None:
 def answered_until(section: Section, key: str) -> int | None:
     """Where the text the reply to *key* answers ends in the page: the follow-up's (or ping's) comment that *key*
     names, ``None`` for the section's own question (it ends at its first signature)."""
-    section_key, _, revision = key.rpartition(" / r")
-    if section_key != section.key or not revision.isdigit():
+    followup = FollowupKey.parse(key)
+    if followup is None or followup.section != section.key:
         return None
-    return max((comment.end for comment in section.comments if comment.owner == int(revision)), default=None)
+    return max((comment.end for comment in section.comments if comment.owner == followup.revision), default=None)
 
 
 def settled_by_asker(section: Section, after: int | None = None) -> str | None:

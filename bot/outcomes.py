@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from bot.forum import is_followup_key
+from bot.kinds import TaskKind
 from bot.state import SectionRecord, SectionStatus
 
 #: How each new status reads in the log.
@@ -24,7 +26,7 @@ def snapshot(records: list[SectionRecord]) -> dict[str, tuple[str, int, str | No
 
 
 def changes(before: dict[str, tuple[str, int, str | None]], after: list[SectionRecord],
-            kind_of: Callable[[str], str | None] = lambda key: None) -> list[str]:
+            kind_of: Callable[[str], TaskKind | None] = lambda key: None) -> list[str]:
     """Each section whose record a pass changed: ``answered "Heading"``, ``skipped "Heading" (why)``, …; a reply
     to a comment in the thread is named by what it answers (*kind_of* its key: ``follow-up``, ``ping``), a
     follow-up when that is not known."""
@@ -33,8 +35,8 @@ def changes(before: dict[str, tuple[str, int, str | None]], after: list[SectionR
         old = before.get(record.key)
         if old == (record.status, record.attempts, record.last_error):
             continue
-        kind = kind_of(record.key) or ("follow-up" if " / r" in record.key else None)
-        name = f'"{record.heading}"' + (f" ({kind})" if kind and kind != "question" else "")
+        kind = kind_of(record.key) or (TaskKind.FOLLOW_UP if is_followup_key(record.key) else None)
+        name = f'"{record.heading}"' + (f" ({kind})" if kind and kind != TaskKind.QUESTION else "")
         if record.status == SectionStatus.PENDING and record.attempts > (old[1] if old else 0):
             said.append(f"failed {name}, retried later ({(record.last_error or '')[:200]})")
         elif record.status in VERBS and (old is None or old[0] != record.status):

@@ -70,6 +70,7 @@ import json
 import logging
 import re
 import secrets
+from bisect import bisect_left
 from collections import Counter
 from dataclasses import dataclass
 
@@ -78,14 +79,16 @@ from pywikibot.exceptions import Error
 from bot.approved import Rerendered, rerender
 from bot.drafts import CLOSED, WAITING, Draft, Drafts, DraftStatus
 from bot.edit_check import elements_around, parse
-from bot.forum import Section, mask_inert, normalize_user, parse_sections, plain_text
-from bot.forum_decisions import addressees, answered_by_human, answered_until, settled_by_asker
-from bot.history import UNKNOWN, Attribution, Revision, latest_revisions, own_revisions
+from bot.forum import Section, find_headings, mask_inert, normalize_user, parse_sections, plain_text
+from bot.attribution import addressees
+from bot.forum_decisions import answered_by_human, answered_until, settled_by_asker
+from bot.history import UNKNOWN, Attribution, Revision, latest_revisions, line_starts, own_revisions
+from bot.kinds import TaskKind
 from agent.messages import messages_for
 from bot.render import Markup, address_reply
 from bot.state import SectionStatus, State
 from bot.wikitext import encode
-from bot.wiki import EditRefused, EmergencyStop, ForumPage, marked_resolved
+from bot.wiki import EditRefused, EmergencyStop, ForumPage, PostStatus, marked_resolved
 
 log = logging.getLogger(__name__)
 MARKS = {"approved": re.compile(r"\{\{\s*[Aa]pproved\s*(?:\|[^{}]*)?\}\}"),
@@ -257,8 +260,6 @@ class DraftView:
 #: A draft's heading as the bot writes it (``Draft 12: Euler (waiting)``, or ``Draft 12`` in drafts written before
 #: headings named their status).
 _DRAFT_HEADING = re.compile(r"^==\s*Draft (\d+)(?::[^\n]*)?\s*==[ \t]*$", re.MULTILINE)
-#: A section's heading line (level 2, or 1), read on text whose inert parts are blanked.
-_HEADING = re.compile(r"^==?[^=].*$")
 
 
 def view_of(raw: str, number: int) -> DraftView:
@@ -274,7 +275,10 @@ def view_of(raw: str, number: int) -> DraftView:
 
 
 def _heading_lines(text: str) -> list[int]:
-    return [index for index, line in enumerate(mask_inert(text).split("\n")) if _HEADING.match(line)]
+    """The lines where the sections of *text* (level 1 or 2) begin, by the bot's one reader of headings
+    (:func:`bot.forum.find_headings`, MediaWiki's rules: never in a comment, a ``<nowiki>`` or a template call)."""
+    starts = line_starts(text)
+    return [bisect_left(starts, heading.start) for heading in find_headings(text) if heading.level <= 2]
 
 
 def _written_lines(text: str, number: int) -> range | None:
@@ -299,7 +303,8 @@ def read_draft(page_text: str, number: int) -> DraftView | None:
 
 
 def numbers_on(page_text: str) -> list[int]:
-    """The draft numbers whose headings stand on the review page."""
+    """The draft numbers whose headings stand on the review page, or look as if they did: read anywhere in the
+    text (a comment, a ``<nowiki>`` too), a number is never handed out twice."""
     return [int(found[1]) for found in _DRAFT_HEADING.finditer(page_text)]
 
 
@@ -501,7 +506,7 @@ class Review:
             reply = plain
             outcome = self.page.add_section(draft_section(number, self.forum.title, section.heading, reply, origin,
                                                           news), f"/* Draft {number} */ a reply to review: {summary}")
-        if outcome.status == "posted":
+        if outcome.status == PostStatus.POSTED:
             self.drafts.add(number, self.forum.title, key, section.heading, kind, reply[:-len(SIGNATURE)],
                             summary, digest(section), outcome.revision, thread=section.text, language=language)
             self.state.set_status(self.forum.title, key, SectionStatus.DRAFTED, f"draft {number} on {self.page.title}")
@@ -652,7 +657,7 @@ class Review:
         except (EmergencyStop, Error) as error:
             log.warning("draft %d: %s could not be restored on %s: %s", draft.number, where, self.page.title, error)
             return "not restored"
-        status = "restored" if outcome.status == "posted" else outcome.status
+        status = "restored" if outcome.status == PostStatus.POSTED else outcome.status
         log.info("draft %d: %s changed %s (revision %d): %s", draft.number, normalize_user(by.user), where, by.id,
                  status)
         return status
@@ -703,7 +708,7 @@ class Review:
         page_text, revision = self.forum.read()
         # A question merged into another thread as a subsection since it was drafted is found there by what it asks.
         record = self.state.section(self.forum.title, draft.key)
-        question = record.question if record is not None and draft.kind == "question" else None
+        question = record.question if record is not None and draft.kind == TaskKind.QUESTION else None
         section = self.forum.locate(page_text, draft.key, attribution, self.forum.reading(page_text, revision),
                                     revision, question)
         bot = normalize_user(self.forum.username)
@@ -735,11 +740,11 @@ class Review:
             self._note(draft, DraftStatus.REFUSED, f" by the edit check: {_plain(str(refused))}; nothing was "
                        "posted.")
             return DraftStatus.REFUSED
-        if outcome.status == "posted":
+        if outcome.status == PostStatus.POSTED:
             # What the draft answers stood in the thread at the pass's revision (else it went stale above).
             return self._posted(draft, approval, outcome.revision, again, outcome.markup,
                                 attribution.revision if attribution is not None else None)
-        if outcome.status == "previewed":
+        if outcome.status == PostStatus.PREVIEWED:
             self.drafts.set(draft.number, DraftStatus.DRAFTED)
             log.info("draft %d approved; a live run would post it:", draft.number)
             for line in (outcome.diff or "").split("\n"):  # a line of the log each: the log writes one a record
@@ -787,7 +792,7 @@ class Review:
             return "the section was marked resolved meanwhile"
         if settled := settled_by_asker(section, answered_until(section, draft.key)):
             return settled
-        if draft.kind == "question" and answered_by_human(section, normalize_user(self.forum.username)):
+        if draft.kind == TaskKind.QUESTION and answered_by_human(section, normalize_user(self.forum.username)):
             return "someone posted a query there meanwhile"
         if draft.digest not in (digest(section), _digest_with_heading(section)):
             return CHANGED_THREAD
@@ -813,6 +818,6 @@ class Review:
             log.warning("draft %d: its outcome could not be written on %s: %s", draft.number, self.page.title,
                         error)
             return
-        if written.status not in ("posted", "previewed"):
+        if written.status not in (PostStatus.POSTED, PostStatus.PREVIEWED):
             log.warning("draft %d: its outcome was not written on %s (%s)", draft.number, self.page.title,
                         written.status)

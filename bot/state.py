@@ -139,10 +139,6 @@ class StateUnreadable(RuntimeError):
     """The state file is not a SQLite database of the bot, or cannot be opened."""
 
 
-def _like_prefix(prefix: str) -> str:
-    return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-
-
 class State:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
@@ -195,11 +191,6 @@ class State:
         return self.connection.execute(
             "SELECT 1 FROM sections WHERE page = ? AND status = 'pending' AND next_attempt <= ? LIMIT 1",
             (page, time.time())).fetchone() is not None
-
-    def answered_followups(self, page: str, key: str) -> int:
-        return self.connection.execute(
-            "SELECT COUNT(*) FROM sections WHERE page = ? AND key LIKE ? ESCAPE '\\' AND status = 'answered'",
-            (page, _like_prefix(key + " / r"))).fetchone()[0]
 
     def section(self, page: str, key: str) -> SectionRecord | None:
         row = self.connection.execute(f"SELECT {_COLUMNS} FROM sections WHERE page = ? AND key = ?",

@@ -1,10 +1,11 @@
 """The watcher: one pass over the forum page finds what to answer, answers it, and counts what happened.
 
-Shaped like pywikibot's ``BaseBot``: :meth:`Watcher.plan` turns the page
-into tasks with skip rules applied and the state changes they need, writing
-nothing (:mod:`bot.planner`); :meth:`Watcher.apply` writes those changes before
-any task runs; :meth:`Watcher.handle` does one task, and counters are printed
-at the end.  A task is a new section's question, a
+Shaped like pywikibot's ``BaseBot``: :meth:`Watcher.plan` hands the page to
+the planning rules (:class:`bot.planner.Planner`), which turn it into tasks
+with skip rules applied and the state changes they need, writing nothing;
+:meth:`Watcher.apply` writes those changes before any task runs;
+:meth:`Watcher.handle` does one task, and counters are printed at the end.
+Who wrote which line comes from :mod:`bot.attribution`.  A task is a new section's question, a
 follow-up under the bot's reply (or a ping of the bot in a section it has not
 answered), or a polite note for a question too long to read.
 
@@ -31,9 +32,8 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
-import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pywikibot
@@ -46,25 +46,25 @@ from agent.redact import redact, scrub
 from agent.trace import SERVICE_FAILURES, AgentResult
 from bot.config import BotConfig
 from bot.edit_check import EditRefused
+from bot.attribution import PageHistory, addressees
 from bot.forum import (
-    MAX_REQUEST_CHARS, FollowUp, Reading, Request, Section, extract_followup, extract_request, followup_key, in_forum,
-    is_followup_key, normalize_user, parse_sections, parse_subsections, previous_query, summary_section,
+    MAX_REQUEST_CHARS, FollowupKey, Reading, Request, Section, extract_followup, extract_request, in_forum,
+    is_followup_key, normalize_user, parse_sections, previous_query, summary_section,
 )
-from bot.forum_decisions import (
-    MAX_DEPTH, addressees, answered_by_human, mark_answered, merged_question, pending_followup, ping_in,
-    settled_by_asker,
-)
-from bot.history import Attribution, Revision, latest_revisions, revisions_after
+from bot.forum_decisions import mark_answered
+from bot.history import Attribution
+from bot.kinds import ReplyKind
 from bot.outcomes import changes, snapshot
 from bot.planner import (
-    AddRecord, AlreadyAnswered, Adopt, Change, DropDraft, Fail, Plan, PlannedRecords, SetStatus, Skip, Task, TaskKind,
+    AddRecord, AlreadyAnswered, Adopt, Change, DropDraft, Fail, Plan, Planner, SetStatus, Skip, Task, TaskKind,
+    task_kind,
 )
 from agent.messages import reply_language
 from bot.render import Credit, EarlierRequest, Markup, edit_summary, header_ids, render_reply, reply_kind
 from bot.review import Review
 from bot.short_links import ShortLinks
 from bot.state import SectionStatus, State
-from bot.wiki import EmergencyStop, ForumPage, marked_resolved
+from bot.wiki import EmergencyStop, ForumPage, PostStatus
 
 log = logging.getLogger(__name__)
 Answerer = Callable[[Request], AgentResult]
@@ -124,13 +124,13 @@ class Watcher:
                      ", ".join(f"{name} {count}" for name, count in sorted(done.items())) or "nothing done",
                      "; " + "; ".join(said) if said else "")
 
-    def _kind_of(self, key: str) -> str | None:
+    def _kind_of(self, key: str) -> TaskKind | None:
         """What the reply recorded under *key* answers (``ping``, ``follow-up``…), when this process or a draft
         knows it."""
         if key in self.kinds:
             return self.kinds[key]
         draft = self.review.drafts.latest(self.forum.title, key) if self.review is not None else None
-        return draft.kind if draft is not None else None
+        return TaskKind(draft.kind) if draft is not None else None
 
     def _review(self, step: Callable[[], Counter]) -> None:
         """One step of the review page's (take up drafts, post what reviewers approved, drop what they
@@ -203,217 +203,20 @@ class Watcher:
         """Who added which line of *text*: the stored attribution carried through every revision made since
         (at a first look, the history from *since*, the bot's own latest revision)."""
         stored = None if first_look else self.state.attribution(self.forum.title)
-        if stored is None:
-            return self._attribute_from_history(text, revision, since)
-        if stored.revision == revision and stored.text == text:
-            return stored
-        try:
-            return self._carry(stored, revisions_after(self.forum.site, self.forum.title, stored.revision, revision),
-                               text, revision)
-        except pywikibot.exceptions.APIError as error:  # e.g. the revision read last was deleted since
-            log.warning("cannot read the revisions of %s since %d (%s); the changes since are attributed together, "
-                        "to no known user", self.forum.title, stored.revision, error)
-            return self._carry(stored, [], text, revision)
+        return PageHistory(self.forum.site, self.forum.title).attribute(stored, text, revision, since)
 
-    def _attribute_from_history(self, text: str, revision: int, since: int | None) -> Attribution:
-        """At the first look: who added which line, from the page's history since the bot's own latest
-        revision (or its latest revisions).
-
-        Without it a signature typed into a question (a forged bot signature) would pass for a reply, and
-        a question asked while the bot was away would pass for backlog.
-        """
-        try:
-            revisions = latest_revisions(self.forum.site, self.forum.title, revision, since)
-        except pywikibot.exceptions.APIError as error:
-            log.warning("cannot read the history of %s (%s); signatures alone tell who wrote what",
-                        self.forum.title, error)
-            revisions = []
-        if not revisions:
-            return Attribution.first_look(revision, text)
-        oldest, newer = revisions[0], revisions[1:]
-        start = (Attribution.created(oldest.id, normalize_user(oldest.user), oldest.text) if oldest.creation
-                 else Attribution.first_look(oldest.id, oldest.text))
-        return self._carry(start, newer, text, revision)
-
-    @staticmethod
-    def _carry(current: Attribution, revisions: Iterable[Revision], text: str, revision: int) -> Attribution:
-        """*current* carried through *revisions* (oldest first) to *text*, the page as read at *revision*."""
-        for newer in revisions:
-            current = current.advance(newer.id, normalize_user(newer.user), newer.text)
-        if current.text != text or current.revision != revision:
-            current = current.advance(revision, "", text)
-        return current
+    @property
+    def planner(self) -> Planner:
+        """The planning rules, for this page and this bot, with the wiki's opt-out gate and the bot's own edits."""
+        return Planner(self.forum.title, self.bot, self.config, self.forum.refusal, self.forum.own_edits,
+                       self.previewed)
 
     def plan(self, text: str, sections: list[Section], revision: int, reading: Reading | None = None,
              backlog_until: int | None = None, attribution: Attribution | None = None) -> Plan:
-        """The tasks due on this page (*text*, at *revision*, whose lines *attribution* attributes), at most
-        ``max_sections_per_pass``, with skip rules applied, and the state changes decided with them: nothing
-        is written (:meth:`apply` writes them).  Sections new to the state that were added up to revision
-        *backlog_until* (or whose revision is not known) are backlog.
-
-        A question waiting for its answer whose section is gone because someone merged it into another thread
-        as a subsection is answered there, under its own key; the thread it went to takes it for no follow-up
-        of its own."""
-        page = self.forum.title
-        if refusal := self.forum.refusal(text, reading=reading):
-            log.info("%s: nothing on %s is answered", refusal, page)
-            return Plan([], [])
-        records = PlannedRecords(page, self.state.sections(page), self.config.retry_minutes * 60,
-                                 self.config.max_attempts)
-        seen: set[str] = set()  # the keys of the sections and follow-ups on the page now
-        on_page = {section.key for section in sections}
-        merged = self._merged_questions(records, text, sections, revision, reading, attribution, on_page)
-        claimed = [(view.start, view.end) for view in merged]
-        tasks: list[Task] = []
-        for section in sections:
-            seen.add(section.key)
-            try:
-                backlog = backlog_until is not None and section.origin <= backlog_until
-                task = self._task_for(records, section, backlog, seen, revision, on_page, claimed)
-            except Exception as error:  # one pathological section: recorded, the others go on
-                records.decide(Fail(section, f"{type(error).__name__}: {error}", error))
-                continue
-            if task is not None and task.key not in self.previewed:
-                tasks.append(task)
-        for view in merged:
-            seen.add(view.key)
-            try:
-                task = self._merged_task(records, view)
-            except Exception as error:
-                records.decide(Fail(view, f"{type(error).__name__}: {error}", error))
-                continue
-            if task is not None and task.key not in self.previewed:
-                tasks.append(task)
-        for record in records.sections():  # answered if they come back
-            if record.status in (SectionStatus.PENDING, SectionStatus.WAITING) and record.key not in seen:
-                records.decide(SetStatus(record.key, SectionStatus.GONE, "not on the page"))
-        # Replies the wiki refused before wait behind everything else: they cannot keep new questions waiting.
-        refused = {record.key for record in records.sections() if record.refused_revision is not None
-                   and record.status != SectionStatus.ANSWERED}
-        tasks.sort(key=lambda task: task.key in refused)
-        return Plan(tasks[:self.config.max_sections_per_pass], records.changes)
-
-    def _merged_questions(self, records: PlannedRecords, text: str, sections: list[Section], revision: int,
-                          reading: Reading | None, attribution: Attribution | None,
-                          on_page: set[str]) -> list[Section]:
-        """The subsections where questions still to answer went, each read under its record's key: the question
-        of a pending or waiting section no longer on the page, merged by someone into another thread
-        (:func:`bot.forum_decisions.merged_question`).  The page's subsections are read only when such a
-        record exists."""
-        waiting = [record for record in records.sections()
-                   if record.status in (SectionStatus.PENDING, SectionStatus.WAITING) and record.key not in on_page
-                   and not is_followup_key(record.key)]
-        if not waiting:
-            return []
-        subsections = parse_subsections(text, attribution, reading, sections)
-        mark_answered(subsections, self.bot, lambda: self.forum.own_edits(revision))
-        found: list[Section] = []
-        for record in waiting:
-            view = merged_question(sections, subsections, record.key, record.question)
-            if view is not None and all(view.start != other.start for other in found):
-                found.append(view)
-        return found
-
-    def _merged_task(self, records: PlannedRecords, view: Section) -> Task | None:
-        """The task of a question merged into another thread (*view*, the subsection it stands in, read under
-        its record's key), with the skip rules of any question; answered already there, it is recorded so."""
-        record = records.section(view.key)
-        if view.answered:
-            records.decide(AlreadyAnswered(view.key))
-            return None
-        reason = self.skip_reason(view)
-        if reason == "no signature yet":
-            if record.status != SectionStatus.WAITING:
-                records.decide(SetStatus(view.key, SectionStatus.WAITING, reason))
-            return None
-        if record.status == SectionStatus.WAITING:
-            records.decide(SetStatus(view.key, SectionStatus.PENDING))
-            record = records.section(view.key)
-        if reason:
-            records.decide(Skip(view.key, reason, view.heading))
-            return None
-        if record.next_attempt > time.time():
-            return None
-        return Task(view.key, view, TaskKind.TOO_LONG if len(view.opening) > MAX_REQUEST_CHARS else TaskKind.QUESTION)
-
-    def _task_for(self, records: PlannedRecords, section: Section, backlog: bool, seen: set[str], revision: int,
-                  on_page: set[str], claimed: Sequence[tuple[int, int]] = ()) -> Task | None:
-        bot = self.bot
-        record = records.section(section.key)
-        earlier = None
-        copy_of = None
-        if record is None:  # the same heading, opening and signature under another identity: its record follows
-            moved = records.adoptable(section.fingerprint, on_page)
-            if moved is not None:
-                records.decide(Adopt(section.heading, section.key, moved.key))
-                record = records.section(section.key)
-            else:  # a copy of a section still on the page: it takes that section's settled status
-                earlier = records.earlier(section.fingerprint)
-                copy_of = earlier.key if earlier is not None else None
-        if record is None:
-            status = (earlier.status if earlier is not None else SectionStatus.BACKLOG if backlog
-                      else SectionStatus.PENDING)
-            records.decide(AddRecord(section.key, section.heading, status, section.fingerprint, copy_of,
-                                     section.question))
-            record = records.section(section.key)
-        elif record.status in (SectionStatus.GONE, SectionStatus.WAITING) or (
-                record.status == SectionStatus.REFUSED and record.refused_revision != revision):
-            records.decide(SetStatus(section.key, SectionStatus.PENDING))
-            record = records.section(section.key)
-        if section.answered:
-            # Backlog stays backlog: its question was old.
-            if record.status not in (SectionStatus.ANSWERED, SectionStatus.BACKLOG):
-                records.decide(AlreadyAnswered(section.key))
-            read = records.read_for(section.replies[-1].owner) if section.replies else None
-            return self._followup_task(records, section, pending_followup(section, bot, read, claimed), seen,
-                                       revision)
-        if record.status in (SectionStatus.BACKLOG, SectionStatus.SKIPPED, SectionStatus.FAILED):
-            ping = ping_in(section, bot)
-            if ping is None:
-                return None
-            text = section.masked[ping.start - section.start:ping.end - section.start]
-            indent = len(text) - len(text.lstrip(":*#"))
-            return self._followup_task(records, section, FollowUp(ping.owner, ping.user, ping.start, ping.end,
-                                                                  min(indent + 1, MAX_DEPTH)), seen, revision,
-                                       TaskKind.PING)
-        if record.status == SectionStatus.DRAFTED and (settled := settled_by_asker(section)):
-            records.decide(DropDraft(section.key, section.heading, settled))  # nobody needs the waiting draft
-            return None
-        if record.status != SectionStatus.PENDING or record.next_attempt > time.time():
-            return None
-        reason = self.skip_reason(section)
-        if reason == "no signature yet":
-            records.decide(SetStatus(section.key, SectionStatus.WAITING, reason))
-            return None
-        if reason:
-            records.decide(Skip(section.key, reason, section.heading))
-            return None
-        kind = TaskKind.TOO_LONG if len(section.opening) > MAX_REQUEST_CHARS else TaskKind.QUESTION
-        return Task(section.key, section, kind)
-
-    def _followup_task(self, records: PlannedRecords, section: Section, followup: FollowUp | None, seen: set[str],
-                       revision: int, kind: TaskKind = TaskKind.FOLLOW_UP) -> Task | None:
-        """The task of answering *followup* (a comment under the bot's reply, or, as *kind* ``ping``, a ping of the
-        bot in a question it has not answered), if it is due."""
-        if followup is None:
-            return None
-        key = followup_key(section.key, followup.revision)
-        seen.add(key)
-        record = records.section(key)
-        if record is None:
-            records.decide(AddRecord(key, section.heading, SectionStatus.PENDING))
-            record = records.section(key)
-        elif record.status == SectionStatus.GONE or (record.status == SectionStatus.REFUSED
-                                                     and record.refused_revision != revision):
-            records.decide(SetStatus(key, SectionStatus.PENDING))
-            record = records.section(key)
-        if record.status != SectionStatus.PENDING or record.next_attempt > time.time():
-            return None
-        answered = max(records.answered_followups(section.key), len(section.replies) - 1)
-        if section.answered and answered >= self.config.max_followups:
-            records.decide(Skip(key, f"follow-up limit reached (max_followups = {self.config.max_followups})"))
-            return None
-        return Task(key, section, kind, followup)
+        """The tasks due on this page and the state changes decided with them (:meth:`bot.planner.Planner.plan`):
+        nothing is written (:meth:`apply` writes them)."""
+        return self.planner.plan(self.state.sections(self.forum.title), text, sections, revision, reading,
+                                 backlog_until, attribution)
 
     def apply(self, changes: list[Change]) -> None:
         """Write the state changes a plan decided (:meth:`plan`), in the order they were decided, with the log
@@ -452,28 +255,11 @@ class Watcher:
                                    section.question)
                     self._fail(Task(section.key, section, TaskKind.QUESTION), error)
 
-    def skip_reason(self, section: Section) -> str | None:
-        if not section.signatures:
-            return "no signature yet"
-        if section.author == self.bot and section.signatures[0].user == self.bot:  # not a question it put back
-            return "started by the bot"
-        if refusal := self.forum.refusal(section=section):
-            return refusal
-        if marked_resolved(section.text):
-            return "the section is marked resolved"
-        if settled := settled_by_asker(section):
-            return settled
-        if (self.config.skip_human_answered and len(section.opening) <= MAX_REQUEST_CHARS
-                and answered_by_human(section, self.bot)):
-            return "someone already posted a query in a reply"
-        return None
-
     def treat(self, section: Section) -> None:
         """Answer *section*'s question now (``--section``), under the same error boundary as a pass."""
         self.state.add(self.forum.title, section.key, section.heading, SectionStatus.PENDING, section.fingerprint,
                        section.question)
-        kind = TaskKind.TOO_LONG if len(section.opening) > MAX_REQUEST_CHARS else TaskKind.QUESTION
-        self.handle(Task(section.key, section, kind), None, None)
+        self.handle(Task(section.key, section, task_kind(section)), None, None)
 
     def handle(self, task: Task, attribution: Attribution | None, revision: int | None) -> bool:
         """Do one task under one error boundary: any failure is recorded and retried, never raised.
@@ -503,7 +289,7 @@ class Watcher:
 
     def _reply(self, task: Task, attribution: Attribution | None) -> None:
         page, section = self.forum.title, task.section
-        holds = "no_query"  # what the reply holds (bot.render.reply_kind)
+        holds = ReplyKind.NO_QUERY  # what the reply holds (bot.render.reply_kind)
         language = ""
         plain = None  # the reply in its plain form (bot.render.Markup), where the wiki refuses its templates
         addressed: tuple[str, ...] = ()  # whom the reply addresses: MediaWiki's check lets it link them
@@ -529,8 +315,8 @@ class Watcher:
             if result.stop_reason in SERVICE_FAILURES:
                 self._fail(task, f"{result.stop_reason}: {result.stop_message}", transient=True)
                 return
-            holds, language = reply_kind(result), result.language
-            if holds != "query" and not self.config.reply_without_answer:
+            holds, language = ReplyKind(reply_kind(result)), result.language
+            if holds != ReplyKind.QUERY and not self.config.reply_without_answer:
                 self.state.record_skipped(page, task.key,
                                           f"no query found ({result.stop_reason}); staying silent")
                 self.counter["no answer"] += 1
@@ -558,33 +344,35 @@ class Watcher:
                                         plain=plain)
         if outcome.markup == Markup.LINKS and plain is not None:
             reply = plain
-        if outcome.status == "posted":  # the answer covered the thread as the pass read it
-            self.state.record_answered(page, task.key, outcome.revision,
-                                       attribution.revision if attribution is not None else None)
-            self.counter["written"] += 1
-            if outcome.merged is not None and outcome.merged.within is not None:
-                record = self.state.section(page, task.key)
-                log.info("%r was merged into %r as a subsection (revision %d): answered there",
-                         record.heading if record is not None else section.heading, outcome.merged.within.heading,
-                         outcome.merged.origin)
-        elif outcome.status == "previewed":
-            form = (f" in its plain form (items as links, the query as a text block and a link), as MediaWiki's check "
-                    f"refuses its normal form: {outcome.why_plain}" if outcome.markup == Markup.LINKS else "")
-            self.show(f"--- reply to {section.heading!r}{form} (dry run: nothing was saved) ---\n{reply}\n"
-                      f"--- diff ---\n{outcome.diff}")
-            self.previewed.add(task.key)
-            self.counter["previewed"] += 1
-        elif outcome.status == "already-answered":
-            self.state.record_answered(page, task.key, None)
-            self.counter["already answered"] += 1
-        elif outcome.status == "section-gone":  # pending still: answered if it comes back
-            log.info("%r is no longer on the page", section.heading)
-            self.counter["section gone"] += 1
-        elif outcome.status == "opted-out":
-            self.state.record_skipped(page, task.key, "opted out")
-            self.counter["skipped"] += 1
-        else:
-            self._fail(task, f"not saved: {outcome.status}")
+        match outcome.status:
+            case PostStatus.POSTED:  # the answer covered the thread as the pass read it
+                self.state.record_answered(page, task.key, outcome.revision,
+                                           attribution.revision if attribution is not None else None)
+                self.counter["written"] += 1
+                if outcome.merged is not None and outcome.merged.within is not None:
+                    record = self.state.section(page, task.key)
+                    log.info("%r was merged into %r as a subsection (revision %d): answered there",
+                             record.heading if record is not None else section.heading,
+                             outcome.merged.within.heading, outcome.merged.origin)
+            case PostStatus.PREVIEWED:
+                form = (f" in its plain form (items as links, the query as a text block and a link), as MediaWiki's "
+                        f"check refuses its normal form: {outcome.why_plain}" if outcome.markup == Markup.LINKS
+                        else "")
+                self.show(f"--- reply to {section.heading!r}{form} (dry run: nothing was saved) ---\n{reply}\n"
+                          f"--- diff ---\n{outcome.diff}")
+                self.previewed.add(task.key)
+                self.counter["previewed"] += 1
+            case PostStatus.ALREADY_ANSWERED:
+                self.state.record_answered(page, task.key, None)
+                self.counter["already answered"] += 1
+            case PostStatus.SECTION_GONE:  # pending still: answered if it comes back
+                log.info("%r is no longer on the page", section.heading)
+                self.counter["section gone"] += 1
+            case PostStatus.OPTED_OUT:
+                self.state.record_skipped(page, task.key, "opted out")
+                self.counter["skipped"] += 1
+            case _:
+                self._fail(task, f"not saved: {outcome.status}")
 
     def _headers(self, result: AgentResult) -> dict[str, str]:
         """The labels, in the reply's language, of the properties and classes that may head the preview's columns;
@@ -639,15 +427,15 @@ class Watcher:
     def _previous(self, task: Task, name: str) -> str | None:
         """Field *name* (``final_sparql``, ``language``) of the bot's last stored answer in this section that has
         one."""
-        prefix = task.section.key + " / r"
         best: tuple[int, str] | None = None
         for record in self.state.sections(self.forum.title):
             if record.status != SectionStatus.ANSWERED or not record.trace or not record.trace.get(name):
                 continue
+            followup = FollowupKey.parse(record.key)
             if record.key == task.section.key:
                 order = 0
-            elif record.key.startswith(prefix) and record.key[len(prefix):].isdigit():
-                order = int(record.key[len(prefix):])
+            elif followup is not None and followup.section == task.section.key:
+                order = followup.revision
             else:
                 continue
             if best is None or order > best[0]:

@@ -62,6 +62,7 @@ import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 import pywikibot
 from pywikibot import textlib
@@ -92,10 +93,24 @@ class EmergencyStop(RuntimeError):
     """The stop page has text: the bot edits nothing until it is emptied."""
 
 
+class PostStatus(StrEnum):
+    """What became of a reply the watcher (or the review step) asked to post."""
+
+    #: Saved: the wiki reported the new revision.
+    POSTED = "posted"
+    #: A dry run: shown with its diff, nothing saved.
+    PREVIEWED = "previewed"
+    #: The bot's reply already stands in the section (a reply saved before the state recorded it).
+    ALREADY_ANSWERED = "already-answered"
+    #: ``{{bots}}``/``{{nobots}}`` keep the bot out of the page or the section.
+    OPTED_OUT = "opted-out"
+    #: The section is no longer on the page.
+    SECTION_GONE = "section-gone"
+
+
 @dataclass
 class PostOutcome:
-    #: posted | previewed | already-answered | opted-out | section-gone
-    status: str
+    status: PostStatus
     revision: int | None = None
     diff: str = ""
     #: The form of the reply posted (or previewed), and why it is the plain one ("" for the normal form).
@@ -391,7 +406,7 @@ class ForumPage:
         found = [section for section in parse_sections(text, reading=self.reading(text, revision))
                  if marker in section.text]
         if len(found) != 1:
-            return PostOutcome("section-gone")
+            return PostOutcome(PostStatus.SECTION_GONE)
         return self._post_reply(found[0].key, note, summary, None, again=True, retitle=retitle)
 
     def _retitled(self, checked: CheckedEdit, section: Section, retitle: tuple[str, str]) -> CheckedEdit:
@@ -422,16 +437,16 @@ class ForumPage:
                                   "the bot edits wikitext pages only")
             section = self.locate(old, key, attribution, self.reading(old, base), base, question)
             if section is None:
-                return PostOutcome("section-gone")
+                return PostOutcome(PostStatus.SECTION_GONE)
             merged = section if section.within is not None else None
             if merged is not None and merged.origin <= 0:  # merged since the revision read: found in *base*
                 merged = dataclasses.replace(merged, origin=base)
             if section.answered and not again:
-                return PostOutcome("already-answered")
+                return PostOutcome(PostStatus.ALREADY_ANSWERED)
             if again and reply.rsplit("~~~~", 1)[0].rstrip() in section.text:  # a save answered too late
-                return PostOutcome("already-answered")
+                return PostOutcome(PostStatus.ALREADY_ANSWERED)
             if self.refusal(old, section, self.reading(old, base)):
-                return PostOutcome("opted-out")
+                return PostOutcome(PostStatus.OPTED_OUT)
             # A dry run asks MediaWiki too (read-only): it shows what a live run would refuse.
             checked, diff, markup, why = self._checked_forms(old, base, section, reply, plain, addressed)
             if retitle is not None:
@@ -439,7 +454,7 @@ class ForumPage:
             if merged is not None:
                 summary = relinked(summary, section)
             if not self.writes:
-                return PostOutcome("previewed", diff=diff, markup=markup, why_plain=why, merged=merged)
+                return PostOutcome(PostStatus.PREVIEWED, diff=diff, markup=markup, why_plain=why, merged=merged)
             if self.stopped():
                 raise EmergencyStop(f"{self.stop_title} is not empty")
             # pywikibot's own {{bots}} check (run by the text setter and by save) parses the whole page, unbounded
@@ -458,7 +473,7 @@ class ForumPage:
                 meanwhile = saved_meanwhile(old, section)
                 if meanwhile is not None and checked.point <= meanwhile.read_end:
                     self._say_above(old, section, meanwhile)
-                return PostOutcome("posted", revision=revision, diff=diff, markup=markup, why_plain=why,
+                return PostOutcome(PostStatus.POSTED, revision=revision, diff=diff, markup=markup, why_plain=why,
                                    merged=merged)
         raise EditConflictError(self.page())
 
@@ -574,15 +589,15 @@ class ForumPage:
             old = page.get(force=True) if exists else ""
             base = page.latest_revision_id if exists else None
             if attempt and (stored := self._stored_before(old, section)) is not None:
-                return PostOutcome("posted", revision=stored)
+                return PostOutcome(PostStatus.POSTED, revision=stored)
             if self.refusal(old):
-                return PostOutcome("opted-out")
+                return PostOutcome(PostStatus.OPTED_OUT)
             text = ("\n" if old.strip() else "") + section
             diff = page_diff(self.title, old, old + "\n" + text)
             checked = checked_text(self.site, self.title, old, base, len(old), text, self.allowance(),
                                    added_sections=added)
             if not self.writes:
-                return PostOutcome("previewed", diff=diff)
+                return PostOutcome(PostStatus.PREVIEWED, diff=diff)
             if self.stopped():
                 raise EmergencyStop(f"{self.stop_title} is not empty")
             page._bot_may_edit = True  # the bounded check of the lead above decided, as for a reply
@@ -601,7 +616,7 @@ class ForumPage:
                 if saved["parentid"] != (base or 0):
                     continue  # someone saved in between: their edit is restored, try again
                 raise EditRefused(f"revision {revision} differs from what was sent; the bot's edit was undone")
-            return PostOutcome("posted", revision=revision, diff=diff)
+            return PostOutcome(PostStatus.POSTED, revision=revision, diff=diff)
         raise EditConflictError(self.page())
 
     def restore(self, base: int, text: str, summary: str) -> PostOutcome:
@@ -609,7 +624,7 @@ class ForumPage:
         draft's section on its review page, back as its trusted revisions left it); a page changed since
         *base* is not written (``conflict``: the next pass reads it again)."""
         if not self.writes:
-            return PostOutcome("previewed", diff=page_diff(self.title, self.page().get(force=True), text))
+            return PostOutcome(PostStatus.PREVIEWED, diff=page_diff(self.title, self.page().get(force=True), text))
         if self.stopped():
             raise EmergencyStop(f"{self.stop_title} is not empty")
         page = self.page()
@@ -623,7 +638,7 @@ class ForumPage:
                       basetimestamp=None, baserevid=base)
         except EditConflictError:
             return PostOutcome("conflict")
-        return PostOutcome("posted", revision=self._saved_revision(page, base))
+        return PostOutcome(PostStatus.POSTED, revision=self._saved_revision(page, base))
 
     def _saved_revision(self, page: pywikibot.Page, base: int | None) -> int:
         """The revision the save of *page* (built on *base*) stored: the bot's own, never someone else's.

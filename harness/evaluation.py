@@ -159,7 +159,7 @@ def with_gold_answers(examples: list[Example], kb: KnowledgeBase, out_dir: Path,
             record.update(answer=None, status="unreachable", message=str(error), retrieved_at=now())
         else:
             status = "cut" if result.truncated else result.status
-            record.update(answer=result.answer if status in ("ok", "empty") else None, status=status,
+            record.update(answer=result.answer if not result.truncated and result.status.ran else None, status=status,
                           message=result.message, retrieved_at=now())
         stored[example_key(example)] = record
         appender.write(record)

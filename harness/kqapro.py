@@ -210,7 +210,7 @@ def validate(examples: Iterable[Example], kb: LocalKB, progress: bool = True) ->
     for example in tqdm(pending, desc="gold queries", unit="query", disable=not progress):
         validity.checked += 1
         result = kb.execute(example.gold_sparql)
-        if result.status in ("ok", "empty"):
+        if result.status.ran:
             answer = result.boolean if result.boolean is not None else result.bindings
             reading = read_answer(example.gold_sparql, answer, result.variables, kb)
             found, why = reading.answer, reading.why

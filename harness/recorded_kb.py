@@ -26,18 +26,18 @@ from typing import Any
 
 import pyoxigraph
 
-from agent.graph import WIKIDATA
+from agent.graph import ENTITY_ID, WIKIDATA
 from agent.kb.base import (
-    Claim, Entry, PropertyExample, Qualifier, QueryResult, SearchHit, SearchResults, Value,
+    Claim, Entry, PropertyExample, Qualifier, QueryResult, QueryStatus, SearchHit, SearchResults, Value,
 )
 from agent.kb.dialect import PREFIXES
 from agent.kb.local.sparql import term_json
 from harness.query_parts import QueryParts, projected_variables, query_parts
 from agent.sparql_lexer import tokenize
 
-_HIT = re.compile(r"^(?P<label>.*) \((?P<id>[QP][0-9]+)\)(?::\s*(?P<description>.*))?$")
-_LABELLED = re.compile(r"^(?P<label>.*) \((?P<id>[QP][0-9]+)\)$")
-_QUOTED_LABEL = re.compile(r'"([^"\n]+?) \(([QP][0-9]+)\)"')
+_HIT = re.compile(r"^(?P<label>.*) \((?P<id>" + ENTITY_ID + r")\)(?::\s*(?P<description>.*))?$")
+_LABELLED = re.compile(r"^(?P<label>.*) \((?P<id>" + ENTITY_ID + r")\)$")
+_QUOTED_LABEL = re.compile(r'"([^"\n]+?) \((' + ENTITY_ID + r')\)"')
 _EMPTY = "Query returned empty result."
 _MALFORMED = re.compile(r"MalformedQueryException:\s*(.+)", re.DOTALL)
 
@@ -175,29 +175,30 @@ class RecordedKB:
         if generated is not None and generated.get("execution_status") == "ok":
             rows = generated.get("execution_result")
             if isinstance(rows, bool):
-                return QueryResult("ok", boolean=rows)
+                return QueryResult(QueryStatus.OK, boolean=rows)
             if rows:
                 variables = list(dict.fromkeys(name for row in rows for name in row))
-                return QueryResult("ok", variables=variables, bindings=rows)
+                return QueryResult(QueryStatus.OK, variables=variables, bindings=rows)
         recorded = self._recorded("execute_sparql", sparql)
         if recorded is None:
             if self.output and self.output.get("predicted_sparql") and same_query(sparql,
                                                                                  self.output["predicted_sparql"]):
                 return _rows(self.output.get("predicted_answer_tuple"))
-            return self._derived(sparql) or QueryResult("error", message="this query is not in the recorded run")
+            return self._derived(sparql) or QueryResult(QueryStatus.ERROR,
+                                                        message="this query is not in the recorded run")
         text = recorded.strip()
         if text in ("True", "False"):
-            return QueryResult("ok", boolean=text == "True")
+            return QueryResult(QueryStatus.OK, boolean=text == "True")
         malformed = _MALFORMED.search(text)
         if malformed:
-            return QueryResult("syntax_error", message=malformed.group(1).strip())
+            return QueryResult(QueryStatus.SYNTAX_ERROR, message=malformed.group(1).strip())
         if text == _EMPTY or not text:
-            return QueryResult("empty")
+            return QueryResult(QueryStatus.EMPTY)
         lines = text.splitlines()
         variables = lines[0].split()
         bindings = [{name: {"type": "literal", "value": cell} for name, cell in zip(variables, line.split())}
                     for line in lines[1:] if line.strip()]
-        return QueryResult("ok" if bindings else "empty", variables=variables, bindings=bindings)
+        return QueryResult(QueryStatus.OK if bindings else "empty", variables=variables, bindings=bindings)
 
     def _derived(self, sparql: str) -> QueryResult | None:
         """*sparql* evaluated over a known query's rows, when it shares its WHERE group and reads only its columns."""
@@ -220,11 +221,11 @@ class RecordedKB:
             except (SyntaxError, OSError, ValueError):
                 return None
             if isinstance(answer, pyoxigraph.QueryBoolean):
-                return QueryResult("ok", boolean=bool(answer))
+                return QueryResult(QueryStatus.OK, boolean=bool(answer))
             names = [variable.value for variable in answer.variables]
             bindings = [{name: term_json(solution[name]) for name in names if solution[name] is not None}
                         for solution in answer]
-            return QueryResult("ok" if bindings else "empty", variables=names, bindings=bindings)
+            return QueryResult(QueryStatus.OK if bindings else "empty", variables=names, bindings=bindings)
         return None
 
 
@@ -258,7 +259,8 @@ def _term(term: dict[str, Any] | None) -> str:
 
 def _rows(answer: list[dict[str, Any]] | bool | None) -> QueryResult:
     if isinstance(answer, bool):
-        return QueryResult("ok", boolean=answer)
+        return QueryResult(QueryStatus.OK, boolean=answer)
     if not answer:
-        return QueryResult("empty")
-    return QueryResult("ok", variables=list(dict.fromkeys(name for row in answer for name in row)), bindings=answer)
+        return QueryResult(QueryStatus.EMPTY)
+    return QueryResult(QueryStatus.OK, variables=list(dict.fromkeys(name for row in answer for name in row)),
+                       bindings=answer)

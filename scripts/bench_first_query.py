@@ -18,6 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from agent.kb.base import QueryStatus
 from agent.kb.local import LocalKB
 
 COUNT = "SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }"
@@ -44,15 +45,15 @@ def main(argv: list[str] | None = None) -> int:
             started = time.perf_counter()
             result = kb.execute(COUNT)
             first = time.perf_counter() - started
-            count = int(result.bindings[0]["n"]["value"]) if result.status == "ok" else None
+            count = int(result.bindings[0]["n"]["value"]) if result.status == QueryStatus.OK else None
             expected = expected or count
             rows.append((number, loaded, first, result.status, count, result.message))
         kb.close()
     print(f"{'round':>5} {'load s':>8} {'first query s':>14} {'status':>8} {'triples seen':>13}")
     for number, loaded, first, status, count, message in rows:
         print(f"{number:>5} {loaded:8.2f} {first:14.2f} {status:>8} {count if count is not None else '-':>13}"
-              + (f"  {message}" if status != "ok" else ""))
-    good = [row for row in rows if row[3] == "ok" and row[4] == expected]
+              + (f"  {message}" if status != QueryStatus.OK else ""))
+    good = [row for row in rows if row[3] == QueryStatus.OK and row[4] == expected]
     firsts = [row[2] for row in rows]
     print(f"{len(good)} of {len(rows)} first queries saw all {expected} triples; first query median "
           f"{statistics.median(firsts):.2f} s, max {max(firsts):.2f} s")

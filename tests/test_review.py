@@ -664,3 +664,18 @@ def test_a_draft_whose_question_left_the_page_is_dropped_and_drafted_anew_if_it_
     mediawiki.edit_as_human(forum, asked, "moved back")
     review.run()
     assert "== Draft 2: Euler (waiting) ==" in review.text()
+
+
+def test_an_approval_below_a_line_that_only_looks_like_a_heading_counts_and_one_below_a_real_heading_does_not():
+    from bot.review import Origin, draft_section, read_draft
+
+    origin = Origin("Wikidata:Request a query", "Euler", "f", "question", "d", "summary")
+    section = draft_section(3, "Wikidata:Request a query", "Euler", "Here is a query. ~~~~", origin)
+    approved = f"Before: {{{{approved}}}} {signature('Rita')}"
+    # Lines MediaWiki reads as no heading: an arrow, an unclosed one, one in a template call or a comment.
+    page = (f"Intro.\n\n{section}\n==> I checked the query\n== not closed\n{{{{note|\n== in a call ==\n}}}}\n"
+            f"<!--\n== in a comment ==\n-->\n{approved}\n")
+    assert read_draft(page, 3).marks["approved"] == 1
+
+    page = f"Intro.\n\n{section}\n== Another thread ==\n{approved}\n"
+    assert read_draft(page, 3).marks["approved"] == 0

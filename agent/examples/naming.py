@@ -50,7 +50,7 @@ def name_properties(store: ExampleStore, kb: KnowledgeBase, languages: tuple[str
         except KBUnavailable as error:
             report.failed.append(f"{batch[0]}…{batch[-1]}: {error}")
             continue
-        if result.status not in ("ok", "empty"):
+        if not result.status.ran:
             report.failed.append(f"{batch[0]}…{batch[-1]}: {result.status} {result.message[:200]}")
             continue
         names: dict[str, list[str]] = {}

@@ -11,11 +11,12 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from agent.graph import ANY_ID_RE, ITEM_ID_RE, PROPERTY_ID_RE
 from agent.kb.dialect import PREFIXES
 from agent.observations import shorten_iri
 from agent.sparql_lexer import Token, tokenize
 
-_PROPERTY = re.compile(r"P[1-9][0-9]*")
+_PROPERTY = PROPERTY_ID_RE
 #: Punctuation a space next to adds nothing for a reader (a dot keeps the space after it: ``wd:Q5.x`` would be
 #: one name).
 _TIGHT = frozenset("{}(),;")
@@ -68,7 +69,7 @@ def _spelt(token: Token) -> str:
     if token.kind != "iri":
         return token.text
     short = shorten_iri(token.text[1:-1])
-    if _PROPERTY.fullmatch(short) or re.fullmatch(r"Q[1-9][0-9]*", short):
+    if _PROPERTY.fullmatch(short) or ITEM_ID_RE.fullmatch(short):
         short = f"wd:{short}"
     if short == token.text[1:-1] or [(other.kind, other.text) for other in tokenize(short)] != [("pname", short)]:
         return token.text
@@ -123,7 +124,7 @@ def shorten_text(text: str, limit: int) -> str:
 
 #: What a Wikidata name must look like after each prefix (an item, property, lexeme or media file after ``wd:``;
 #: a property after the prefixes of statements, qualifiers, references and direct claims).
-_ENTITY = re.compile(r"(?:[QPLM][1-9][0-9]*|L[1-9][0-9]*-[FS][1-9][0-9]*)")
+_ENTITY = ANY_ID_RE
 _ID_SHAPES: dict[str, re.Pattern[str]] = {
     PREFIXES["wd"]: _ENTITY,
     **{PREFIXES[prefix]: _PROPERTY for prefix in ("wdt", "wdtn", "wdno", "p", "ps", "psv", "psn", "pq", "pqv", "pqn",

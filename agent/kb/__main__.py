@@ -16,7 +16,7 @@ import sys
 
 from agent.cli import program_name
 from agent.graph import ProfileError, load_graph, profile_names
-from agent.kb.base import KnowledgeBase
+from agent.kb.base import KnowledgeBase, QueryStatus
 from agent.kb.dialect import DIALECTS
 from agent.kb.live import LiveWikidata, WikidataConfig
 from agent.kb.local import LoadError, LocalKB, OtherGraph, StoreInUse
@@ -113,11 +113,11 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps({"head": {}, "boolean": result.boolean}))
         else:
             print(json.dumps({"head": {"vars": result.variables}, "results": {"bindings": result.bindings}}))
-    elif result.status == "ok" and result.boolean is None:
+    elif result.status == QueryStatus.OK and result.boolean is None:
         print(format_table(result.variables, result.bindings, head=len(result.bindings), tail=0, shown=result.shown))
     else:
         print(format_query_result(result))
-    return 0 if result.status in ("ok", "empty") else 1
+    return 0 if result.status.ran else 1
 
 
 if __name__ == "__main__":

@@ -16,11 +16,26 @@ which ends the run instead of being shown to the model as if it were data.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Literal, Protocol, runtime_checkable
+from enum import StrEnum
+from typing import Protocol, runtime_checkable
 
 from agent.graph import GraphProfile
 
-QueryStatus = Literal["ok", "empty", "syntax_error", "timeout", "error"]
+
+class QueryStatus(StrEnum):
+    """What a query did; stored (traces, run records) as its value."""
+
+    OK = "ok"
+    EMPTY = "empty"
+    SYNTAX_ERROR = "syntax_error"
+    TIMEOUT = "timeout"
+    ERROR = "error"
+
+    @property
+    def ran(self) -> bool:
+        """The query ran to its end: it has an answer, rows or none."""
+        return self in (QueryStatus.OK, QueryStatus.EMPTY)
+
 
 #: A SPARQL JSON term: ``{"type": "uri", "value": ...}``, with optional
 #: ``xml:lang`` or ``datatype`` keys, exactly as the query service sends it.
@@ -125,10 +140,13 @@ class QueryResult:
     #: busy (HTTP 429); QLever answered:"); "" otherwise.
     fallback: str = ""
 
+    def __post_init__(self) -> None:
+        self.status = QueryStatus(self.status)  # a bad status is an error here, not a surprise later
+
     @property
     def answer(self) -> list[Binding] | bool | None:
         """Rows of a SELECT, the boolean of an ASK, or ``None`` when the query failed."""
-        if self.status not in ("ok", "empty"):
+        if not self.status.ran:
             return None
         if self.boolean is not None:
             return self.boolean

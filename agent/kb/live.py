@@ -23,7 +23,8 @@ import requests
 
 from agent.graph import WIKIDATA
 from agent.kb.base import (
-    Claim, Entry, KBUnavailable, PropertyExample, Qualifier, QueryResult, SearchHit, SearchResults, Value,
+    Claim, Entry, KBUnavailable, PropertyExample, Qualifier, QueryResult, QueryStatus, SearchHit, SearchResults,
+    Value,
 )
 from agent.kb.cache import CachedResponse, ResponseCache
 from agent.kb.dialect import DIALECTS, ENTITY, Unsupported, prepare
@@ -271,7 +272,7 @@ class LiveWikidata:
         else:
             unavailable = None
         if attempt.outcome not in (EngineOutcome.BUSY, EngineOutcome.TIMEOUT) or len(self.engines) == 1:
-            return attempt.result or QueryResult(status="error", message=attempt.reason)
+            return attempt.result or QueryResult(status=QueryStatus.ERROR, message=attempt.reason)
         tried = [attempt.reason]
         for engine in self.engines[1:]:
             try:
@@ -292,10 +293,10 @@ class LiveWikidata:
         try:
             prepared = prepare(sparql, engine.dialect, self.config.language)
         except Unsupported as error:
-            result = QueryResult(status="error", message=str(error), engine=engine.key)
+            result = QueryResult(status=QueryStatus.ERROR, message=str(error), engine=engine.key)
             return Attempt(EngineOutcome.UNSUPPORTED, result, unsupported_reason(engine, error))
         except SyntaxError as error:
-            return Attempt(EngineOutcome.FAILED, QueryResult(status="syntax_error", message=str(error),
+            return Attempt(EngineOutcome.FAILED, QueryResult(status=QueryStatus.SYNTAX_ERROR, message=str(error),
                                                              engine=engine.key), f"{engine.name}: {error}")
         try:
             with _query_lock(engine.endpoint):
@@ -305,12 +306,12 @@ class LiveWikidata:
                     timeout=timeout, max_bytes=self.config.max_response_bytes,
                     keep=lambda text: not cut_by_timeout(text))
         except requests.Timeout:
-            return Attempt(EngineOutcome.TIMEOUT, QueryResult(status="timeout", engine=engine.key,
+            return Attempt(EngineOutcome.TIMEOUT, QueryResult(status=QueryStatus.TIMEOUT, engine=engine.key,
                                                               message=f"no answer within {timeout:g} seconds"),
                            f"{engine.name} gave no answer within {timeout:g} seconds")
         except EngineBusy as busy:
             if _says_timeout(busy.text):  # QLever answers a query that ran out of time with 429
-                return Attempt(EngineOutcome.TIMEOUT, QueryResult(status="timeout", engine=engine.key,
+                return Attempt(EngineOutcome.TIMEOUT, QueryResult(status=QueryStatus.TIMEOUT, engine=engine.key,
                                                                   message=_error_line(busy.text)),
                                f"{engine.name} stopped the query at its time limit")
             raise
@@ -413,25 +414,25 @@ def classify_response(engine: Engine, response: CachedResponse) -> Attempt:
     exception = _json_error(text)
     if status == 200:
         result = parse_sparql_json(text, truncated=response.truncated)
-        if result.status == "timeout":
+        if result.status == QueryStatus.TIMEOUT:
             return Attempt(EngineOutcome.TIMEOUT, replace(result, engine=engine.key),
                            f"{engine.name} stopped the query at its time limit")
-        if result.status == "error" and _MAINTENANCE.search(text):
+        if result.status == QueryStatus.ERROR and _MAINTENANCE.search(text):
             return Attempt(EngineOutcome.BUSY, replace(result, engine=engine.key),
                            f"{engine.name} was down for maintenance")
-        outcome = EngineOutcome.ANSWERED if result.status in ("ok", "empty") else EngineOutcome.FAILED
+        outcome = EngineOutcome.ANSWERED if result.status.ran else EngineOutcome.FAILED
         return Attempt(outcome, replace(result, engine=engine.key), "" if outcome is EngineOutcome.ANSWERED
                        else f"{engine.name}: {' '.join(result.message.split())[:300]}")
     if exception is not None:
         if _says_timeout(exception):
-            result = QueryResult(status="timeout", message=_error_line(text), engine=engine.key)
+            result = QueryResult(status=QueryStatus.TIMEOUT, message=_error_line(text), engine=engine.key)
             return Attempt(EngineOutcome.TIMEOUT, result, f"{engine.name} stopped the query at its time limit")
-        result = QueryResult(status="syntax_error" if status == 400 else "error", engine=engine.key,
+        result = QueryResult(status=QueryStatus.SYNTAX_ERROR if status == 400 else "error", engine=engine.key,
                              message=exception.strip()[:MAX_MESSAGE_CHARS] or f"HTTP {status}")
         outcome = EngineOutcome.UNSUPPORTED if "not supported" in exception.lower() else EngineOutcome.FAILED
         return Attempt(outcome, result, f"{engine.name}: {_error_line(text)}")
     if status in (502, 503, 504):
-        result = QueryResult(status="error", engine=engine.key,
+        result = QueryResult(status=QueryStatus.ERROR, engine=engine.key,
                              message=f"the query service failed (HTTP {status}, also on retrying); try a lighter query")
         if status == 503 or _MAINTENANCE.search(text):
             reason = (f"{engine.name} was down for maintenance" if _MAINTENANCE.search(text)
@@ -441,9 +442,9 @@ def classify_response(engine: Engine, response: CachedResponse) -> Attempt:
             return Attempt(EngineOutcome.TIMEOUT, result, f"{engine.name} gave no answer in time (HTTP 504)")
         return Attempt(EngineOutcome.FAILED, result, f"{engine.name} failed (HTTP {status})")
     result = replace(classify_error(status, text), engine=engine.key)
-    if result.status == "timeout":
+    if result.status == QueryStatus.TIMEOUT:
         return Attempt(EngineOutcome.TIMEOUT, result, f"{engine.name} stopped the query at its time limit")
-    if _MAINTENANCE.search(text) and result.status != "syntax_error":
+    if _MAINTENANCE.search(text) and result.status != QueryStatus.SYNTAX_ERROR:
         return Attempt(EngineOutcome.BUSY, result, f"{engine.name} was down for maintenance")
     return Attempt(EngineOutcome.FAILED, result, f"{engine.name}: {_error_line(result.message) or f'HTTP {status}'}")
 
@@ -460,23 +461,25 @@ def parse_sparql_json(text: str, truncated: bool = False) -> QueryResult:
     """
     if cut_by_timeout(text):
         variables, bindings = _complete_rows(text)
-        return QueryResult(status="timeout", variables=variables, bindings=bindings, truncated=True,
+        return QueryResult(status=QueryStatus.TIMEOUT, variables=variables, bindings=bindings, truncated=True,
                            message=f"the query service stopped the query at its time limit after "
                                    f"{len(bindings)} complete rows")
     if truncated:
         variables, bindings = _complete_rows(text)
-        return QueryResult(status="ok" if any(bindings) else "empty", variables=variables, bindings=bindings,
+        return QueryResult(status=QueryStatus.OK if any(bindings) else QueryStatus.EMPTY, variables=variables,
+                           bindings=bindings,
                            truncated=True, message=f"the response exceeded the size limit; "
                                                    f"the first {len(bindings)} rows are kept")
     try:
         data = json.loads(text)
     except ValueError as error:
-        return QueryResult(status="error", message=f"the endpoint did not answer SPARQL JSON: {error}")
+        return QueryResult(status=QueryStatus.ERROR, message=f"the endpoint did not answer SPARQL JSON: {error}")
     if "boolean" in data:
-        return QueryResult(status="ok", boolean=bool(data["boolean"]))
+        return QueryResult(status=QueryStatus.OK, boolean=bool(data["boolean"]))
     variables = data.get("head", {}).get("vars", [])
     bindings = _well_formed_rows(data.get("results", {}).get("bindings", []))
-    return QueryResult(status="ok" if any(bindings) else "empty", variables=variables, bindings=bindings)
+    return QueryResult(status=QueryStatus.OK if any(bindings) else QueryStatus.EMPTY, variables=variables,
+                       bindings=bindings)
 
 
 def _well_formed_rows(bindings: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -529,10 +532,10 @@ def classify_error(status: int, text: str) -> QueryResult:
     echo of the query (``SPARQL-QUERY: queryStr=...``), which can span many lines.
     """
     if any(marker in text for marker in _TIMEOUT_MARKERS):
-        return QueryResult(status="timeout", message="the query service stopped the query at its time limit")
+        return QueryResult(status=QueryStatus.TIMEOUT, message="the query service stopped the query at its time limit")
     malformed = _MALFORMED.search(text)
     if malformed:
-        return QueryResult(status="syntax_error", message=malformed.group(1).strip()[:MAX_MESSAGE_CHARS])
+        return QueryResult(status=QueryStatus.SYNTAX_ERROR, message=malformed.group(1).strip()[:MAX_MESSAGE_CHARS])
     exception = _EXCEPTION.search(text)
     if exception:
         line = exception.group(0).strip()
@@ -542,8 +545,9 @@ def classify_error(status: int, text: str) -> QueryResult:
         message = next((line.strip() for line in text.splitlines()
                         if line.strip() and not line.startswith("SPARQL-QUERY:")), "")
     if status == 400:
-        return QueryResult(status="syntax_error", message=message[:MAX_MESSAGE_CHARS] or "the query was refused")
-    return QueryResult(status="error", message=f"HTTP {status}: {message[:MAX_MESSAGE_CHARS]}")
+        return QueryResult(status=QueryStatus.SYNTAX_ERROR,
+                           message=message[:MAX_MESSAGE_CHARS] or "the query was refused")
+    return QueryResult(status=QueryStatus.ERROR, message=f"HTTP {status}: {message[:MAX_MESSAGE_CHARS]}")
 
 
 # -- Wikidata JSON values -------------------------------------------------------------------

@@ -47,7 +47,7 @@ from urllib.parse import quote
 
 import pyoxigraph as ox
 
-from agent.graph import WIKIDATA, GraphProfile, unescape_local
+from agent.graph import ENTITY_ID, ITEM_ID, PAGE_ID_RE, WIKIDATA, GraphProfile, unescape_local
 from agent.kb.dialect import PREFIXES
 from agent.kb.local.batches import Batch, Fact, LoadError, iri, literal
 from agent.kb.local.kqapro import kqapro_batches
@@ -81,7 +81,6 @@ DATATYPES = {
 FACT_PREDICATES = {RDFS_LABEL: "label", SCHEMA_DESCRIPTION: "description", SKOS_ALT: "alias",
                    WIKIBASE + "propertyType": "type", WIKIBASE + "sitelinks": "sitelinks", PAGERANK: "pagerank"}
 BATCH_TRIPLES = 50_000
-_ENTITY_ID = re.compile(r"^[QPL][1-9][0-9]*$")
 #: Sites whose host is not ``<language>.<family>.org``.
 _SPECIAL_SITES = {"commonswiki": "commons.wikimedia.org", "wikidatawiki": "www.wikidata.org",
                   "specieswiki": "species.wikimedia.org", "metawiki": "meta.wikimedia.org",
@@ -506,7 +505,8 @@ def entity_lines(entity: dict[str, Any], out: list[str], facts: list[Fact]) -> N
 # -- KGTK ------------------------------------------------------------------------------------------
 
 _NAME_LABELS = {"labels": "label", "aliases": "alias", "descriptions": "description"}
-_QUANTITY = re.compile(r"^([+-]?[0-9.]+(?:e[+-]?[0-9]+)?)(?:\[([^,\]]*),([^\]]*)\])?(Q[0-9]+)?$", re.IGNORECASE)
+_QUANTITY = re.compile(r"^([+-]?[0-9.]+(?:e[+-]?[0-9]+)?)(?:\[([^,\]]*),([^\]]*)\])?(" + ITEM_ID + ")?$",
+                       re.IGNORECASE)
 _RANKS = {"normal": "Normal", "preferred": "Preferred", "deprecated": "Deprecated"}
 
 
@@ -544,7 +544,7 @@ def kgtk_value(value: str, datatype: str, out: list[str]) -> tuple[str, str | No
         latitude, longitude = value[1:].split("/")[:2]
         node = _value_node("globecoordinate", {"latitude": latitude, "longitude": longitude}, out)
         return literal(f"Point({longitude} {latitude})", datatype=GEO_WKT), node
-    if _ENTITY_ID.match(value):
+    if PAGE_ID_RE.fullmatch(value):
         return iri(WD + value), None
     quantity = _QUANTITY.match(value)
     if quantity:
@@ -598,10 +598,10 @@ def _kgtk_row(path: Path, number: int, subject: str, label: str, value: str, fie
               columns: tuple[int | None, int | None, int | None], seen_properties: set[str], batch: Batch) -> None:
     id_column, rank_column, type_column = columns
     out = batch.lines
-    if _ENTITY_ID.match(subject):
+    if PAGE_ID_RE.fullmatch(subject):
         node = iri(WD + subject)
         on_statement = False
-    elif re.match(r"^[QP][0-9]+-", subject):  # a claim id: qualifiers go on its statement node
+    elif re.match(ENTITY_ID + "-", subject):  # a claim id: qualifiers go on its statement node
         node = iri(WDS + subject)
         on_statement = True
     else:
@@ -621,7 +621,7 @@ def _kgtk_row(path: Path, number: int, subject: str, label: str, value: str, fie
         out.append(f"{node} <{PAGERANK}> {_typed(value, 'double')} .\n")
         batch.facts.append((subject, "pagerank", value, ""))
         return
-    if not _ENTITY_ID.match(label):
+    if not PAGE_ID_RE.fullmatch(label):
         return
     term = kgtk_value(value, _column(fields, type_column), out)
     if term is None:

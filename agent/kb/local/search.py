@@ -19,7 +19,7 @@ import unicodedata
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from agent.graph import WIKIDATA, Names
+from agent.graph import PAGE_ID_RE, WIKIDATA, Names
 from agent.kb.base import SearchHit
 from agent.kb.local.loaders import DATATYPES, Fact
 
@@ -38,7 +38,6 @@ CREATE INDEX IF NOT EXISTS words_by_word ON words (word);
 CREATE INDEX IF NOT EXISTS words_by_id ON words (id);
 CREATE TABLE IF NOT EXISTS loads (generation INTEGER PRIMARY KEY, file TEXT NOT NULL);
 """
-_ENTITY = re.compile(r"^[QPL][1-9][0-9]*$")
 #: The rank of no text at all: any text replaces it.
 NO_RANK = 2147483647
 #: Columns an index written before texts were ranked lacks (filled in when it is opened for writing).
@@ -59,7 +58,7 @@ def _words(text: str) -> set[str]:
 
 def wikidata_kind(entity_id: str) -> str | None:
     """A Wikidata ID's kind by its letter; ``None`` for what is no entity (forms, statements)."""
-    if not _ENTITY.match(entity_id):
+    if not PAGE_ID_RE.fullmatch(entity_id):
         return None
     return {"P": "property", "L": "lexeme"}.get(entity_id[0], "item")
 

@@ -35,7 +35,7 @@ from urllib.parse import unquote
 
 import pyoxigraph as ox
 
-from agent.kb.base import QueryResult
+from agent.kb.base import QueryResult, QueryStatus
 from agent.kb.dialect import PREFIXES, Unsupported, emulate_wdqs, integer_casts, masked
 from agent.sparql_lexer import Token, tokenize
 
@@ -322,18 +322,18 @@ class QueryEngine:
             if self._process is None or not self._process.is_alive():
                 failure = self._start()
                 if failure:
-                    return QueryResult(status="error", message=failure)
+                    return QueryResult(status=QueryStatus.ERROR, message=failure)
             try:
                 self._connection.send(sparql)
             except OSError:
-                return QueryResult(status="error", message=self._ended())
+                return QueryResult(status=QueryStatus.ERROR, message=self._ended())
             if not self._connection.poll(timeout):
                 self.restart()
-                return QueryResult(status="timeout", message=f"stopped after {timeout:g} seconds")
+                return QueryResult(status=QueryStatus.TIMEOUT, message=f"stopped after {timeout:g} seconds")
             try:
                 outcome = self._connection.recv()
             except (EOFError, OSError):  # the worker died mid-query: killed, or out of memory
-                return QueryResult(status="error", message=self._ended())
+                return QueryResult(status=QueryStatus.ERROR, message=self._ended())
         return QueryResult(**outcome)
 
     def _ended(self) -> str:
