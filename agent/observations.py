@@ -17,6 +17,7 @@ import json
 import re
 from typing import Any
 
+from agent.graph import ENTITY_ID, PROPERTY_ID
 from agent.kb.dialect import ENTITY, PREFIXES
 from agent.kb.base import Entry, PropertyExample, Qualifier, QueryResult, QueryStatus, SearchResults, Term, Value
 from agent.trace import Example, Named, Seen
@@ -228,7 +229,7 @@ def observe_missing(entity: str, kind: str) -> tuple[str, Seen]:
     return f"No {kind} {entity} exists.", Seen(entity=Named(entity), missing=True)
 
 
-_ID = re.compile(r"\(([QP][1-9][0-9]*)\)")
+_ID = re.compile(rf"\(({ENTITY_ID})\)")
 
 
 def shrink_search(observation: str, later: str) -> str:
@@ -282,8 +283,8 @@ def cut_entry(body: str) -> str:
         return body[:CUT_CHARS]
 
     def property_number(key: str) -> int:
-        match = re.search(r"\(P([0-9]+)\)$", key)
-        return int(match.group(1)) if match else 0
+        match = re.search(rf"\(({PROPERTY_ID})\)$", key)
+        return int(match.group(1)[1:]) if match else 0
 
     cut: dict[str, Any] = {}
     for key in sorted(edges, key=property_number):

@@ -32,6 +32,7 @@ from enum import StrEnum
 
 import jinja2
 
+from agent.graph import ITEM_ID, PROPERTY_ID
 from agent.kb.base import Binding
 from agent.kb.local.search import fold
 from agent.observations import XSD, shorten_iri
@@ -67,9 +68,9 @@ NUMBERS = frozenset(XSD + name for name in ("decimal", "integer", "double", "flo
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _UNITS = {"km2": "km²", "m2": "m²", "m3": "m³", "km3": "km³"}
 #: A variable that is the value of a property in a query: ``wdt:P1082 ?population`` (the ID, the name).
-_OBJECT_OF = re.compile(r"\b(?:wdt|ps|p):(P[1-9]\d*)\s+\?(\w+)\b")
+_OBJECT_OF = re.compile(rf"\b(?:wdt|ps|p):({PROPERTY_ID})\s+\?(\w+)\b")
 #: ``?river wdt:P31 wd:Q4022`` (or ``wdt:P31/wdt:P279*``): the variable's items are instances of that class.
-_INSTANCE_OF = re.compile(r"\?(\w+)\s+wdt:P31(?:/wdt:P279\*)?\s+wd:(Q[1-9]\d*)\b")
+_INSTANCE_OF = re.compile(rf"\?(\w+)\s+wdt:P31(?:/wdt:P279\*)?\s+wd:({ITEM_ID})\b")
 _SENTENCE_END = re.compile(r"[.!?…](?=\s|$)")
 #: Where one sentence ends and the next starts: a full stop, question or exclamation mark, then a space and a
 #: capital, a digit or an opening quote (an abbreviation such as "e.g. the" stays inside its sentence).

@@ -12,11 +12,10 @@ text, never as markup.
 from __future__ import annotations
 
 import logging
-import re
 from typing import Any
 
 from agent import AgentResult, Step
-from agent.graph import GraphProfile
+from agent.graph import ENTITY_ID_RE, GraphProfile
 from agent.kb.base import Binding, KnowledgeBase
 from agent.kb.engines import CrossCheck, EngineOutcome
 from agent.observations import format_term
@@ -37,7 +36,7 @@ PREVIEW_ROWS = 20
 #: IDs whose labels are looked up for one table (one lookup).
 LABELLED_IDS = 50
 #: An item or property ID as a query's cell shows it: these get their label beside them.
-_ENTITY = re.compile(r"[QP][1-9][0-9]*")
+_ENTITY = ENTITY_ID_RE
 
 #: What the page says when a run ends without a query, by the run's ending.
 NO_QUERY = {
