@@ -19,7 +19,7 @@ import pytest
 from agent.kb.engines import CrossCheck, DataDate, Engine, EngineOutcome, EngineRun
 from agent.trace import AgentResult, Step, Usage
 from bot.config import BotConfig
-from bot.engines_line import REASON_CHARS, safe_url, written_date
+from agent.engines_text import REASON_CHARS, safe_url, written_date
 from agent.messages import MESSAGES
 from bot.render import Markup, render_reply
 from bot.wikitext import QUERY_SERVICE, clean
