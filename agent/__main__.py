@@ -19,7 +19,7 @@ from pathlib import Path
 
 from agent import Agent, AgentConfig
 from agent.kb import open_kb
-from agent.cli import program_name, protocol_line
+from agent.cli import add_engine_options, program_name, protocol_line
 from agent.kb.engines import CrossCheck, EngineOutcome
 from agent.kb.live import WikidataConfig, read_days
 from agent.llm import ChatModel, LLMConfig, LLMConfigurationError
@@ -55,12 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-seconds", type=float, metavar="SECONDS",
                         help="seconds the whole run may take, its model calls and the end-of-run extraction "
                              "included (default: no limit but the steps')")
-    parser.add_argument("--engines", metavar="LIST",
-                        help="where the final query runs, the main engine first (it answers the agent; when busy "
-                             "or too slow, the next does): wdqs, qlever, or KEY=ENDPOINT [DIALECT [TRY_URL]], "
-                             "comma-separated (default: WIKIDATA_ENGINES, else 'wdqs, qlever')")
-    parser.add_argument("--stale-after-days", metavar="DAYS",
-                        help="days after which an engine's data is named stale (default: 2; 0: never)")
+    add_engine_options(parser)
     parser.add_argument("--contact", help="contact for the User-Agent (default: SPINACH_CONTACT)")
     parser.add_argument("--answer-guaranteed", action="store_true",
                         help="tell the model an answer exists in Wikidata (as in benchmarks)")

@@ -8,6 +8,7 @@ show ``run.py`` or ``__main__.py``.
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from collections.abc import Iterator
@@ -19,6 +20,17 @@ if TYPE_CHECKING:
 
 #: The packages the ``[eval]`` extra adds to the plain install (``setup.cfg``).
 EVAL_PACKAGES = frozenset({"scipy", "matplotlib"})
+
+
+def add_engine_options(parser: argparse.ArgumentParser, whose: str = "") -> None:
+    """``--engines`` and ``--stale-after-days``: where a final query runs and when an engine's data is old, as
+    every command that runs the agent on live Wikidata takes them (*whose*: what they configure, for the help)."""
+    parser.add_argument("--engines", metavar="LIST",
+                        help=f"{whose}where the final query runs, the main engine first (it answers the agent; "
+                             "when busy or too slow, the next does): wdqs, qlever, or KEY=ENDPOINT "
+                             "[DIALECT [TRY_URL]], comma-separated (default: WIKIDATA_ENGINES, else 'wdqs, qlever')")
+    parser.add_argument("--stale-after-days", metavar="DAYS",
+                        help="days after which an engine's data is named stale (default: 2; 0: never)")
 
 
 def program_name(module: str) -> str:

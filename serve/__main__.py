@@ -35,7 +35,7 @@ import sqlite3
 import sys
 from collections.abc import MutableMapping
 
-from agent.cli import program_name
+from agent.cli import add_engine_options, program_name
 from agent.graph import DIALECTS
 from agent.kb.engines import parse_engines
 from agent.kb.live import read_days
@@ -92,12 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="log a line for every HTTP request (by default the log holds the service's own lines)")
     parser.add_argument("--llm-timeout", type=float, metavar="SECONDS",
                         help="seconds one model reply may take (default: 60)")
-    parser.add_argument("--engines", metavar="LIST",
-                        help="live Wikidata's engines, where each final query runs, the main one first (it answers "
-                             "the agent; when busy or too slow, the next does): wdqs, qlever, or KEY=ENDPOINT "
-                             "[DIALECT [TRY_URL]], comma-separated (default: WIKIDATA_ENGINES, else 'wdqs, qlever')")
-    parser.add_argument("--stale-after-days", metavar="DAYS",
-                        help="days after which an engine's data is named stale (default: 2; 0: never)")
+    add_engine_options(parser, "live Wikidata's engines: ")
     return parser
 
 
