@@ -875,3 +875,26 @@ def test_a_search_held_past_the_runs_time_is_cut_at_its_end(llm_server, wikidata
         step.observation
     assert result.stop_reason == "time_limit" and result.stop_message.startswith("the run's 3 s are spent (")
     assert len(server.requests) == 1  # nothing sent once the time was spent
+
+
+def test_a_search_the_wiki_does_not_answer_in_time_ends_the_run_as_a_knowledge_base_error(llm_server,
+                                                                                           wikidata_server):
+    # No run time limit: the search has the client's own timeout (1 s here) and the proxy holds it past that.
+    service = wikidata_server()
+    release = threading.Event()
+    proxy = FaultProxy(service.base)
+    held = proxy.add(Fault("held search", wiki_action("wbsearchentities"), lambda params: release.wait(PATIENCE)))
+    kb = LiveWikidata(WikidataConfig(api_url=proxy.url("/w/api.php"), sparql_url=service.sparql_url),
+                      http=HttpClient(backoff=0.01, timeout=1.0, max_retries=0))
+    server = llm_server([call("search_wikidata", "Leonhard Euler")])
+    try:
+        result = Agent(ChatModel.from_config(LLMConfig(base_url=server.base_url, api_key="k")), kb).run(
+            "Who advised Euler?")
+        assert held.fired == 1
+    finally:
+        release.set()
+        proxy.close()
+    [step] = result.steps
+    assert step.observation.startswith("The knowledge base could not be reached: ") and "no answer within" in \
+        step.observation
+    assert result.stop_reason == "kb_error"

@@ -147,7 +147,10 @@ class LiveWikidata:
 
     def _api(self, **params: Any) -> dict[str, Any]:
         params = {"format": "json", "formatversion": "2", **params}
-        response = self.http.request("GET", self.config.api_url, params=params)
+        try:
+            response = self.http.request("GET", self.config.api_url, params=params)
+        except requests.Timeout as error:  # a lookup has no timeout signal of its own, as a query has
+            raise KBUnavailable(f"{self.config.api_url}: no answer within {self.http.timeout:g} seconds") from error
         if response.status != 200:
             raise KBUnavailable(f"{self.config.api_url} answered HTTP {response.status}")
         try:
