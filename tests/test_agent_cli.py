@@ -62,15 +62,8 @@ def test_no_model_configured_is_a_clear_error_not_a_traceback():
     assert "no language model is configured" in done.stderr and "Traceback" not in done.stderr
 
 
-def test_a_kqapro_store_brings_its_graph_to_the_agent(llm_server, tmp_path, capsys):
-    from pathlib import Path
-
-    from agent.graph import load_graph
-    from agent.kb.local import LocalKB
-
-    store = tmp_path / "kqapro"
-    LocalKB(store, graph=load_graph("kqapro")).load([Path(__file__).parent / "fixtures" / "kqapro" / "kb.json"],
-                                                    progress=False)
+def test_a_kqapro_store_brings_its_graph_to_the_agent(llm_server, kqapro_store, capsys):
+    store = kqapro_store
     query = 'SELECT DISTINCT ?pv WHERE { ?e <pred:name> "Will Smith" . ?e <height> ?pv . }'
     llm = llm_server([ToolCallReply("get_wikidata_entry", {"thought": "look", "qid": "<Q40096>"}),
                       ToolCallReply("execute_sparql", {"thought": "ask", "sparql": query}),

@@ -8,8 +8,8 @@ similar request does not.
 import pytest
 
 from agent.examples import ExampleStore, SolvedExample
-from tests import test_watcher
-from tests.test_watcher import new_section, run_bot, section_text, user_messages
+from tests.support.bot_rig import run_bot, user_messages
+from tests.support.forum_text import new_section, section_text
 
 pytestmark = pytest.mark.mediawiki
 GAUSS = "SELECT ?advisor WHERE { wd:Q6722 wdt:P184 ?advisor . }"
@@ -17,12 +17,6 @@ MONA_LISA = "SELECT ?painter WHERE { wd:Q12418 wdt:P170 ?painter . }"
 OTHERS = ["Which rivers flow through the city of Paris?", "Who is the mayor of the city of Berlin?",
           "What is the population of the country of Chile?", "Who were the members of the band Queen?",
           "Who directed the film Metropolis?", "Which mountains are higher than the Mont Blanc?"]
-
-
-#: The watcher tests' fixtures: the stand-in model and Wikidata, a fresh forum page on the test wiki, the bot.
-services = test_watcher.services
-forum = test_watcher.forum
-rig = test_watcher.rig
 
 
 def write_store(path, forum):
@@ -55,8 +49,8 @@ def test_the_model_sees_similar_requests_and_a_repost_links_the_earlier_thread(m
     run_bot(rig, forum, *options)
     mediawiki.edit_as_human(forum, mediawiki.page_text(forum)
                             + new_section("Euler's advisors", "Who were the doctoral advisors of Leonhard Euler?")
-                            + new_section("Gauss", "Who were the doctoral advisors of Carl Friedrich Gauss?", 5)
-                            + new_section("La Joconde", "Qui a peint la Joconde ?", 7))
+                            + new_section("Gauss", "Who were the doctoral advisors of Carl Friedrich Gauss?", minute=5)
+                            + new_section("La Joconde", "Qui a peint la Joconde ?", minute=7))
     run_bot(rig, forum, *options)
     assert len(rig.bot_edits(forum)) == 3
     first_prompts = [user_messages(body) for body in rig.llm.requests

@@ -22,6 +22,7 @@ import pytest
 
 from bot.render import Markup, final_query_wikitext
 from tests.support.euler import EULER_ADVISORS_QUERY, euler_entities
+from tests.support.forum_text import new_section
 from tests.support.bot_rig import PATIENCE, SECRET_KEY, BotRig, Endpoint, LogReader, wait_for
 from tests.support.llm_server import ErrorReply, ToolCallReply
 from tests.support.loopback import LoopbackServer
@@ -30,11 +31,6 @@ from tests.support.wikidata_server import select
 
 pytestmark = pytest.mark.mediawiki
 HOSTILE = "}} {{ [[Category:Spam]] ~~~~ <script>alert(1)</script> __NOTOC__ </div> <nowiki> == Heading =="
-
-
-def new_section(heading: str, question: str, user: str = "Alice", minute: int = 0) -> str:
-    return (f"\n\n== {heading} ==\n{question} [[User:{user}|{user}]] ([[User talk:{user}|talk]]) "
-            f"12:{minute:02d}, 20 November 2026 (UTC)\n")
 
 
 def policy(thought: str = "Ask the query service.", query: str = EULER_ADVISORS_QUERY):
@@ -58,16 +54,6 @@ def services(llm_server, wikidata_server):
                                                 "xml:lang": "en"}}]))
     wikidata.add(*euler_entities())
     return {"wikidata": wikidata, "llm": llm_server(policy())}
-
-
-@pytest.fixture
-def forum(mediawiki, request):
-    return mediawiki.fresh_forum(request.node.name)
-
-
-@pytest.fixture
-def rig(mediawiki, services, tmp_path) -> BotRig:
-    return BotRig(mediawiki, tmp_path, services["llm"], services["wikidata"])
 
 
 def final_sparql(rig: BotRig, heading: str) -> str:
@@ -518,7 +504,7 @@ def user_pages_linked(mediawiki, title: str, wikitext: str) -> set[str]:
 
 def reply_lead(page: str, heading: str, after: str) -> str:
     """The first line of the bot's reply in section *heading*, below the comment that ends with *after*."""
-    from tests.test_watcher import section_text
+    from tests.support.forum_text import section_text
 
     return section_text(page, heading).split(after, 1)[1].strip("\n").split("\n", 1)[0]
 

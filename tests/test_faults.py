@@ -1108,7 +1108,7 @@ def test_no_secret_leaves_the_bot_whatever_the_services_echo(rig):
 
 @pytest.mark.parametrize("when", ["a note before the save", "a note after the save", "the page created"])
 def test_a_draft_saved_while_its_answer_is_lost_is_written_once_and_a_reviewers_edit_is_never_undone(rig, when):
-    from tests.test_review import Reviewing
+    from tests.support.reviewing import Reviewing
 
     page = f"Wikidata:Faults/slow review {when}"
     rig.mediawiki.human().edit(page, LEAD)
@@ -1145,7 +1145,7 @@ def test_a_draft_saved_while_its_answer_is_lost_is_written_once_and_a_reviewers_
 @pytest.mark.parametrize("point", ["after the draft's save", "after the approved reply's save",
                                    "after the outcome's save", "after the approved reply's save, state lost"])
 def test_sigkill_at_every_write_point_of_the_review_step_loses_no_draft_and_doubles_nothing(rig, point):
-    from tests.test_review import Reviewing
+    from tests.support.reviewing import Reviewing
 
     page = f"Wikidata:Faults/review kill {point}"
     rig.mediawiki.human().edit(page, LEAD)
@@ -1188,7 +1188,7 @@ def test_sigkill_at_every_write_point_of_the_review_step_loses_no_draft_and_doub
 
 
 def test_a_draft_whose_save_lands_after_the_restarted_bot_looked_for_lost_drafts_is_not_drafted_twice(rig):
-    from tests.test_review import Reviewing
+    from tests.support.reviewing import Reviewing
 
     page = "Wikidata:Faults/review kill, the draft's save late"
     rig.mediawiki.human().edit(page, LEAD)

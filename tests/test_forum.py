@@ -18,13 +18,10 @@ from bot.history import UNKNOWN, Attribution, OwnEdit
 from bot.wikiparse import INERT_TAGS
 from bot.edit_check import heading_starts
 from bot.render import edit_summary
+from tests.support.forum_text import signature as sign
 
 FORUM = (Path(__file__).parent / "fixtures" / "forum" / "request_a_query.wiki").read_text()
 BOT = "SpinachBot"
-
-
-def sign(user: str, minute: int = 0) -> str:
-    return f"[[User:{user}|{user}]] ([[User talk:{user}|talk]]) 12:{minute:02d}, 20 November 2026 (UTC)"
 
 
 def history(*revisions: tuple[str, str]) -> Attribution:

@@ -68,6 +68,7 @@ from bot.render import HEADER_CHARS
 from bot.state import State
 from tests.support.bot_rig import BotRig, BotRun
 from tests.support.euler import euler_entities
+from tests.support.forum_text import signature
 from tests.support.llm_server import FakeLLMServer, TextReply, ToolCallReply
 from tests.support.mediawiki import BOT_USER, HumanEditor
 from tests.support.wikidata_server import (FakeWikidata, SparqlReply, entity, item_snak, select, statement,
@@ -207,10 +208,6 @@ class Plan:
         """Every query the model wrote, as the agent keeps it (stripped)."""
         return {arguments["sparql"].strip() for action, arguments in self.steps
                 if action == "execute_sparql" and isinstance(arguments, dict)}
-
-
-def signature(user: str, minute: int) -> str:
-    return f"[[User:{user}|{user}]] ([[User talk:{user}|talk]]) 12:{minute:02d}, 20 November 2026 (UTC)"
 
 
 def plan(case: Case, number: int) -> Plan:

@@ -11,13 +11,14 @@ from agent.llm import ChatModel, LLMConfig
 from harness.datasets import load_dataset
 from harness.kqapro import answer_text, choose, number_text, question_type, reasoning, same_answer, validate
 from scripts.validate_kqapro import main as validate_main
-from tests.support.kqapro import FIXTURES, VAL, fixture_kb
+from tests.support.kqapro import FIXTURES, VAL
 from tests.support.llm_server import ToolCallReply
 
 
 @pytest.fixture(scope="module")
-def kb(tmp_path_factory):
-    return fixture_kb(tmp_path_factory.mktemp("kqapro"))
+def kb(kqapro_kb):
+    """KQA Pro's fixture store (:mod:`tests.support.kqapro`), by the name these tests give it."""
+    return kqapro_kb
 
 
 # -- answers as KQA Pro writes and judges them --------------------------------------------------------

@@ -5,12 +5,13 @@ import pytest
 
 from harness.kqapro import answer_text, same_answer
 from harness.kqapro_engine import answer_kind, attribute_key, key_type, read_answer
-from tests.support.kqapro import VAL, fixture_kb
+from tests.support.kqapro import VAL
 
 
 @pytest.fixture(scope="module")
-def kb(tmp_path_factory):
-    return fixture_kb(tmp_path_factory.mktemp("kqapro"))
+def kb(kqapro_kb):
+    """KQA Pro's fixture store (:mod:`tests.support.kqapro`), by the name these tests give it."""
+    return kqapro_kb
 
 
 def both_readings(kb, sparql):

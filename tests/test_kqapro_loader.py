@@ -16,10 +16,9 @@ KQAPRO = load_graph("kqapro")
 
 
 @pytest.fixture(scope="module")
-def kb(tmp_path_factory):
-    store = LocalKB(tmp_path_factory.mktemp("kqapro") / "store", graph=KQAPRO, timeout=20)
-    store.load([FIXTURES / "kb.json"], progress=False)
-    return store
+def kb(kqapro_kb):
+    """KQA Pro's fixture store (:mod:`tests.support.kqapro`), by the name these tests give it."""
+    return kqapro_kb
 
 
 def rows(kb, query):

@@ -2,21 +2,17 @@
 published figures when comparable, and the test split's export for the leaderboard."""
 
 import json
-from pathlib import Path
 
 import pytest
 
-from agent.graph import load_graph
-from agent.kb.local import LocalKB
 from harness.kqapro import leaderboard_lines, prediction, score_record
 from harness.kqapro_report import KqaproSummary, print_kqapro_report
 from harness.reporting import ACTIONS, USAGE
 from scripts.evaluate import main as evaluate_main
 from scripts.report import main as report_main
+from tests.support.kqapro import FIXTURES, VAL
 from tests.support.llm_server import ToolCallReply
 
-FIXTURES = Path(__file__).parent / "fixtures"
-VAL = json.loads((FIXTURES / "kqapro" / "val.json").read_text())
 TEST_QUERIES = {  # what the scripted model answers the test questions with
     "Which city is the capital of Italy?":
         'SELECT DISTINCT ?e WHERE { ?x <pred:name> "Italy" ; <capital> ?e }',
@@ -34,10 +30,9 @@ WRONG = "Which city has the larger population, Washington, D.C. or Rome?"
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("kqapro") / "store"
-    LocalKB(directory, graph=load_graph("kqapro")).load([FIXTURES / "kqapro" / "kb.json"], progress=False)
-    return directory
+def store(kqapro_store):
+    """KQA Pro's fixture store (:mod:`tests.support.kqapro`): its directory, as a run is given it."""
+    return kqapro_store
 
 
 def scripted(body):

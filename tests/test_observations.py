@@ -2,10 +2,7 @@
 
 from agent.kb.base import Claim, Entry, Qualifier, QueryResult, SearchHit, SearchResults, Value
 from agent.observations import format_entry, format_query_result, format_search, shorten_iri
-
-
-def uri(qid):
-    return {"type": "uri", "value": f"http://www.wikidata.org/entity/{qid}"}
+from tests.support.terms import entity_uri as uri
 
 
 def test_search_shows_at_most_eight_items_and_four_properties_with_datatypes():

@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 from bot.config import BotConfig
-from tests.support.bot_rig import PATIENCE, BotRig, LogReader, wait_for
+from tests.support.bot_rig import PATIENCE, BotRig, LogReader, scripted, wait_for
 from tests.support.euler import euler_entities
+from tests.support.forum_text import new_section
 from tests.support.llm_server import SlowReply
 from tests.support.wikidata_server import select
-from tests.test_watcher import new_section, scripted
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = ("spinach-bot", "spinach-agent", "spinach-eval", "spinach-kb", "spinach-examples")

@@ -22,8 +22,8 @@ import pytest
 
 from bot.styles import hiding
 from tests.support.mediawiki import BOT_USER
-from tests.test_watcher import signature
-from tests.test_review import Reviewing, ask, forum, rig  # noqa: F401 (the fixtures of the review tests)
+from tests.support.forum_text import signature
+from tests.support.reviewing import Reviewing, ask
 
 pytestmark = pytest.mark.mediawiki
 
@@ -145,7 +145,7 @@ HOSTILE_DRAFT_LINES = [
 
 
 def test_an_approved_draft_is_posted_as_the_bot_renders_it_and_stays_in_its_box_for_good(
-        mediawiki, forum, rig, browser, request):  # noqa: F811 (fixtures imported from the review tests)
+        mediawiki, forum, rig, browser, request):
     review = Reviewing(rig, forum, request.node.name)
     review.run()
     ask(mediawiki, forum, "Euler")

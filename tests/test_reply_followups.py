@@ -11,10 +11,9 @@ from __future__ import annotations
 import pytest
 
 from tests.support.bot_rig import BotRig
+from tests.support.forum_text import new_section
 from tests.support.llm_server import ErrorReply, TextReply, ToolCallReply
-from tests.test_bot_scenarios import new_section
 from tests.test_reply_in_browser import FINAL, QUESTIONS, plan
-from tests.test_reply_in_browser import world  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.mediawiki
 FOLLOW_UPS = {"en": "Thanks! Can you add where each river flows into?",
@@ -53,7 +52,7 @@ def revision(language: str):
 
 @pytest.mark.parametrize("language", ["en", "de", "fr"])
 def test_a_follow_up_gives_the_model_the_askers_words_and_the_previous_query_not_the_bots_reply(
-        mediawiki, llm_server, world, tmp_path, language):  # noqa: F811
+        mediawiki, llm_server, world, tmp_path, language):
     heading, question, explanation = QUESTIONS[language]
     forum = mediawiki.fresh_forum(f"follow-up {language}")
     first = llm_server(plan(language))
@@ -80,7 +79,7 @@ def test_a_follow_up_gives_the_model_the_askers_words_and_the_previous_query_not
 
 
 def test_a_german_follow_up_without_a_query_is_answered_in_german_with_the_models_explanation(
-        mediawiki, llm_server, world, tmp_path):  # noqa: F811
+        mediawiki, llm_server, world, tmp_path):
     explanation = "P2053 ist die Fläche des Einzugsgebiets eines Flusses, in Quadratkilometern."
     forum = mediawiki.fresh_forum("follow-up without a query")
     rig = BotRig(mediawiki, tmp_path, llm_server(plan("de")), world)

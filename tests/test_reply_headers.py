@@ -12,7 +12,6 @@ import pytest
 
 from tests.support.bot_rig import BotRig
 from tests.test_reply_in_browser import answer, open_page, plan
-from tests.test_reply_in_browser import world  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.mediawiki
 LABELS = {"P2043": {"de": "Länge", "fr": "longueur"},
@@ -26,7 +25,7 @@ SHOWN_HEADERS = "[...document.querySelectorAll('#mw-content-text table.wikitable
 
 
 @pytest.fixture
-def labelled(world):  # noqa: F811
+def labelled(world):
     """The rivers' Wikidata, its properties and the class of rivers labelled in German and French as well."""
     for pid, labels in LABELS.items():
         for language, label in labels.items():
@@ -142,7 +141,7 @@ def asked_plan(language: str):
 @pytest.mark.parametrize("language", ["de", "fr", "es"])
 def test_a_reply_reads_as_a_regular_of_the_askers_language_writes_it(mediawiki, llm_server, wikidata_server, browser,
                                                                      tmp_path, language):
-    from tests.test_bot_scenarios import new_section
+    from tests.support.forum_text import new_section
 
     asked = ASKED[language]
     forum = mediawiki.fresh_forum(f"read {language}")

@@ -15,10 +15,9 @@ import json
 import pytest
 
 from tests.support.bot_rig import BotRig
+from tests.support.forum_text import new_section
 from tests.support.llm_server import ErrorReply, ToolCallReply
 from tests.support.mediawiki import BOT_USER
-from tests.support.wikidata_server import entity, select
-from tests.test_bot_scenarios import new_section
 
 pytestmark = pytest.mark.mediawiki
 WIDTH = 1280
@@ -35,8 +34,6 @@ ORDER BY DESC(?length)"""
 #: The same answer on one line: the regular's answer is then as short as it gets.
 ONE_LINE = ("SELECT ?river ?length ?basin_km2 WHERE { ?river wdt:P17 wd:Q183 ; wdt:P2043 ?length . "
             "OPTIONAL { ?river wdt:P2053 ?basin_km2 } FILTER(?length > 500) }")
-RIVERS = [("Q584", "Rhine", 1233, 185000), ("Q1653", "Danube", 2850, 801463), ("Q1676", "Elbe", 1094, 148268),
-          ("Q552", "Oder", 866, 118861), ("Q1660", "Main", 527, 27292), ("Q1668", "Weser", 744, 46306)]
 QUESTIONS = {
     "en": ("Long rivers of Germany", "Which rivers in Germany are longer than 500 km, and how large are their basins?",
            "These are the rivers in Germany (P17 = Q183) longer than 500 km (P2043), with their drainage basin "
@@ -48,20 +45,6 @@ QUESTIONS = {
            "leur bassin ?", "Voici les cours d'eau d'Allemagne (P17 = Q183) de plus de 500 km (P2043), avec leur "
            "bassin versant (P2053) quand Wikidata le connaît."),
 }
-
-
-def decimal(value: float) -> dict:
-    return {"type": "literal", "value": str(value), "datatype": "http://www.w3.org/2001/XMLSchema#decimal"}
-
-
-def rivers(query: str):
-    """The query service's answer: 41 rivers for the unfiltered draft, 6 for the final query."""
-    if "basin_km2" in query:
-        return select(["river", "riverLabel", "length", "basin_km2"], [
-            {"river": item, "riverLabel": {"type": "literal", "value": label, "xml:lang": "en"},
-             "length": decimal(length), "basin_km2": decimal(basin)} for item, label, length, basin in RIVERS])
-    return select(["river", "length"], [{"river": f"Q{1000 + number}", "length": decimal(100 + 10 * number)}
-                                        for number in range(41)])
 
 
 def plan(language: str, final: str = FINAL):
@@ -83,15 +66,6 @@ def plan(language: str, final: str = FINAL):
                                       "explanation": explanation})
 
     return reply
-
-
-@pytest.fixture
-def world(wikidata_server):
-    wikidata = wikidata_server(sparql=rivers)
-    wikidata.add(entity("Q4022", "river", "natural flowing watercourse"),
-                 entity("P2043", "length", "measured dimension of an object", datatype="quantity"),
-                 entity("P2053", "watershed area", "size of a stream's watershed", datatype="quantity"))
-    return wikidata
 
 
 def regular_answer(heading: str, question: str, query: str) -> str:

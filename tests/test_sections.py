@@ -20,13 +20,6 @@ pytestmark = [pytest.mark.mediawiki, pytest.mark.xdist_group("wiki")]
 LOOKALIKES = json.loads((Path(__file__).parent / "fixtures" / "forum" / "heading_lookalikes.json").read_text())
 
 
-@pytest.fixture(scope="module")
-def site(mediawiki):
-    import pywikibot
-
-    return pywikibot.Site()
-
-
 def pages() -> list[list[dict]]:
     """The look-alikes that can share a page, on one page; each that hides what follows it, on its own."""
     return [[case for case in LOOKALIKES if not case.get("alone")]] + [[case] for case in LOOKALIKES

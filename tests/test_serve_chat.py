@@ -23,6 +23,7 @@ from agent.kb.local import LocalKB
 from agent.llm import well_formed
 from bot.wikitext import clean
 from tests.support.llm_server import ErrorReply, HeldReply, SlowReply, ToolCallReply
+from tests.support.llm_server import asked_question as _question, steps_so_far as _calls
 from tests.support.processes import PATIENCE, wait_for
 from tests.support.serve_rig import KEY, build_library_store, start_serve
 
@@ -63,15 +64,6 @@ def label_payloads() -> list[str]:
                 chosen.append(text)
                 break
     return chosen
-
-
-def _question(body: dict[str, Any]) -> str:
-    return re.search(r"^Question: (.*)$", body["messages"][1]["content"], re.MULTILINE).group(1)
-
-
-def _calls(body: dict[str, Any]) -> int:
-    """How many of this run's steps came before this call (the steps in the prompt so far)."""
-    return sum(message["role"] == "tool" for message in body["messages"])
 
 
 def _sparql_string(text: str) -> str:

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from tests.support.llm_server import ErrorReply, FakeLLMServer, FromHeaders, ToolCallReply, openai_wrong_key
+from tests.support.llm_server import asked_question as _question, steps_so_far as _steps
 from tests.support.processes import PATIENCE
 from tests.support.serve_rig import build_library_store, start_serve
 
@@ -40,14 +41,6 @@ FORGED = "2026-11-28 12:00:00,000 INFO serve.text2sparql: FORGED"
 OWN_LINE = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (DEBUG|INFO|WARNING|ERROR|CRITICAL) [\w.]+: ")
 #: Retitles the operator's terminal (OSC 0, ended by BEL); then a bidi override that shows the rest backwards.
 TERMINAL = "\x1b]0;pwned\x07\u202etxt.exe"
-
-
-def _question(body: dict[str, Any]) -> str:
-    return re.search(r"^Question: (.*)$", body["messages"][1]["content"], re.MULTILINE).group(1)
-
-
-def _steps(body: dict[str, Any]) -> int:
-    return sum(message["role"] == "tool" for message in body["messages"])
 
 
 def _echo(headers) -> ToolCallReply:

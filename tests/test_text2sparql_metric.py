@@ -21,7 +21,7 @@ import pytest
 
 from harness.qald_json import qald_answer
 from harness.text2sparql_metric import aggregate, judged_values, score_question
-from tests.support.terms import literal
+from tests.support.terms import entity_uri as uri, literal
 
 EMPTY_RESULT = {"head": {"vars": []}, "results": {"bindings": []}}  # what the client puts for a failed query
 
@@ -74,10 +74,6 @@ def assert_parity(client_scores: dict, gold: dict, predicted: dict) -> None:
 
 def rows(*values, var="x"):
     return {"head": {"vars": [var]}, "results": {"bindings": [{var: value} for value in values]}}
-
-
-def uri(qid):
-    return {"type": "uri", "value": f"http://www.wikidata.org/entity/{qid}"}
 
 
 def ask(value):

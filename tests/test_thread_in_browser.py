@@ -19,10 +19,10 @@ import pytest
 
 from tests.support.bot_rig import BotRig
 from tests.support.euler import EULER_ADVISORS_QUERY, euler_entities
+from tests.support.forum_text import new_section
 from tests.support.llm_server import ErrorReply, ToolCallReply
 from tests.support.mediawiki import BOT_USER
 from tests.support.wikidata_server import select
-from tests.test_bot_scenarios import new_section
 
 pytestmark = pytest.mark.mediawiki
 THOUGHTS = ("Find the doctoral advisors of Euler first.", "Keep only the advisors who are humans.")

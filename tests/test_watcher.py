@@ -15,67 +15,14 @@ import time
 
 import pytest
 
-from tests.support.euler import EULER_ADVISORS_QUERY, euler_entities
-from tests.support.bot_rig import BotRig, BotRun
+from tests.support.euler import EULER_ADVISORS_QUERY
+from tests.support.bot_rig import BotRig, run_bot, scripted, user_messages
+from tests.support.forum_text import new_section, section_text, signature
 from tests.support.llm_server import ErrorReply, SlowReply, ToolCallReply
 from tests.support.mediawiki import BOT_USER
-from tests.support.wikidata_server import select
 
 pytestmark = pytest.mark.mediawiki
 YEAR_QUERY = "SELECT ?advisor ?year WHERE { wd:Q7604 wdt:P184 ?advisor . }"
-
-
-def signature(user: str = "Alice", minute: int = 0) -> str:
-    return f"[[User:{user}|{user}]] ([[User talk:{user}|talk]]) 12:{minute:02d}, 20 November 2026 (UTC)"
-
-
-def new_section(heading: str, question: str, minute: int = 0) -> str:
-    return f"\n\n== {heading} ==\n{question} {signature(minute=minute)}\n"
-
-
-def user_messages(body: dict) -> str:
-    return "\n".join(str(message.get("content") or "") for message in body["messages"] if message["role"] == "user")
-
-
-def scripted(queries: dict[str, str], default: str = EULER_ADVISORS_QUERY, final: str = "That answers it.",
-             first: str = "Ask the query service."):
-    """A model that runs one query (chosen by a phrase of the question), then stops; *first* and *final* are
-    its two thoughts."""
-
-    def reply(body):
-        if "tools" not in body:
-            return ErrorReply(400, "no pruning expected")
-        asked = user_messages(body)
-        query = next((query for phrase, query in queries.items() if phrase in asked), default)
-        if not any(message["role"] == "tool" for message in body["messages"]):
-            return ToolCallReply("execute_sparql", {"thought": first, "sparql": query})
-        return ToolCallReply("stop", {"thought": final, "language": "en",
-                                      "explanation": "The query lists Euler's doctoral advisors (P184)."})
-
-    return reply
-
-
-@pytest.fixture
-def services(llm_server, wikidata_server):
-    wikidata = wikidata_server(sparql=lambda query: select(["advisor"], [{"advisor": "Q124500"}]))
-    wikidata.add(*euler_entities())
-    return {"wikidata": wikidata, "llm": llm_server(scripted({}))}
-
-
-@pytest.fixture
-def forum(mediawiki, request):
-    return mediawiki.fresh_forum(request.node.name)
-
-
-@pytest.fixture
-def rig(mediawiki, services, tmp_path) -> BotRig:
-    return BotRig(mediawiki, tmp_path, services["llm"], services["wikidata"])
-
-
-def run_bot(rig: BotRig, page: str, *options: str, llm=None) -> BotRun:
-    done = rig.run(page, *options, llm=llm)
-    assert done.code == 0, done.stderr[-3000:]
-    return done
 
 
 def records(rig: BotRig) -> dict[str, tuple]:
@@ -86,10 +33,6 @@ def indentation(reply: str) -> int:
     """How deep a reply is indented: the leading colons of its first line."""
     first = reply.strip().split("\n", 1)[0]
     return len(first) - len(first.lstrip(":"))
-
-
-def section_text(page: str, heading: str) -> str:
-    return page.split(f"== {heading} ==\n", 1)[1].split("\n== ", 1)[0]
 
 
 def test_the_heading_reaches_the_model_and_the_summary_keeps_the_slash(mediawiki, forum, rig):

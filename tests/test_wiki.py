@@ -26,16 +26,6 @@ REPLY = (':Here is a query: {{SPARQL|query=SELECT ?x WHERE { ?x wdt:P31 wd:Q5 } 
          ':<div class="mw-collapsible mw-collapsed">Steps: 1. searched.</div>\n:Answered by a bot. ~~~~')
 
 
-@pytest.fixture(scope="module")
-def site(mediawiki):
-    import pywikibot
-
-    site = pywikibot.Site()
-    site.login()
-    assert site.logged_in()
-    return site
-
-
 @pytest.fixture
 def forum(site, mediawiki, request):
     title = f"Wikidata:Wiki tests/{request.node.name[:60]}"

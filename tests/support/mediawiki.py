@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import atexit
 import fcntl
+import hashlib
 import http.cookiejar
 import json
 import os
@@ -95,6 +96,11 @@ def write_pywikibot_dir(directory: Path, api_url: str) -> Path:
 
 write_pywikibot_dir(PYWIKIBOT_DIR, f"http://127.0.0.1:{PORT}/api.php")
 os.environ["PYWIKIBOT_DIR"] = str(PYWIKIBOT_DIR)
+
+
+def unique(name: str) -> str:
+    """A page name's part for one test, parametrized ones told apart (page titles are cut at 50 characters)."""
+    return f"{name[:40]} {hashlib.sha256(name.encode()).hexdigest()[:8]}"
 
 
 @dataclass
