@@ -8,9 +8,10 @@ import pytest
 
 from agent.graph import load_graph
 from agent.kb.local import LocalKB
+from tests.support import paths
 
 #: The datasets directory holding ``kqapro/``.
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+FIXTURES = paths.FIXTURES
 VAL = json.loads((FIXTURES / "kqapro" / "val.json").read_text())
 
 

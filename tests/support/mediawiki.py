@@ -38,12 +38,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.paths import FIXTURES
 from tests.support.pygmentize import CLIENT as PYGMENTIZE, start as start_pygments
 
 MEDIAWIKI = Path("/usr/share/mediawiki")
 BOT_USER = "SpinachBot"
 #: A sample of the real forum page: sections answered and not, signatures of every shape.
-FORUM = (Path(__file__).parent.parent / "fixtures" / "forum" / "request_a_query.wiki").read_text()
+FORUM = (FIXTURES / "forum" / "request_a_query.wiki").read_text()
 BOT_PASSWORD_NAME = "spinach"
 BOT_PASSWORD = "0123456789abcdefghijklmnopqrstuv"
 HUMAN_USER = "Alice"

@@ -1,6 +1,6 @@
 """The preview's headers as a German, French or English reader sees them in a browser, on the real MediaWiki.
 
-The bot answers the rivers question (:mod:`tests.test_reply_in_browser`)
+The bot answers the rivers question (:mod:`tests.bot.test_reply_in_browser`)
 through the one rig; the final query binds ``?length`` to P2043,
 ``?basin_km2`` to P2053 and ``?river`` to instances of Q4022.  Their labels come from the stand-in Wikidata's
 ``wbgetentities``, the agent's own knowledge base.
@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from tests.support.bot_rig import BotRig
-from tests.test_reply_in_browser import answer, open_page, plan
+from tests.bot.test_reply_in_browser import answer, open_page, plan
 
 pytestmark = pytest.mark.mediawiki
 LABELS = {"P2043": {"de": "Länge", "fr": "longueur"},

@@ -16,7 +16,6 @@ import sys
 import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler
-from pathlib import Path
 
 import pytest
 
@@ -27,6 +26,7 @@ from tests.support.bot_rig import PATIENCE, SECRET_KEY, BotRig, Endpoint, LogRea
 from tests.support.llm_server import ErrorReply, ToolCallReply
 from tests.support.loopback import LoopbackServer
 from tests.support.mediawiki import BOT_USER, PYWIKIBOT_DIR
+from tests.support.paths import ROOT
 from tests.support.wikidata_server import select
 
 pytestmark = pytest.mark.mediawiki
@@ -305,7 +305,7 @@ def test_messages_send_the_operator_the_right_way(mediawiki, forum, rig, llm_ser
     # does not exist: the message names the account, not the network.
     pywikibot_dir = rig.directory / "operator"
     pywikibot_dir.mkdir()
-    shutil.copy(Path(__file__).parent.parent / "user-config.py", pywikibot_dir / "user-config.py")
+    shutil.copy(ROOT / "user-config.py", pywikibot_dir / "user-config.py")
     (pywikibot_dir / "password.py").write_text("('NoSuchBot', BotPassword('x', 'abcdefghijklmnopqrstuvwxyz012345'))\n")
     operator = {**os.environ, "PYWIKIBOT_DIR": str(pywikibot_dir), "SPINACH_BOT_API_URL": mediawiki.api_url,
                 "SPINACH_BOT_USER": "NoSuchBot", "SPINACH_BOT_PASSWORD_FILE": str(pywikibot_dir / "password.py"),

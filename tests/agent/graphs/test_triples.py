@@ -1,7 +1,6 @@
 """A third graph added by a profile file alone: stored, searched, shown, and explored by the agent."""
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -11,8 +10,9 @@ from agent.kb.local import LocalKB
 from agent.llm import ChatModel, LLMConfig
 from agent.observations import format_entry, format_property_examples, format_query_result, format_search
 from tests.support.llm_server import ToolCallReply
+from tests.support.paths import FIXTURES
 
-GRAPHS = Path(__file__).parent / "fixtures" / "graphs"
+GRAPHS = FIXTURES / "graphs"
 LIBRARY = load_graph(GRAPHS / "library.toml")
 BOOKS_QUERY = "SELECT ?book ?published WHERE { ?book schema:author lib:person1 ; schema:datePublished ?published }"
 

@@ -1,7 +1,6 @@
 """KQA Pro's kb.json in the local store: the graph its SPARQL engine builds, streamed, searched and shown."""
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -10,8 +9,9 @@ from agent.kb.local import LoadError, LocalKB, OtherGraph
 from agent.kb.local.kqapro import kqapro_batches
 from agent.kb.local.loaders import read_batches
 from agent.observations import format_entry, format_query_result, format_search
+from tests.support import paths
 
-FIXTURES = Path(__file__).parent / "fixtures" / "kqapro"
+FIXTURES = paths.FIXTURES / "kqapro"
 KQAPRO = load_graph("kqapro")
 
 

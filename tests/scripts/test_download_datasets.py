@@ -6,12 +6,12 @@ import re
 import zipfile
 from dataclasses import replace
 from http.server import BaseHTTPRequestHandler
-from pathlib import Path
 
 import pytest
 
 from scripts.download_datasets import KQAPRO, SOURCES, DownloadError, download, download_archive
 from tests.support.loopback import LoopbackServer
+from tests.support.paths import FIXTURES
 
 
 @pytest.fixture
@@ -57,7 +57,7 @@ def test_a_corrupt_file_is_refused_and_nothing_is_left(mirror, tmp_path):
 
 # -- KQA Pro: one archive, resumable, checked before anything is written -----------------------------------
 
-KQAPRO_FIXTURES = Path(__file__).parent / "fixtures" / "kqapro"
+KQAPRO_FIXTURES = FIXTURES / "kqapro"
 #: The fixture's own question counts stand for the paper's.
 FIXTURE_RELEASE = replace(KQAPRO, questions={"train.json": 3, "val.json": 30, "test.json": 4})
 

@@ -9,15 +9,15 @@ MediaWiki's reading, logging any disagreement.
 
 import json
 import logging
-from pathlib import Path
 
 import pytest
 
 from bot.forum import find_headings, parse_sections
 from bot.sections import extension_tags, read_sections
+from tests.support.paths import FIXTURES
 
 pytestmark = [pytest.mark.mediawiki, pytest.mark.xdist_group("wiki")]
-LOOKALIKES = json.loads((Path(__file__).parent / "fixtures" / "forum" / "heading_lookalikes.json").read_text())
+LOOKALIKES = json.loads((FIXTURES / "forum" / "heading_lookalikes.json").read_text())
 
 
 def pages() -> list[list[dict]]:

@@ -6,7 +6,6 @@ import signal
 import subprocess
 import sys
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
@@ -19,9 +18,9 @@ from scripts.evaluate import main as evaluate_main
 from scripts.report import main as report_main
 from tests.support.euler import EULER_ADVISORS_QUERY, euler_entities
 from tests.support.llm_server import ErrorReply, TextReply, ToolCallReply, vllm_context_error
+from tests.support.paths import ROOT
 from tests.support.wikidata_server import SparqlReply, ask, select, timed_out
 
-ROOT = Path(__file__).resolve().parent.parent
 ADVISOR = [{"advisor": {"type": "uri", "value": "http://www.wikidata.org/entity/Q124500"}}]
 EMPTY_QUERY = "SELECT ?x WHERE { wd:Q1 wdt:P1 ?x }"
 QUESTIONS = [

@@ -1,7 +1,6 @@
 """Reading the forum page: sections, signatures, identity from history, what the asker gave, follow-ups."""
 
 from datetime import datetime, timezone
-from pathlib import Path
 
 import mwparserfromhell
 import pytest
@@ -19,8 +18,9 @@ from bot.wikiparse import INERT_TAGS
 from bot.edit_check import heading_starts
 from bot.render import edit_summary
 from tests.support.forum_text import signature as sign
+from tests.support.paths import FIXTURES
 
-FORUM = (Path(__file__).parent / "fixtures" / "forum" / "request_a_query.wiki").read_text()
+FORUM = (FIXTURES / "forum" / "request_a_query.wiki").read_text()
 BOT = "SpinachBot"
 
 

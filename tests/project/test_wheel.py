@@ -29,9 +29,9 @@ from pathlib import Path
 import pytest
 
 from agent.cli import EVAL_PACKAGES
+from tests.support.paths import ROOT
 #: One test process runs them all: they share one built wheel.
 pytestmark = pytest.mark.xdist_group("wheel")
-ROOT = Path(__file__).resolve().parent.parent
 CONSOLE_SCRIPTS = ("spinach-bot", "spinach-agent", "spinach-eval", "spinach-kb", "spinach-examples", "spinach-report",
                    "spinach-replay", "spinach-serve")
 PACKAGES = ("agent", "bot", "harness", "prompts", "scripts", "serve")

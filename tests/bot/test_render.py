@@ -24,7 +24,7 @@ from bot.render import (
     MIN_CHARS, Credit, EarlierRequest, Markup, edit_summary, final_query_wikitext, preview_table, render_reply,
 )
 from bot.wikitext import BLOCK_LINE_BREAK, QUERY_SERVICE, encode, fits_sparql_template, text_block
-from tests.test_gold_queries_render import CHUNK, HREF, parse
+from tests.bot.test_gold_queries_render import CHUNK, HREF, parse
 
 STRIP_MARKER = "\x7f'\"`UNIQ--nowiki-00000000-QINU`\"'\x7f"
 HOSTILE = ("}} {{ [[Category:Spam]] ~~~~ ~~~~~ <script>alert(1)</script> __NOTOC__ \n== heading ==\n"

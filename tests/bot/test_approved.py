@@ -5,7 +5,7 @@ The reply a reviewer leaves untouched is posted exactly as the bot wrote it, in 
 reviewer changes comes back as words, a query or cells, never as markup: the same inert-markup judge the
 renderer's own tests use (mwparserfromhell's reading of templates, links, tags, headings) finds nothing in a
 reviewer's hostile line that the bot's own reply does not hold.  MediaWiki and a browser judge the posted reply
-in ``tests/test_reply_box.py``.
+in ``tests/bot/test_reply_box.py``.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from bot.approved import PartKind, query_of, rerender, split_parts
 from bot.reply_sample import sample_reply
 from bot.render import render_reply
 from bot.wikitext import clean
-from tests.test_render import HOSTILE, QUERY, active_markup, result
-from tests.test_reply_box import HOSTILE_DRAFT_LINES
+from tests.bot.test_render import HOSTILE, QUERY, active_markup, result
+from tests.bot.test_reply_box import HOSTILE_DRAFT_LINES
 
 SIGNATURE = " ~~~~"
 

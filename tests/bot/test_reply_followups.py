@@ -13,7 +13,7 @@ import pytest
 from tests.support.bot_rig import BotRig
 from tests.support.forum_text import new_section
 from tests.support.llm_server import ErrorReply, TextReply, ToolCallReply
-from tests.test_reply_in_browser import FINAL, QUESTIONS, plan
+from tests.bot.test_reply_in_browser import FINAL, QUESTIONS, plan
 
 pytestmark = pytest.mark.mediawiki
 FOLLOW_UPS = {"en": "Thanks! Can you add where each river flows into?",

@@ -24,12 +24,13 @@ from agent.llm import well_formed
 from bot.wikitext import clean
 from tests.support.llm_server import ErrorReply, HeldReply, SlowReply, ToolCallReply
 from tests.support.llm_server import asked_question as _question, steps_so_far as _calls
+from tests.support.paths import FIXTURES
 from tests.support.processes import PATIENCE, wait_for
 from tests.support.serve_rig import KEY, build_library_store, start_serve
 
 #: One worker runs them all: they share the stores and the browser.
 pytestmark = pytest.mark.xdist_group("serve-chat")
-HOSTILE = Path(__file__).parent / "fixtures" / "hostile"
+HOSTILE = FIXTURES / "hostile"
 QUERY = "SELECT ?x WHERE { VALUES ?x { \"Zurich\" \"Geneva\" } }"
 LABELLED = "SELECT ?city WHERE { VALUES ?city { wd:Q72 } }"
 REVISED = "SELECT ?x WHERE { VALUES ?x { \"Zurich\" \"Geneva\" \"Basel\" } }"

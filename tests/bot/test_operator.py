@@ -19,9 +19,9 @@ from tests.support.bot_rig import PATIENCE, BotRig, LogReader, scripted, wait_fo
 from tests.support.euler import euler_entities
 from tests.support.forum_text import new_section
 from tests.support.llm_server import SlowReply
+from tests.support.paths import ROOT
 from tests.support.wikidata_server import select
 
-ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = ("spinach-bot", "spinach-agent", "spinach-eval", "spinach-kb", "spinach-examples")
 
 

@@ -58,7 +58,6 @@ import urllib.request
 from collections import Counter
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -71,11 +70,12 @@ from tests.support.euler import euler_entities
 from tests.support.forum_text import signature
 from tests.support.llm_server import FakeLLMServer, TextReply, ToolCallReply
 from tests.support.mediawiki import BOT_USER, HumanEditor
+from tests.support.paths import FIXTURES
 from tests.support.wikidata_server import (FakeWikidata, SparqlReply, entity, item_snak, select, statement,
                                            string_snak)
 
 pytestmark = pytest.mark.mediawiki
-CORPUS = Path(__file__).parent / "fixtures" / "hostile"
+CORPUS = FIXTURES / "hostile"
 ENTRIES = frozenset({
     "heading", "question", "draft-template", "draft-syntaxhighlight", "draft-link", "other-text", "section",
     "thought", "search", "entry-id", "property-id", "sparql", "failing-query", "final-query", "explanation",
