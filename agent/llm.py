@@ -21,7 +21,9 @@ A caller that may stop waiting (the service, for a client that left or a
 deadline that passed) runs the agent under a :class:`CallGuard`: the request
 in flight is then closed at once by :meth:`CallGuard.interrupt`, from any
 thread, and ends as :class:`Interrupted`, neither retried nor reported as a
-model failure.
+model failure.  A request closed so counts as one that timed out: the next
+request of the model, whichever run sends it, first waits for the endpoint
+to be idle (below).
 
 A request that timed out may keep the server busy: llama-cpp-python's server
 finishes a non-streamed reply whoever waits for it (a minute and more on a
@@ -182,7 +184,7 @@ class ChatModel:
         self.model = model
         self.named_by = named_by
         self.stream = stream
-        #: A request of this model timed out: the endpoint may still be busy with it.
+        #: A request of this model timed out, or was closed by its run's stop: the endpoint may still be busy with it.
         self.abandoned = False
 
     def resolve_model(self) -> str:
@@ -223,7 +225,8 @@ class ChatModel:
 
         *timeout* shortens the client's own (what remains of a run's time, say).
         After a request that timed out, this one is sent only once the endpoint
-        answers again (:meth:`await_idle`).
+        answers again (:meth:`await_idle`), and that wait is taken from the
+        call's time: the request gets what is left of it.
 
         A *probe* is the first request of its kind (its ``tool_choice``): an
         error status is not asked again, so a refusal is known at once and
@@ -240,7 +243,10 @@ class ChatModel:
         except LLMConfigurationError as error:
             raise _unsent(LLMUnavailable(str(error))) from error
         if self.abandoned:
+            waited = time.monotonic()
             self.await_idle(limit)
+            if limit is not None:  # the wait is part of this call's time: the request gets what is left of it
+                limit = max(0.0, limit - (time.monotonic() - waited))
         request: dict[str, Any] = {"model": model, "messages": messages, "temperature": temperature}
         if top_p is not None:
             request["top_p"] = top_p
@@ -255,6 +261,10 @@ class ChatModel:
         sent = [0]  # requests of earlier tries (a probe's), the one that answered or failed last aside
         try:
             completion = self._post(request, probe, limit, sent)
+        except Interrupted as error:
+            # A request closed by its run's stop leaves the server as a timeout does: maybe still generating.
+            self.abandoned = self.abandoned or error.sent
+            raise
         except openai.APITimeoutError as error:
             self.abandoned = True
             raise _counted(LLMUnavailable(f"no reply within {round(limit, 1):g} s ({why}); not asked again"),
@@ -303,7 +313,7 @@ class ChatModel:
         except openai.APIError:
             pass
         self.abandoned = False
-        log.info("the model endpoint answered again after a wait of %.1f s (a request had timed out)",
+        log.info("the model endpoint answered again after a wait of %.1f s (a request had timed out or been closed)",
                  time.monotonic() - started)
 
     def _post(self, request: dict[str, Any], probe: bool, limit: float | None, sent: list[int]) -> Completion:
@@ -349,7 +359,11 @@ class ChatModel:
                 if not kind.startswith("text/event-stream"):  # a proxy's page, a whole JSON answer
                     raise NotACompletion(f"{kind or 'an answer without a content type'}, not a stream of events")
                 completion = _assembled(chunks, deadline)
-            except (NotACompletion, AttributeError, TypeError, IndexError, KeyError) as error:
+            except Exception as error:
+                if (guard := _GUARD.get()) is not None and guard.interrupted:  # the stop shut the socket mid-reply
+                    raise Interrupted("the run was stopped: its model request was closed") from error
+                if not isinstance(error, NotACompletion | AttributeError | TypeError | IndexError | KeyError):
+                    raise
                 shown = chunks.response.read().decode("utf-8", "replace") if isinstance(error, NotACompletion) \
                     and not kind.startswith("text/event-stream") else "a stream of chunks"
                 raise _NotRead(shown, chunks.response.request) from error
@@ -463,7 +477,15 @@ def _error_text(error: openai.APIStatusError) -> str:
 class Interrupted(openai.OpenAIError):
     """The model request was closed because its run was stopped (:meth:`CallGuard.interrupt`): nobody waits for
     its answer.  An ``OpenAIError`` that is no ``APIError``, so the client passes it on without a retry and
-    :meth:`ChatModel.complete` does not take it for an unreachable model."""
+    :meth:`ChatModel.complete` does not take it for an unreachable model.
+
+    *sent*: a request was out and was closed, so the server may still be busy with it (the model's next
+    request then waits for it, as after a timeout); false when the stop came before the request was sent.
+    """
+
+    def __init__(self, message: str, sent: bool = True) -> None:
+        super().__init__(message)
+        self.sent = sent
 
 
 class CallGuard:
@@ -560,7 +582,7 @@ class _TimeoutIsFinal(openai.DefaultHttpxClient):
 
     def _send_guarded(self, guard: CallGuard, request: httpx2.Request, **options: Any) -> httpx2.Response:
         if guard.interrupted:
-            raise Interrupted("the run was stopped before this model request")
+            raise Interrupted("the run was stopped before this model request", sent=False)
         request.headers["Connection"] = "close"
         request.extensions = {**request.extensions, "trace": guard.trace}
         with self._guarded_lock:

@@ -27,10 +27,17 @@ and why, so a resampled model does not walk the same way again.
 
 Budgets: at most ``max_path_actions`` steps on the path and at most
 ``max_total_actions`` actions in all, rolled-back and malformed ones included.
-A run with ``max_seconds`` has one budget of time: each model call may take
-what remains of it (at most the model's own timeout), the end-of-run
-extraction included, and a run that spent it ends (``time_limit``).  Every
-request sent to the model is counted (``llm_calls``), failed ones too.
+A run with ``max_seconds`` has one budget of time, one clock for every wait:
+each model call may take what remains of it (at most the model's own
+timeout; the wait for a busy server after a timed-out request included), each
+knowledge-base query too (at most its own ``query_timeout``), the end-of-run
+extraction and its query included.  The run checks the clock before each
+wait and after it; a run that spent its time ends (``time_limit``), and
+nothing is sent that could not be waited for.  Lookups without a timeout of
+their own (searches, entries, the names of IDs) are cut at the run's end as
+well, on a knowledge base reached over HTTP (:func:`agent.kb.http.deadline`).
+Every request sent to the model is counted
+(``llm_calls``), failed ones too.
 
 A run that learns nothing for ``max_steps_without_progress`` steps in a row
 ends early (``no_progress``): a step learns something when its search, entry
@@ -71,6 +78,7 @@ from typing import TYPE_CHECKING, Any
 from agent import end_of_run, grounding, observations
 from agent.actions import (ACTIONS, CANNOT_ANSWER, action_named, actions_for, check_argument, is_set, same_action,
                            shown_name, tool_schemas)
+from agent.kb import http
 from agent.kb.base import KBUnavailable, KnowledgeBase, QueryResult
 from agent.llm import (
     ChatModel, Completion, ContextTooLong, LLMUnavailable, ModelRequestError, ToolChoiceRefused, ToolsUnsupported,
@@ -122,8 +130,8 @@ class AgentConfig:
     #: Steps in a row that learn nothing new (no ID, no rows not seen before) after which the run ends
     #: (``no_progress``); 0 for no such end.
     max_steps_without_progress: int = 6
-    #: Seconds the whole run may take, its model calls and the end-of-run extraction included (each call gets what
-    #: remains, at most the model's timeout); ``None`` for no limit but the steps'.
+    #: Seconds the whole run may take, its model calls, knowledge-base queries and the end-of-run extraction included
+    #: (each gets what remains, at most its own timeout); ``None`` for no limit but the steps'.
     max_seconds: float | None = None
     #: Replies in a row, in one protocol, without a usable action (none that can be read, an unknown one, an
     #: unusable argument) after which the run ends (``no_usable_action``).
@@ -246,25 +254,10 @@ class _Run:
 
     def execute(self) -> AgentResult:
         self.started = started = time.monotonic()
-        final: int | None = None
-        try:
-            while True:
-                if self.remaining() == 0.0:
-                    raise self.time_spent()
-                if len(self.steps) >= self.config.max_total_actions:
-                    raise RunEnded(StopReason.ACTION_LIMIT,
-                                    f"{len(self.steps)} actions taken, the limit is {self.config.max_total_actions}")
-                if len(self.path) >= self.config.max_path_actions:
-                    raise RunEnded(StopReason.PATH_LIMIT,
-                                    f"the path reached {len(self.path)} actions, the limit is "
-                                    f"{self.config.max_path_actions}")
-                final = self.take_step()
-                if final is not None:
-                    reason, message = StopReason.STOP, "the agent stopped on a query that returned results"
-                    break
-        except RunEnded as ended:
-            reason, message = ended.reason, ended.message
-        answer = end_of_run.finish(self, reason, final)
+        ends = None if self.config.max_seconds is None else started + self.config.max_seconds
+        with http.deadline(ends):  # lookups without a timeout of their own (searches, entries) come out of it too
+            reason, message, final = self.explore()
+            answer = end_of_run.finish(self, reason, final)
         if self.extraction_failure:
             message += f"; the end-of-run extraction gave nothing ({self.extraction_failure})"
             log.warning("the end-of-run extraction gave nothing: %s", self.extraction_failure)
@@ -290,11 +283,43 @@ class _Run:
             model=self.model,
         )
 
+    def explore(self) -> tuple[StopReason, str, int | None]:
+        """The steps, until the model stops on a query that returned rows or the run ends: why, in words, and the
+        final query's step (``None`` unless the model stopped on it)."""
+        try:
+            while True:
+                if self.remaining() == 0.0:
+                    raise self.time_spent()
+                if len(self.steps) >= self.config.max_total_actions:
+                    raise RunEnded(StopReason.ACTION_LIMIT,
+                                   f"{len(self.steps)} actions taken, the limit is {self.config.max_total_actions}")
+                if len(self.path) >= self.config.max_path_actions:
+                    raise RunEnded(StopReason.PATH_LIMIT,
+                                   f"the path reached {len(self.path)} actions, the limit is "
+                                   f"{self.config.max_path_actions}")
+                final = self.take_step()
+                if final is not None:
+                    return StopReason.STOP, "the agent stopped on a query that returned results", final
+        except RunEnded as ended:
+            return ended.reason, ended.message, None
+
     def remaining(self) -> float | None:
         """Seconds left of the run's time (0 when spent), or ``None`` when the run has no time limit."""
         if self.config.max_seconds is None:
             return None
         return max(0.0, self.started + self.config.max_seconds - time.monotonic())
+
+    def query_timeout(self) -> float | None:
+        """Seconds the next knowledge-base query may run: its own timeout, at most what remains of the run's time.
+
+        Raises the end of the run when nothing remains, so no query is sent that could not be waited for.
+        """
+        remaining = self.remaining()
+        if remaining is None:
+            return self.config.query_timeout
+        if remaining == 0.0:
+            raise self.time_spent()
+        return remaining if self.config.query_timeout is None else min(self.config.query_timeout, remaining)
 
     def time_spent(self, detail: str = "") -> RunEnded:
         """The end of a run whose time is spent; *detail* says what the last call met."""
@@ -567,21 +592,34 @@ class _Run:
     # -- acting on the knowledge base ----------------------------------------------------
 
     def run_query(self, sparql: str) -> QueryResult:
-        """A query outside the model's steps (the end of a run); an unreachable service is a failed query."""
+        """A query outside the model's steps (the end of a run), within what remains of the run's time; an
+        unreachable service, or a run with no time left, is a failed query."""
+        try:
+            timeout = self.query_timeout()
+        except RunEnded as ended:
+            return QueryResult(status="timeout", message=f"not run: {ended.message}")
         self.usage.kb_calls += 1
         try:
-            return self.agent.kb.execute(sparql, timeout=self.config.query_timeout)
+            return self.agent.kb.execute(sparql, timeout=timeout)
         except KBUnavailable as error:
             return QueryResult(status="error", message=str(error))
 
     def act(self, step: Step, index: int) -> str:
+        """Run the step's action on the knowledge base; a query may take at most what remains of the run's time."""
+        try:
+            timeout = self.query_timeout()
+        except RunEnded as ended:
+            step.observation = f"Not run: {ended.message}."
+            raise
         self.usage.kb_calls += 1
         spec = ACTIONS[step.action]
         assert spec.execute is not None
         try:
-            outcome = spec.execute(self.agent.kb, step.argument, self.config.query_timeout)
+            outcome = spec.execute(self.agent.kb, step.argument, timeout)
         except KBUnavailable as error:
             step.observation = f"The knowledge base could not be reached: {error}"
+            if self.remaining() == 0.0:  # the wait for it spent the run's time
+                raise self.time_spent(str(error)) from error
             raise RunEnded(StopReason.KB_ERROR, str(error)) from error
         if outcome.result is not None:
             result = outcome.result
@@ -605,11 +643,16 @@ class _Run:
         return grounding.shown_ids((step.observation or "" for step in self.steps[:before]), self.graph)
 
     def name_ids(self, ids: list[str]) -> str:
-        """The note naming *ids*: one lookup through the knowledge base, no model call."""
+        """The note naming *ids*: one lookup through the knowledge base, no model call, none once the run's time
+        is spent."""
+        if self.remaining() == 0.0:
+            raise self.time_spent()
         self.usage.kb_calls += 1
         try:
             hits = self.agent.kb.describe(ids)
         except KBUnavailable as error:
+            if self.remaining() == 0.0:
+                raise self.time_spent(str(error)) from error
             raise RunEnded(StopReason.KB_ERROR, str(error)) from error
         return grounding.naming_note(ids, hits)
 

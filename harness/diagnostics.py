@@ -11,8 +11,9 @@ syntax error       ended without an answer, its last query refused as malformed
 timeout            ended without an answer, its last query past the time limit
 no query           ended without an answer and without a query that ran (or its last one failed otherwise)
 cannot answer      was ended by the model saying Wikidata cannot answer the question
-model failure      was ended by the model's endpoint (a prompt longer than its context) or by replies
-                   without a usable action
+model failure      was ended by the model's endpoint (a prompt longer than its context), by replies
+                   without a usable action, or by steps that learnt nothing new (``no_progress``: the
+                   model could not make use of the graph)
 =================  ==========================================================================
 
 Runs the model or the knowledge base could not finish are not scored at all
@@ -27,8 +28,9 @@ from agent.trace import StopReason
 
 DIAGNOSES = ("correct", "partial rows", "wrong rows", "empty result", "syntax error", "timeout", "no query",
              "cannot answer", "model failure")
-#: Stop reasons where the model's endpoint, or replies without a usable action, ended a run that is still scored.
-MODEL_FAILURES = (StopReason.CONTEXT_LENGTH, StopReason.NO_USABLE_ACTION)
+#: Stop reasons where the model's endpoint, replies without a usable action, or steps that learnt nothing (the model
+#: could not make use of the graph) ended a run that is still scored.
+MODEL_FAILURES = (StopReason.CONTEXT_LENGTH, StopReason.NO_USABLE_ACTION, StopReason.NO_PROGRESS)
 _BY_QUERY_STATUS = {"empty": "empty result", "syntax_error": "syntax error", "timeout": "timeout"}
 
 

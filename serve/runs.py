@@ -9,7 +9,9 @@ The agent is synchronous (one model call, then one knowledge-base call, per
 step), so each run takes a worker thread.  A run nobody waits for any more
 (its client left, or its deadline passed) is stopped at once:
 :meth:`Ticket.cancel` closes the model request in flight (the worker runs the
-agent under the ticket's :class:`~agent.llm.CallGuard`) and the step callback
+agent under the ticket's :class:`~agent.llm.CallGuard`; a local server may go on
+generating its reply, so the model's next request, whichever run sends it,
+first waits for the server to be idle) and the step callback
 raises :class:`RunStopped` at the next step, so the worker is free for the
 next question after at most the knowledge-base query under way (bounded by
 its own timeout).  The asker does not wait for that: :meth:`RunPool.run`

@@ -11,11 +11,13 @@ out again, and the caller turns it into the ``timeout`` signal.
 
 from __future__ import annotations
 
+import contextvars
 import email.utils
 import json
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -88,6 +90,21 @@ def retrying_session(contact: str, max_retries: int = 4, backoff: float = 1.0) -
     return session
 
 
+#: When the work this thread (this context) does must be done, as ``time.monotonic()``; ``None`` for no deadline.
+_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("request_deadline", default=None)
+
+
+@contextmanager
+def deadline(moment: float | None) -> Iterator[None]:
+    """Within the block, a request whose caller gives no timeout of its own waits at most until *moment* (an
+    agent run's time: its lookups come out of it as its queries do); ``None`` changes nothing."""
+    token = _DEADLINE.set(moment)
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
+
+
 @dataclass
 class HttpClient:
     contact: str = ""
@@ -111,7 +128,9 @@ class HttpClient:
         read; a 429 that does, or no connection at all, is KBUnavailable.  A
         response is cached only when its status is cacheable and *keep* (if
         given) accepts its text.  ``requests.Timeout`` is passed on to the
-        caller, which knows what a slow answer means for it.
+        caller, which knows what a slow answer means for it; without a
+        *timeout* of the caller's, the wait is cut at the :func:`deadline`, and
+        a request cut there is KBUnavailable.
         """
         key = request_key(method, url, params, data)
         if self.cache is not None:
@@ -120,11 +139,19 @@ class HttpClient:
                 return cached
             if self.cache.offline:
                 raise KBUnavailable(f"offline, and this request is not in the cache: {method} {url} {params or data}")
+        wait, until = timeout or self.timeout, _DEADLINE.get()
+        left = None if timeout is not None or until is None else until - time.monotonic()
+        if left is not None and left <= 0:
+            raise KBUnavailable(f"{url}: not asked, no time is left")
+        if left is not None:
+            wait = min(wait, left)
         try:
             response = self.session.request(method, url, params=params, data=data, headers=headers,
-                                            timeout=(10.0, timeout or self.timeout), stream=True)
+                                            timeout=(min(10.0, wait), wait), stream=True)
             text, cut = _read(response, max_bytes)
-        except requests.Timeout:
+        except requests.Timeout as error:
+            if left is not None and wait == left:  # the deadline cut the wait, not the service's own timeout
+                raise KBUnavailable(f"{url}: no answer within the {wait:.1f} s that were left") from error
             raise
         except requests.RequestException as error:
             raise KBUnavailable(f"{url}: {error}") from error

@@ -4,7 +4,8 @@ timed out, and the count of requests sent."""
 import pytest
 
 from agent.llm import ChatModel, LLMConfig, LLMUnavailable, ToolChoiceRefused
-from tests.support.llm_server import EndlessReply, ErrorReply, HeldReply, RawReply, TextReply, ToolCallReply
+from tests.support.llm_server import (EndlessReply, ErrorReply, FromHeaders, HeldReply, RawReply, TextReply,
+                                      ToolCallReply)
 from tests.support.processes import PATIENCE, wait_for
 
 TOOLS = [{"type": "function", "function": {"name": "stop", "parameters": {"type": "object", "properties": {}}}}]
@@ -82,6 +83,25 @@ def test_after_a_timeout_the_next_request_is_not_sent_into_a_busy_server(llm_ser
     wait_for(endless.finished.is_set, PATIENCE, "the abandoned generation to end")
     assert llm.complete(ASK, temperature=0).content == "1952-03-11"
     assert len(server.requests) == 2 and not llm.abandoned
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_the_wait_for_a_busy_server_is_taken_from_the_calls_time(llm_server, stream):
+    # The read timeout the client gives a request is in the ``X-Stainless-Read-Timeout`` header it sends.
+    timeouts = []
+
+    def answer(headers):
+        timeouts.append(float(headers["X-Stainless-Read-Timeout"]))
+        return TextReply("1952-03-11")
+
+    endless = EndlessReply()
+    server = llm_server([endless, FromHeaders(answer)], one_at_a_time=True)
+    llm = model(server, stream=stream, timeout=60)
+    with pytest.raises(LLMUnavailable, match="no reply within 0.5 s"):
+        llm.complete(ASK, temperature=0, timeout=0.5)
+    endless.release.set()  # the abandoned generation ends; the next call waits for the server to say so
+    assert llm.complete(ASK, temperature=0, timeout=30).content == "1952-03-11"
+    assert server.model_lists >= 1 and 0 < timeouts[0] < 30  # 30 s for the wait and the request together
 
 
 def test_without_a_timeout_nothing_is_asked_before_a_request(llm_server):

@@ -1,6 +1,8 @@
 """The step loop, driven by a scripted OpenAI-compatible server and a stand-in Wikidata."""
 
 import json
+import re
+import threading
 import time
 
 import pytest
@@ -10,8 +12,10 @@ from agent.kb.http import HttpClient
 from agent.kb.live import LiveWikidata, WikidataConfig
 from agent.llm import ChatModel, LLMConfig, LLMUnavailable
 from tests.support.euler import EULER_ADVISORS_QUERY, euler_entities
+from tests.support.fault_proxy import Fault, FaultProxy, wiki_action
 from tests.support.llm_server import (EndlessReply, ErrorReply, RawReply, SlowReply, TextReply, ToolCallReply,
                                       prompt_tokens)
+from tests.support.processes import PATIENCE
 from tests.support.wikidata_server import SparqlReply, entity, select
 
 
@@ -794,3 +798,80 @@ def test_every_step_request_of_a_run_starts_with_the_same_text_so_a_servers_pref
     assert len(steps) == 4 and len(server.requests) == 5  # a pruning call between the second and third step
     first = json.dumps([steps[0]["tools"], steps[0]["messages"][:2]])
     assert all(json.dumps([body["tools"], body["messages"][:2]]) == first for body in steps[1:])
+
+
+def test_a_query_held_past_the_runs_time_is_given_up_at_what_remained_and_the_run_ends(llm_server, wikidata_server):
+    # The query service holds the query until the test lets it go: far past the run's time and the client's own
+    # timeout (60 s); only a query given what remained of the run's time comes back before.
+    arrived, release = threading.Event(), threading.Event()
+
+    def held(query):
+        arrived.set()
+        release.wait(PATIENCE)
+        return select(["advisor"], [{"advisor": "Q124500"}])
+
+    service = wikidata_server(sparql=held)
+    kb = LiveWikidata(WikidataConfig(api_url=service.api_url, sparql_url=service.sparql_url),
+                      http=HttpClient(backoff=0.01))
+    server = llm_server([call("execute_sparql", EULER_ADVISORS_QUERY)])
+    try:
+        result = agent_with_time(server, kb, 3).run("Who advised Euler?")
+        assert not release.is_set()  # the run ended with the query still held: it was given up
+    finally:
+        release.set()
+    [step] = result.steps
+    assert arrived.is_set() and step.query_status == "timeout"
+    given = float(re.search(r"no answer within (\S+) seconds", step.observation).group(1))
+    assert 0 < given < 3  # what remained of the run's 3 s
+    assert result.stop_reason == "time_limit" and result.stop_message.startswith("the run's 3 s are spent")
+    assert "the end-of-run extraction gave nothing (time_limit: the run's 3 s are spent)" in result.stop_message
+    assert len(server.requests) == 1 and result.usage.llm_calls == 1  # nothing sent once the time was spent
+    assert result.usage.kb_calls == 1 and len([r for r in service.requests if r["path"] == "/sparql"]) == 1
+
+
+def test_the_end_of_run_query_gets_what_remains_of_the_runs_time(llm_server, wikidata_server):
+    # The query service would wait far longer than the run's 3 s (its client allows twice the test's patience):
+    # the extraction's query is given up when the run's time is spent, before the service answers.
+    arrived, answered, release = threading.Event(), threading.Event(), threading.Event()
+
+    def held(query):
+        arrived.set()
+        release.wait(PATIENCE)
+        answered.set()
+        return select(["advisor"], [{"advisor": "Q124500"}])
+
+    service = wikidata_server(sparql=held)
+    service.add(*euler_entities())
+    kb = LiveWikidata(WikidataConfig(api_url=service.api_url, sparql_url=service.sparql_url, timeout=2 * PATIENCE),
+                      http=HttpClient(backoff=0.01))
+    extraction = TextReply(json.dumps({"sparql": EULER_ADVISORS_QUERY, "explanation": "His advisors."}))
+    server = llm_server(lambda body: call("search_wikidata", "Leonhard Euler") if "tools" in body else extraction)
+    try:
+        result = agent_with_time(server, kb, 3, max_total_actions=1).run("Who advised Euler?")
+        assert arrived.is_set() and not answered.is_set()  # the run ended with its last query still held
+    finally:
+        release.set()
+    assert result.stop_reason == "action_limit" and result.final_sparql is None and result.best_effort
+
+
+def test_a_search_held_past_the_runs_time_is_cut_at_its_end(llm_server, wikidata_server):
+    # A proxy holds the Action API's search until the test lets it go: far past the run's 3 s.
+    service = wikidata_server()
+    service.add(*euler_entities())
+    release = threading.Event()
+    proxy = FaultProxy(service.base)
+    held = proxy.add(Fault("held search", wiki_action("wbsearchentities"), lambda params: release.wait(PATIENCE)))
+    kb = LiveWikidata(WikidataConfig(api_url=proxy.url("/w/api.php"), sparql_url=service.sparql_url),
+                      http=HttpClient(backoff=0.01))
+    server = llm_server([call("search_wikidata", "Leonhard Euler")])
+    try:
+        result = agent_with_time(server, kb, 3).run("Who advised Euler?")
+        assert held.fired == 1 and not release.is_set()  # the run ended with the search still held
+    finally:
+        release.set()
+        proxy.close()
+    [step] = result.steps
+    assert step.observation.startswith("The knowledge base could not be reached: ") and " s that were left" in \
+        step.observation
+    assert result.stop_reason == "time_limit" and result.stop_message.startswith("the run's 3 s are spent (")
+    assert len(server.requests) == 1  # nothing sent once the time was spent

@@ -25,6 +25,12 @@ ROWS = [{"x": {"type": "uri", "value": "http://www.wikidata.org/entity/Q1"}}]
     ({"f1": 0.0, "stop_reason": "context_length", "predicted_answer": None}, "model failure"),
     ({"f1": 0.0, "stop_reason": "no_usable_action", "predicted_answer": None}, "model failure"),
     ({"f1": 1.0, "stop_reason": "context_length", "predicted_answer": ROWS}, "correct"),  # its best effort scored
+    # Steps that learnt nothing: the model could not use the graph, whatever its last query did.
+    ({"f1": 0.0, "stop_reason": "no_progress", "predicted_answer": None, "last_query_status": None},
+     "model failure"),
+    ({"f1": 0.0, "stop_reason": "no_progress", "predicted_answer": [], "last_query_status": "empty"},
+     "model failure"),
+    ({"f1": 0.5, "stop_reason": "no_progress", "predicted_answer": ROWS}, "partial rows"),
 ])
 def test_each_answer_gets_one_diagnosis(line, diagnosis):
     assert diagnose(line) == diagnosis and diagnosis in DIAGNOSES

@@ -22,7 +22,7 @@ import pytest
 from agent.kb.local import LocalKB
 from agent.llm import well_formed
 from bot.wikitext import clean
-from tests.support.llm_server import ErrorReply, HeldReply, SlowReply, ToolCallReply
+from tests.support.llm_server import EndlessReply, ErrorReply, HeldReply, SlowReply, ToolCallReply
 from tests.support.llm_server import asked_question as _question, steps_so_far as _calls
 from tests.support.paths import FIXTURES
 from tests.support.processes import PATIENCE, wait_for
@@ -553,6 +553,34 @@ def test_stop_ends_the_question_and_frees_the_worker(browser, llm_server, wikida
     assert turn(browser, 0)["failed"] == ["Stopped, as you asked."]
     assert turn(browser, 1)["query"] == [QUERY] and len(llm.requests) == asked + 2
     assert "stopped by its asker" in log
+
+
+def test_after_a_stop_the_next_question_waits_for_the_model_server_to_be_idle(browser, llm_server, wikidata_store,
+                                                                            tmp_path):
+    """A local server serves one completion at a time and goes on generating a reply whose request was closed (as
+    llama-cpp-python's does): the next question is sent only once it says it is idle again (``GET /models``)."""
+    endless = EndlessReply(ToolCallReply("stop", {"thought": "", "explanation": "Too late.", "language": "en"}))
+    llm = llm_server(lambda body: endless if _question(body).startswith("generating") else scripted(body),
+                     one_at_a_time=True)
+    service = start_serve(llm.base_url, {"wikidata": wikidata_store}, tmp_path, options=("--workers", "1"))
+    try:
+        open_page(browser, service)
+        ask(browser, "generating question")
+        wait_for(endless.arrived.is_set, PATIENCE, "the model generating")
+        browser.evaluate("document.querySelector('#log button.stop').click()")
+        wait_done(browser, 1)
+        wait_for(lambda: "run stopped (its asker stopped it; its model request closed)" in service.log.read_text(),
+                 PATIENCE, "the run's end")
+        lists = llm.model_lists
+        ask(browser, "quick question after the stop")
+        endless.release.set()  # the closed request's generation ends: only now does the server answer
+        wait_done(browser, 2)
+    finally:
+        endless.release.set()
+        log = service.stop()
+    assert turn(browser, 1)["query"] == [QUERY]
+    assert llm.model_lists == lists + 1, "the next question was sent without asking whether the server was idle"
+    assert "the model endpoint answered again after a wait of" in log
 
 
 def test_the_answer_comes_first_with_labels_and_its_steps_fold(browser, service):
