@@ -1,9 +1,12 @@
-"""Shared fixtures: each lives in ``tests/support/`` and is registered here."""
+"""Shared fixtures: each lives in ``tests/support/`` and is registered here; the bot tests' own are in
+``tests/bot/conftest.py``."""
 
 import os
 from pathlib import Path
 
 import pytest
+
+from tests.support.paths import ROOT
 
 pytest_plugins = [
     "tests.support.llm_server",
@@ -13,9 +16,10 @@ pytest_plugins = [
     "tests.support.browser",
     "tests.support.serve_rig",
     "tests.support.two_engines",
+    "tests.support.kqapro",
 ]
 
-SHARED = Path(__file__).resolve().parent.parent.parent / "shared"
+SHARED = ROOT.parent / "shared"
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:

@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tests.support.euler import EULER_ADVISORS_QUERY
+from tests.support.llm_server import ErrorReply, ToolCallReply
 from tests.support.mediawiki import BOT_USER, PYWIKIBOT_DIR, MediaWiki, write_pywikibot_dir
 from tests.support.processes import PATIENCE, wait_for  # noqa: F401 (the bot tests' waits, named here too)
 
@@ -224,3 +226,33 @@ def _working_directory(directory: Path) -> Iterator[None]:
         yield
     finally:
         os.chdir(previous)
+
+
+def user_messages(body: dict) -> str:
+    """What the user turns of a model request say, joined: the question and the thread the bot passed on."""
+    return "\n".join(str(message.get("content") or "") for message in body["messages"] if message["role"] == "user")
+
+
+def scripted(queries: dict[str, str], default: str = EULER_ADVISORS_QUERY, final: str = "That answers it.",
+             first: str = "Ask the query service."):
+    """A model that runs one query (chosen by a phrase of the question), then stops; *first* and *final* are
+    its two thoughts."""
+
+    def reply(body):
+        if "tools" not in body:
+            return ErrorReply(400, "no pruning expected")
+        asked = user_messages(body)
+        query = next((query for phrase, query in queries.items() if phrase in asked), default)
+        if not any(message["role"] == "tool" for message in body["messages"]):
+            return ToolCallReply("execute_sparql", {"thought": first, "sparql": query})
+        return ToolCallReply("stop", {"thought": final, "language": "en",
+                                      "explanation": "The query lists Euler's doctoral advisors (P184)."})
+
+    return reply
+
+
+def run_bot(rig: BotRig, page: str, *options: str, llm=None) -> BotRun:
+    """One pass of the bot on *page*, which must end cleanly (the log's tail shown if not)."""
+    done = rig.run(page, *options, llm=llm)
+    assert done.code == 0, done.stderr[-3000:]
+    return done

@@ -7,8 +7,9 @@ from pathlib import Path
 
 from agent.graph import GraphProfile, load_graph
 from agent.kb.local import LocalKB
+from tests.support.paths import FIXTURES
 
-GRAPHS = Path(__file__).resolve().parent.parent / "fixtures" / "graphs"
+GRAPHS = FIXTURES / "graphs"
 
 
 def fixture_profile(name: str) -> GraphProfile:

@@ -37,6 +37,7 @@ that server's non-streamed generation does, whoever still waits for it.
 from __future__ import annotations
 
 import json
+import re
 import select
 import socket
 import threading
@@ -128,6 +129,16 @@ def null_content_errors(body: dict[str, Any]) -> str:
     return (f"{len(errors)} validation errors:\n  " + "\n  ".join(errors)
             + '\n\n  File "…/llama_cpp/server/app.py", line 376, in create_chat_completion\n'
               "    POST /v1/chat/completions")
+
+
+def asked_question(body: dict[str, Any]) -> str:
+    """The question a request to the model is about: the ``Question:`` line of its first user turn."""
+    return re.search(r"^Question: (.*)$", body["messages"][1]["content"], re.MULTILINE).group(1)
+
+
+def steps_so_far(body: dict[str, Any]) -> int:
+    """How many of a run's steps came before this request to the model (the tool results in its prompt)."""
+    return sum(message["role"] == "tool" for message in body["messages"])
 
 
 def openai_wrong_key(key: str) -> ErrorReply:

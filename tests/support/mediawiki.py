@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import atexit
 import fcntl
+import hashlib
 import http.cookiejar
 import json
 import os
@@ -37,12 +38,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.paths import FIXTURES
 from tests.support.pygmentize import CLIENT as PYGMENTIZE, start as start_pygments
 
 MEDIAWIKI = Path("/usr/share/mediawiki")
 BOT_USER = "SpinachBot"
 #: A sample of the real forum page: sections answered and not, signatures of every shape.
-FORUM = (Path(__file__).parent.parent / "fixtures" / "forum" / "request_a_query.wiki").read_text()
+FORUM = (FIXTURES / "forum" / "request_a_query.wiki").read_text()
 BOT_PASSWORD_NAME = "spinach"
 BOT_PASSWORD = "0123456789abcdefghijklmnopqrstuv"
 HUMAN_USER = "Alice"
@@ -95,6 +97,11 @@ def write_pywikibot_dir(directory: Path, api_url: str) -> Path:
 
 write_pywikibot_dir(PYWIKIBOT_DIR, f"http://127.0.0.1:{PORT}/api.php")
 os.environ["PYWIKIBOT_DIR"] = str(PYWIKIBOT_DIR)
+
+
+def unique(name: str) -> str:
+    """A page name's part for one test, parametrized ones told apart (page titles are cut at 50 characters)."""
+    return f"{name[:40]} {hashlib.sha256(name.encode()).hexdigest()[:8]}"
 
 
 @dataclass

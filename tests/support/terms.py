@@ -13,3 +13,8 @@ def literal(value: str, datatype: str | None = None, lang: str | None = None) ->
     if lang:
         term["xml:lang"] = lang
     return term
+
+
+def entity_uri(qid: str) -> dict[str, str]:
+    """A Wikidata entity as a URI term (``wd:`` *qid* written out)."""
+    return {"type": "uri", "value": f"http://www.wikidata.org/entity/{qid}"}
