@@ -27,8 +27,9 @@ from tests.support.bot_rig import BotRig
 from tests.support.fault_proxy import Fault, Reply
 from tests.support.sparql_endpoint import qlever_error
 from tests.support.two_engines import DIFFERENT_QUERY, EQUAL_QUERY, MWAPI_QUERY
-from tests.test_bot_scenarios import new_section, policy
-from tests.test_render import STRIP_MARKER, save_and_read
+from tests.bot.test_render import STRIP_MARKER, save_and_read
+from tests.bot.test_scenarios import policy
+from tests.support.forum_text import new_section
 
 pytestmark = pytest.mark.mediawiki
 QUERY = "SELECT ?human WHERE { ?human wdt:P31 wd:Q5 ; wdt:P69 wd:Q11942 . }"

@@ -20,7 +20,8 @@ from tests.support.llm_server import ToolCallReply
 from tests.support.serve_rig import start_serve
 from tests.support.sparql_endpoint import qlever_error
 from tests.support.two_engines import DIFFERENT_QUERY, EQUAL_QUERY, MWAPI_QUERY
-from tests.test_serve_chat import _calls, _question, ask, open_page, wait_done
+from tests.serve.test_chat import ask, open_page, wait_done
+from tests.support.llm_server import asked_question as _question, steps_so_far as _calls
 
 pytestmark = pytest.mark.xdist_group("two_engines")
 QUESTIONS = {"Where was Douglas Adams educated?": EQUAL_QUERY, "Which humans are there?": DIFFERENT_QUERY,

@@ -371,7 +371,7 @@ def test_the_command_lines_take_the_engines_and_say_a_bad_one_in_one_line(capsys
 def test_the_report_counts_which_engine_answered_the_final_queries(tmp_path, capsys):
     from harness.reporting import summarize
     from scripts.report import main as report_main
-    from tests.test_report import record, write_run
+    from tests.harness.test_reporting import record, write_run
 
     records = [{**record("1", 1.0, {"stop": 1}), "engine": "wdqs"}, {**record("2", 1.0, {"stop": 1}),
                                                                     "engine": "qlever"},
