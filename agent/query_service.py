@@ -6,9 +6,13 @@ from __future__ import annotations
 QUERY_SERVICE = "https://query.wikidata.org/#"
 
 
-def query_service_link(query: str) -> str:
-    """The query service URL that opens *query* exactly: every byte but letters and digits percent-encoded,
-    so the URL holds no wikitext (not even ``~~~`` or ``__``)."""
+def percent_encoded(query: str) -> str:
+    """*query* as a link carries it: every byte but ASCII letters and digits percent-encoded, so the URL holds no
+    wikitext (not even ``~~~`` or ``__``)."""
     data = query.encode("utf-8", "surrogatepass")
-    return QUERY_SERVICE + "".join(chr(byte) if chr(byte).isascii() and chr(byte).isalnum() else f"%{byte:02X}"
-                                   for byte in data)
+    return "".join(chr(byte) if chr(byte).isascii() and chr(byte).isalnum() else f"%{byte:02X}" for byte in data)
+
+
+def query_service_link(query: str) -> str:
+    """The query service URL that opens *query* exactly (:func:`percent_encoded`)."""
+    return QUERY_SERVICE + percent_encoded(query)

@@ -133,8 +133,7 @@ class Step:
         (one for an ASK's answer; none for a failure) and its first rows."""
         self.query_status = result.status
         self.engine = result.engine
-        self.row_count = (1 if result.boolean is not None else len(result.bindings)) \
-            if result.status.ran else None
+        self.row_count = result.row_count if result.status.ran else None
         if result.status == QueryStatus.OK and result.bindings:
             self.keep_rows(result)
 

@@ -144,6 +144,11 @@ class QueryResult:
         self.status = QueryStatus(self.status)  # a bad status is an error here, not a surprise later
 
     @property
+    def row_count(self) -> int:
+        """Rows the result holds: one for an ASK's answer."""
+        return 1 if self.boolean is not None else len(self.bindings)
+
+    @property
     def answer(self) -> list[Binding] | bool | None:
         """Rows of a SELECT, the boolean of an ASK, or ``None`` when the query failed."""
         if not self.status.ran:

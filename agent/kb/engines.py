@@ -21,6 +21,7 @@ from typing import Any
 
 from agent.kb.base import QueryResult
 from agent.kb.dialect import Unsupported, prepare
+from agent.query_service import percent_encoded
 from agent.sparql_lexer import tokenize
 
 
@@ -189,11 +190,7 @@ def compact(query: str) -> str:
 def try_link(engine: Engine, query: str) -> str:
     """The URL that opens *query* in *engine*'s own page: every byte but ASCII letters and digits percent-encoded
     (as the bot's query service link is), so the URL holds no markup; "" when the engine has no such page."""
-    if not engine.try_url:
-        return ""
-    data = query.encode("utf-8", "surrogatepass")
-    return engine.try_url + "".join(chr(byte) if chr(byte).isascii() and chr(byte).isalnum() else f"%{byte:02X}"
-                                    for byte in data)
+    return engine.try_url + percent_encoded(query) if engine.try_url else ""
 
 
 # -- one engine's answer ----------------------------------------------------------------------------
@@ -221,10 +218,6 @@ def answer_set(result: QueryResult) -> frozenset[tuple[tuple[str, str], ...]]:
         return frozenset({(("boolean", str(result.boolean).lower()),)})
     return frozenset(tuple(sorted((name, term.get("value", "")) for name, term in row.items()))
                      for row in result.bindings)
-
-
-def row_count(result: QueryResult) -> int:
-    return 1 if result.boolean is not None else len(result.bindings)
 
 
 # -- the data's date --------------------------------------------------------------------------------
@@ -329,7 +322,7 @@ def cross_check(query: str, engines: Sequence[Engine], run: Callable[[Engine, st
         answered = attempt.outcome is EngineOutcome.ANSWERED and result is not None
         shown = prepared if prepared == query else compact(prepared)
         runnable = bool(prepared) and attempt.outcome is not EngineOutcome.UNSUPPORTED
-        return EngineRun(engine, attempt.outcome, rows=row_count(result) if answered else None,
+        return EngineRun(engine, attempt.outcome, rows=result.row_count if answered else None,
                          reason=attempt.reason, try_link=try_link(engine, shown) if runnable else "",
                          data_date=date.result(), answer=answer_set(result) if answered else frozenset())
 
