@@ -35,9 +35,6 @@ OBSERVATION_LINES = 8
 PREVIEW_ROWS = 20
 #: IDs whose labels are looked up for one table (one lookup).
 LABELLED_IDS = 50
-#: An item or property ID as a query's cell shows it: these get their label beside them.
-_ENTITY = ENTITY_ID_RE
-
 #: What the page says when a run ends without a query, by the run's ending.
 NO_QUERY = {
     StopReason.CANNOT_ANSWER: "The agent found that this graph cannot answer the question.",
@@ -51,7 +48,7 @@ def entity_ids(rows: list[dict[str, Binding]], shown: dict[str, str] | None = No
     found: dict[str, None] = {}
     for row in rows:
         for term in row.values():
-            if term.get("type") == "uri" and _ENTITY.fullmatch(text := format_term(term, shown)):
+            if term.get("type") == "uri" and ENTITY_ID_RE.fullmatch(text := format_term(term, shown)):
                 found.setdefault(text)
     return list(found)[:LABELLED_IDS]
 
@@ -106,7 +103,7 @@ def step_event(number: int, step: Step, graph: GraphProfile, labels: dict[str, s
 
 def engines_event(check: CrossCheck | None, stale_after_days: float | None = None) -> dict[str, Any] | None:
     """Where the final query runs, as data for the page's engines' line: what each found, in the reply's words
-    (:func:`bot.engines_line.found_sentence`; "" for one engine, whose rows the table counts); per engine (the
+    (:func:`agent.engines_text.found_sentence`; "" for one engine, whose rows the table counts); per engine (the
     operator's order) its name, outcome, rows (and how many more or fewer than the first that answered), reason
     (an engine's error, cleaned and bounded), "Try it" link (``http(s)`` only), data date and whether it is stale;
     and the engine the query is for when the main one cannot run it.  ``None`` without a cross-check."""
