@@ -68,7 +68,7 @@ from agent.actions import tool_schemas
 from agent.examples.meaning import BATCH, MEANINGS
 from agent.examples.naming import name_properties
 from agent.examples.queries import query_properties
-from agent.examples.retrieval import (FUSION_K, GENERIC_PROPERTIES, MEANING_FLOOR, MEANING_FLOOR_ACROSS,
+from agent.examples.retrieval import (FUSION_K, GENERIC_PROPERTIES, RELEVANT_ABOVE, RELEVANT_ABOVE_ACROSS,
                                       STRONG_MARGIN, STRONG_MEANING, WORDS_WEIGHT, WORDS_WEIGHT_ACROSS, Match,
                                       Retriever, estimated_tokens, prompt_examples)
 from agent.examples.store import ExampleStore
@@ -91,8 +91,9 @@ TUNED_ON = ("spinach dev", "wikiwebquestions dev", "qald10 test (de, even ids)")
 #: of a strong match by meaning, its margin); a cosine of 2 is no strong match at all.
 GRID = tuple(setting for setting in itertools.product((3, 10, 60), (0.75, 1.0), (0.1, 0.25), (0.88, 0.9, 0.92, 2.0),
                                                       (0.0, 0.02, 0.04)) if setting[3] < 2 or setting[4] == 0)
-#: The relevance floors ``--tune`` chooses from, for the chosen fusion: (in the question's language, across).
-FLOORS = tuple(itertools.product((0.78, 0.79, 0.8, 0.81, 0.82, 0.83), (0.7, 0.72, 0.74, 0.75, 0.76, 0.77)))
+#: The relevance floors ``--tune`` chooses from, for the chosen fusion: how far above the question's usual cosine
+#: (in the question's language, across languages).
+FLOORS = tuple(itertools.product((0.02, 0.03, 0.04, 0.05, 0.06, 0.07), (0.02, 0.03, 0.04, 0.05, 0.06, 0.07)))
 #: The recall at 5 a floor may cost a tuning set against no floor: one question's worth in 400 (noise).
 NOISE = 0.0025
 #: The store sizes the speed and memory are measured at.
@@ -374,11 +375,11 @@ def asked_of(held_out: HeldOut, names: dict[str, list[str]], directory: Path) ->
 
 
 def retriever_of(asked: Asked, setting: tuple[int, float, float, float, float],
-                 floors: tuple[float, float] = (MEANING_FLOOR, MEANING_FLOOR_ACROSS)) -> Retriever:
+                 floors: tuple[float, float] = (RELEVANT_ABOVE, RELEVANT_ABOVE_ACROSS)) -> Retriever:
     constant, weight, across, strong, margin = setting
     return Retriever(asked.store, excluded=asked.excluded, fusion_k=constant, words_weight=weight,
-                     words_weight_across=across, strong=strong, strong_margin=margin, floor=floors[0],
-                     floor_across=floors[1])
+                     words_weight_across=across, strong=strong, strong_margin=margin, above=floors[0],
+                     above_across=floors[1])
 
 
 def tuned(tuning: list[Asked]) -> Iterator[str]:
@@ -413,7 +414,8 @@ def tuned(tuning: list[Asked]) -> Iterator[str]:
             kept.append((shown, -floors[0], -floors[1], floors, max(losses)))
     yield "the floors that cost no tuning set more than noise at 5, fewest examples shown first:"
     for shown, _, _, floors, loss in sorted(kept)[:5]:
-        yield (f"floor {floors[0]:g} (across languages {floors[1]:g}): {shown:.2f} shown of 5, largest loss at 5 "
+        yield (f"floor {floors[0]:g} above the usual cosine (across languages {floors[1]:g}): {shown:.2f} shown of 5, "
+               "largest loss at 5 "
                f"{loss:+.2%}")
 
 
@@ -428,7 +430,8 @@ def held_out_figures(shared: Path, directory: Path, tune: bool) -> Iterator[str]
         yield from tuned(asked)
         return
     shipped = (f"shipped: fused (k {FUSION_K}, words {WORDS_WEIGHT:g}, across languages {WORDS_WEIGHT_ACROSS:g}), "
-               f"{STRONG_MEANING:g} first by {STRONG_MARGIN:g}, floor {MEANING_FLOOR:g} ({MEANING_FLOOR_ACROSS:g})")
+               f"{STRONG_MEANING:g} first by {STRONG_MARGIN:g}, floor {RELEVANT_ABOVE:g} ({RELEVANT_ABOVE_ACROSS:g}) "
+               "above the usual cosine")
     yield "| held out | questions | ranking | recall @1 | recall @5 | MRR | shown of 5 | chars | tokens |"
     yield "|---|---:|---|---:|---:|---:|---:|---:|---:|"
     wins = {"plain BM25": 0, "meaning alone": 0}

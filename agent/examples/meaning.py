@@ -31,6 +31,7 @@ import os
 import platform
 import sys
 import threading
+from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
@@ -82,6 +83,17 @@ def cpu_problem(cpuinfo: Path = CPUINFO, machine: str | None = None) -> str | No
     flags = {flag for line in text.splitlines() if line.split(":", 1)[0].strip() == "flags"
              for flag in line.split(":", 1)[1].split()}
     return None if "avx2" in flags else "this CPU lacks AVX2, which the engine needs"
+
+
+@dataclass(frozen=True)
+class StoreVectors:
+    """What the ranking by meaning keeps of a store: its examples' ids and their vectors, one row each."""
+
+    ids: np.ndarray
+    vectors: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.ids)
 
 
 class Meanings:
@@ -142,16 +154,36 @@ class Meanings:
             texts = list(self._kept)
             return texts, np.array([self._kept[text] for text in texts], dtype=np.float32)
 
-    def of_store(self, store: ExampleStore, examples: list[SolvedExample]) -> np.ndarray:
-        """The vectors of *examples* (the store's), those the store keeps for their text read from it."""
+    def of_store(self, store: ExampleStore) -> StoreVectors:
+        """The vectors of the store's examples, one row each in id order: those the store keeps for their question
+        as it reads now copied once into one matrix, the others computed (:meth:`of_examples`).  Only the vectors
+        and ids stay in memory; the examples are read for the few a question ranks first."""
         model = self.model()
-        stored = store.vectors(model) if model else {}
-        with self._lock:
-            for example in examples:
-                vector = _stored_vector(stored, example)
-                if vector is not None:
-                    self._kept.setdefault(_read(example.question), np.frombuffer(vector, dtype=np.float32))
-        return self.of_examples([example.question for example in examples])
+        count = store.count()
+        ids = np.zeros(count, dtype=np.int64)
+        matrix: np.ndarray | None = None
+        missing: list[tuple[int, str]] = []
+        row = 0
+        for id_, question, text, vector in store.vector_rows(model or ""):
+            if row == count:  # added since counted: the store's version changed, so the next question reads again
+                break
+            ids[row] = id_
+            read = _read(question)
+            if vector is not None and text == read:
+                if matrix is None:
+                    matrix = np.zeros((count, len(vector) // 4), dtype=np.float32)
+                matrix[row] = np.frombuffer(vector, dtype=np.float32)
+            else:
+                missing.append((row, read))
+            row += 1
+        if missing:
+            computed = self.of_examples([text for _, text in missing])
+            if matrix is None:
+                matrix = np.zeros((count, computed.shape[1]), dtype=np.float32)
+            matrix[[index for index, _ in missing]] = computed
+        if matrix is None:  # a store with no examples yet
+            return StoreVectors(np.zeros(0, dtype=np.int64), np.empty((0, 0), dtype=np.float32))
+        return StoreVectors(ids[:row], matrix[:row])
 
     def keep(self, store: ExampleStore, progress: bool = True) -> int:
         """Compute the vectors the (writable) *store* lacks, or keeps for a question since edited, and keep them

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
@@ -254,6 +254,20 @@ class ExampleStore:
             if "no such table" not in str(error):
                 raise
             return {}
+
+    def vector_rows(self, model: str) -> Iterator[tuple[int, str, str | None, bytes | None]]:
+        """Every example, by id: its id and question, and the text and vector *model*'s vector was computed from
+        (``None`` for an example without one), read a row at a time so that a large store is never held twice."""
+        try:
+            rows = self.connection.execute(
+                "SELECT examples.id, examples.question, vectors.text, vectors.vector FROM examples LEFT JOIN vectors "
+                "ON vectors.id = examples.id AND vectors.model = ? ORDER BY examples.id", (model,))
+        except sqlite3.OperationalError as error:
+            if "no such table" not in str(error):
+                raise
+            rows = self.connection.execute("SELECT id, question, NULL, NULL FROM examples ORDER BY id")
+        for row in rows:
+            yield row[0], row[1], row[2], row[3]
 
     def put_vectors(self, model: str, rows: Iterable[tuple[int, str, bytes]]) -> None:
         """Keep the vectors (example id, the text they were computed from, the vector) by *model*; one

@@ -462,15 +462,15 @@ def shown_lines(prompt: str) -> tuple[int, list[str]]:
     return label, block
 
 
-def first_prompt(llm_server, wikidata_server, store_path, question: str, floor: float | None = None) -> str:
+def first_prompt(llm_server, wikidata_server, store_path, question: str, above: float | None = None) -> str:
     """The first prompt the agent sends for *question*, with the examples the store gives it, as the bot runs it
-    (with another relevance *floor* when given)."""
+    (with another relevance floor, *above* the question's usual cosine, when given)."""
     from agent import Agent, AgentConfig, AgentContext
     from agent.llm import ChatModel, LLMConfig
     from tests.support.euler import EULER_ADVISORS_QUERY, euler_run
 
     llm, wikidata = euler_run(llm_server, wikidata_server)
-    retriever = Retriever(ExampleStore(store_path, read_only=True), **({} if floor is None else {"floor": floor}))
+    retriever = Retriever(ExampleStore(store_path, read_only=True), **({} if above is None else {"above": above}))
     agent = Agent(llm=ChatModel.from_config(LLMConfig(base_url=llm.base_url, api_key="test", max_retries=0,
                                                       timeout=30)),
                   kb=LiveWikidata(WikidataConfig(api_url=wikidata.api_url, sparql_url=wikidata.sparql_url)),
@@ -532,7 +532,7 @@ def test_a_request_that_speaks_to_the_model_reaches_it_only_quoted_as_data(
                        "SELECT ?river WHERE { ?river wdt:P31 wd:Q4022 ; wdt:P17 wd:Q183 . }")])
     store.close()
     asked = "Which rivers flow through the country?"
-    prompt = first_prompt(llm_server, wikidata_server, tmp_path / "examples.sqlite", asked, floor=-1.0)
+    prompt = first_prompt(llm_server, wikidata_server, tmp_path / "examples.sqlite", asked, above=-1.0)
     assert prompt.startswith(f"Question: {asked}\n")
     questions = assert_only_quoted(prompt, words)
     assert "Which rivers flow through Germany?" in questions
@@ -634,19 +634,44 @@ FRENCH_OTHERS = [example("churches", "Liste des églises de la ville de Lyon",
 
 
 def test_an_example_below_the_relevance_floor_is_not_shown(store):
-    """"Qui a peint la Joconde ?" got unrelated examples matched on "de" and "la": the one that means the same comes
-    first, one sharing only function words and below the floor (cosine 0.78) is not shown, and a question nothing
-    in the store is about gets none.  The floor is a cosine, and cosines are close: "the bridges of the Seine"
-    (0.804) passes the floor of 0.79 that costs the tuning sets no recall, as the docs say; behind the one that
-    means the same."""
+    """"Qui a peint la Joconde ?" got unrelated examples matched on "de" and "la": the one that means the same is
+    shown, those sharing only function words and below the floor ("the bridges of the Seine", cosine 0.804; the
+    churches of Lyon, 0.78) are not, and a question nothing in the store is about gets none."""
     store.add(FRENCH_OTHERS)
     ours = Retriever(store)
     assert {"churches", "bridges"} <= set(keys(Retriever(store, use_meaning=False, use_properties=False,
                                                          stopwords=False).similar("Qui a peint la Joconde ?", 5)))
-    assert keys(ours.similar("Qui a peint la Joconde ?", 5)) == ["filler-0", "bridges"]  # "Who painted the Mona Lisa?"
+    assert keys(ours.similar("Qui a peint la Joconde ?", 5)) == ["filler-0"]  # "Who painted the Mona Lisa?"
     assert ours.similar("Wie viele Tore schoss der Torwart in der Saison?", 5) == []
     # Without the model, relevance is a shared word that is no function word of the question's language.
     assert keys(Retriever(store, use_meaning=False).similar("Qui a peint la Joconde ?", 5)) == []
+
+
+def test_the_floor_moves_with_the_questions_language(store):
+    """The model's cosines sit lower for some languages: a Chinese question's median cosine with this store is
+    0.71, an English one's 0.75.  Its English twin (cosine 0.80) would miss a floor set for English questions; the
+    floor sits above the question's own usual cosine, so the twin is shown, and nothing else is let in."""
+    chinese = "谁写了《哈姆雷特》？"  # "Who wrote Hamlet?"
+    assert keys(Retriever(store).similar(chinese, 5)) == []  # a small store: the usual cosine of an English question
+    moving = Retriever(store, usual_from=10)  # the store's own median, as in a store of 200 examples or more
+    assert keys(moving.similar(chinese, 5)) == ["filler-1"]  # "Who wrote the play Hamlet?"
+    assert keys(moving.similar("Who wrote Hamlet?", 5)) == ["filler-1"]
+
+
+def test_across_languages_a_shared_name_does_not_choose_the_first_example(tmp_path):
+    """Across languages a shared word is a name at best: "Paris" is all a German question about the rivers of Paris
+    shares with "Who is the mayor of Paris?", and that was enough to put it before the English request that means
+    the same.  The words may reorder the examples below; the first is the one nearest in meaning."""
+    store = ExampleStore(tmp_path / "rivers.sqlite")  # in English, as the harvest tells from their function words
+    english = {"language": "en"}
+    store.add([example("rivers", "Which rivers cross the French capital?", "SELECT ?r WHERE { ?r wdt:P177 wd:Q90 }",
+                       **english),
+               example("mayor", "Who is the mayor of Paris?", "SELECT ?m WHERE { wd:Q90 wdt:P6 ?m }", **english),
+               example("painter", "Who painted the Mona Lisa?", "SELECT ?p WHERE { wd:Q12418 wdt:P170 ?p }", **english),
+               example("hamlet", "Who wrote the play Hamlet?", "SELECT ?a WHERE { wd:Q41567 wdt:P50 ?a }", **english)])
+    question = "Welche Flüsse fließen durch Paris?"
+    assert keys(Retriever(store).similar(question, 2)) == ["rivers", "mayor"]
+    assert keys(Retriever(store, use_meaning=False).similar(question, 2)) == ["mayor"]
 
 
 def test_the_prompt_shows_whole_examples_within_its_token_budget(store):

