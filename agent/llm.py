@@ -63,7 +63,7 @@ import httpx2
 import openai
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
-from agent.kb.http import MAX_RETRY_AFTER, retry_after_seconds, well_formed
+from agent.kb.http import MAX_RETRY_AFTER, retry_after_seconds, time_left, well_formed
 
 DEFAULT_MODEL = "gpt-4o"
 log = logging.getLogger("agent")
@@ -274,6 +274,11 @@ class ChatModel:
             if _CONTEXT_TOO_LONG.search(str(error)):
                 raise _counted(ContextTooLong(f"the prompt does not fit the model's context: {error}"),
                                sent, request_sent) from error
+            if error.status_code == 429:  # busy, whatever was asked: after the retries the wait allowed
+                asked = retry_after_seconds(error.response.headers.get("Retry-After"))
+                raise _counted(LLMUnavailable(
+                    f"the endpoint is busy (HTTP 429{f', come back in {asked:g} s' if asked else ''}): "
+                    f"{_error_text(error)}"), sent, request_sent) from error
             if tools and error.status_code == 400 and "tool" in str(error).lower():
                 raise _counted(ToolsUnsupported(str(error)), sent, request_sent) from error
             if tools and probe:
@@ -326,9 +331,14 @@ class ChatModel:
             try:
                 return self._send(request, {**options, "max_retries": 0}, limit)
             except openai.RateLimitError as error:  # busy: after the wait it asks for, the client's retries
+                wait = min(retry_after_seconds(error.response.headers.get("Retry-After")) or 0.0, MAX_RETRY_AFTER)
+                if limit is not None and wait >= limit:  # the wait would outlast the call's time: busy it is
+                    raise
                 sent[0] += 1
-                wait = retry_after_seconds(error.response.headers.get("Retry-After")) or 0.0
-                time.sleep(min(wait, MAX_RETRY_AFTER))
+                time.sleep(wait)
+                if limit is not None:
+                    limit -= wait
+                    options["timeout"] = limit
             except openai.APIConnectionError as error:
                 if isinstance(error, openai.APITimeoutError):
                     raise
@@ -574,9 +584,9 @@ class _TimeoutIsFinal(openai.DefaultHttpxClient):
     def send(self, request: httpx2.Request, **options: Any) -> httpx2.Response:
         guard = _GUARD.get()
         if guard is not None:
-            return self._send_guarded(guard, request, **options)
+            return _not_retried_past_the_deadline(self._send_guarded(guard, request, **options))
         try:
-            return super().send(request, **options)
+            return _not_retried_past_the_deadline(super().send(request, **options))
         except httpx2.TimeoutException as error:
             raise openai.APITimeoutError(request=request) from error
 
@@ -602,6 +612,17 @@ class _TimeoutIsFinal(openai.DefaultHttpxClient):
         if self._guarded is not None:
             self._guarded.close()
         super().close()
+
+
+def _not_retried_past_the_deadline(response: httpx2.Response) -> httpx2.Response:
+    """*response*, marked not to be sent again (``x-should-retry: false``, which the ``openai`` client obeys) when
+    it is an error whose wait (its ``Retry-After``) would end after the run's :func:`agent.kb.http.deadline`: a run
+    is not put to sleep past its time for a request it could no longer use."""
+    left = time_left()
+    if left is not None and response.status_code >= 400 and \
+            (retry_after_seconds(response.headers.get("Retry-After")) or 0.0) >= left:
+        response.headers["x-should-retry"] = "false"
+    return response
 
 
 def openai_client(config: LLMConfig) -> openai.OpenAI:

@@ -23,6 +23,7 @@ from typing import Any
 
 import requests
 from requests.adapters import HTTPAdapter
+from urllib3.exceptions import MaxRetryError, ResponseError
 from urllib3.util.retry import Retry
 
 from agent.kb.base import KBUnavailable
@@ -78,10 +79,25 @@ def retry_after_seconds(value: str | None) -> float | None:
 
 
 class _CappedRetry(Retry):
-    """urllib3's ``Retry``, with the service's ``Retry-After`` capped at :data:`MAX_RETRY_AFTER`."""
+    """urllib3's ``Retry``, with the service's ``Retry-After`` capped at :data:`MAX_RETRY_AFTER`, and no retry
+    whose wait would end after the :func:`deadline`: the answer in hand (a 429, a 503) is returned at once, or the
+    connection error raised, rather than slept on past the time the caller has."""
 
     def parse_retry_after(self, retry_after: str) -> float:
         return min(MAX_RETRY_AFTER, super().parse_retry_after(retry_after))
+
+    def increment(self, method: str | None = None, url: str | None = None, response: Any = None,
+                  error: Exception | None = None, _pool: Any = None, _stacktrace: Any = None) -> Retry:
+        retry = super().increment(method, url, response, error, _pool, _stacktrace)
+        left = time_left()
+        if left is not None:
+            asked = retry.get_retry_after(response) if response is not None and self.respect_retry_after_header \
+                else None
+            pause = asked if asked else retry.get_backoff_time()
+            if pause >= left:
+                raise MaxRetryError(_pool, url or "", error or ResponseError(
+                    f"not asked again: the wait of {pause:g} s ends after the time left"))
+        return retry
 
 
 def retry_policy(max_retries: int, backoff: float) -> Retry:
@@ -103,6 +119,12 @@ def retrying_session(contact: str, max_retries: int = 4, backoff: float = 1.0) -
 
 #: When the work this thread (this context) does must be done, as ``time.monotonic()``; ``None`` for no deadline.
 _DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("request_deadline", default=None)
+
+
+def time_left() -> float | None:
+    """The seconds left until this context's :func:`deadline` (less than 0 once it passed); ``None`` without one."""
+    until = _DEADLINE.get()
+    return None if until is None else until - time.monotonic()
 
 
 @contextmanager
@@ -150,8 +172,7 @@ class HttpClient:
                 return cached
             if self.cache.offline:
                 raise KBUnavailable(f"offline, and this request is not in the cache: {method} {url} {params or data}")
-        wait, until = timeout or self.timeout, _DEADLINE.get()
-        left = None if timeout is not None or until is None else until - time.monotonic()
+        wait, left = timeout or self.timeout, None if timeout is not None else time_left()
         if left is not None and left <= 0:
             raise KBUnavailable(f"{url}: not asked, no time is left")
         if left is not None:
@@ -167,7 +188,10 @@ class HttpClient:
         except requests.RequestException as error:
             raise KBUnavailable(f"{url}: {error}") from error
         if response.status_code == 429:
-            raise EngineBusy(f"{url} answered HTTP 429 (too many requests) after {self.max_retries + 1} tries",
+            retried = response.raw.retries  # urllib3's record of the tries before this answer
+            tries = 1 + (len(retried.history) if retried is not None else 0)
+            raise EngineBusy(f"{url} answered HTTP 429 (too many requests) after {tries} "
+                             f"{'try' if tries == 1 else 'tries'}",
                              text=text, retry_after=retry_after_seconds(response.headers.get("Retry-After")))
         if cut:
             return CachedResponse(status=response.status_code, text=text, retrieved_at=time.time(), truncated=True)

@@ -1,6 +1,8 @@
 """The model wrapper against the scripted OpenAI-compatible stand-in: streamed replies, the life of a request that
 timed out, and the count of requests sent."""
 
+import time
+
 import pytest
 
 from agent.llm import ChatModel, LLMConfig, LLMUnavailable, ToolChoiceRefused
@@ -144,3 +146,18 @@ def test_a_refused_first_request_and_a_timed_out_one_are_counted(llm_server):
         model(server, timeout=0.5).complete(ASK, temperature=0)
     endless.release.set()
     assert timed_out.value.attempts == 1
+
+
+@pytest.mark.parametrize("probe", [True, False], ids=["first request of its kind", "later request"])
+def test_a_busy_endpoints_wait_that_would_outlast_the_runs_time_is_not_waited(llm_server, probe):
+    """An endpoint at its rate limit asks for 30 s; the run has 3 s left: the call fails at once as busy, and the
+    request is not sent again after a sleep the run could not use.  (With time enough the wait is honoured:
+    tests/agent/test_loop.py::test_rate_limit_is_retried_after_the_wait_the_endpoint_asks.)"""
+    from agent.kb.http import deadline
+
+    server = llm_server([ErrorReply(429, "rate limited", retry_after=30), TextReply("1952-03-11")])
+    with deadline(time.monotonic() + 3):
+        with pytest.raises(LLMUnavailable, match=r"the endpoint is busy \(HTTP 429, come back in 30 s\): rate "
+                                                 "limited") as failed:
+            model(server, max_retries=4).complete(ASK, temperature=0, timeout=3, tools=TOOLS, probe=probe)
+    assert len(server.requests) == 1 and failed.value.attempts == 1

@@ -7,7 +7,7 @@ import pytest
 from agent.kb import open_kb
 from agent.kb.base import KBUnavailable
 from agent.kb.cache import ResponseCache
-from agent.kb.http import HttpClient
+from agent.kb.http import HttpClient, deadline
 from agent.kb.live import LiveWikidata, WikidataConfig, format_time
 from tests.support.euler import EULER_ADVISORS_QUERY, euler_entities
 from agent.observations import format_query_result
@@ -164,6 +164,17 @@ def test_rate_limit_waits_as_long_as_retry_after_says(wikidata_server):
     assert result.status == "ok"
     assert time.monotonic() - started >= 1.0
     assert len(server.requests) == 2
+
+
+def test_a_wait_the_service_asks_for_that_would_outlast_the_runs_time_is_not_waited(wikidata_server):
+    """A run with three seconds left is not put to sleep for the thirty a busy service asks for: the 429 is its
+    answer at once, and the service is not asked again.  With time enough the wait is honoured (above)."""
+    server = wikidata_server(sparql=lambda query: select(["x"], [{"x": "Q1"}]),
+                             interruptions=[SparqlReply(429, "slow down", {"Retry-After": "30"})])
+    with deadline(time.monotonic() + 3):
+        with pytest.raises(KBUnavailable, match=r"HTTP 429 \(too many requests\) after 1 try"):
+            live(server).execute("SELECT ?x WHERE { ?x ?p ?o }")
+    assert len(server.requests) == 1
 
 
 def test_a_client_timeout_is_the_timeout_signal(wikidata_server):
