@@ -50,6 +50,7 @@ from datetime import datetime, timezone
 import pywikibot
 from tqdm import tqdm
 
+from agent.examples.existence import Existence
 from agent.examples.languages import guess_language
 from agent.examples.quoted import addresses_model
 from agent.examples.store import ExampleStore, HarvestedPage, SolvedExample, month_of, thread_name
@@ -60,6 +61,8 @@ from bot.forum import (
 from bot.history import Attribution, latest_revisions, listed_revisions
 
 log = logging.getLogger(__name__)
+#: Why a thread whose query the store refused was skipped, as the harvest's report counts it.
+QUERY_REFUSED = "query does not parse, or names a Wikidata ID that is malformed or missing"
 #: An archive page's revisions read at most, newest first, looking for the archiving's.
 MAX_ARCHIVE_REVISIONS = 500
 #: The forum page's revisions of one month read at most (Wikidata's forum has about 1,500 a month).
@@ -229,9 +232,10 @@ class ForumHistory:
 
 def harvest(site: pywikibot.site.BaseSite, store: ExampleStore, forum: str, bot: str,
             short_link: Callable[[str], str | None] | None = None, progress: bool = True,
-            archivers: list[str] | None = None) -> HarvestReport:
+            archivers: list[str] | None = None, existence: Existence | None = None) -> HarvestReport:
     """Harvest the archive pages of *forum* that changed since the last harvest, as the forum's archiving
-    (*archivers*, or a move of the forum page) wrote them, and *forum* itself."""
+    (*archivers*, or a move of the forum page) wrote them, and *forum* itself; with *existence*, a query naming an
+    item or property Wikidata does not have is not stored."""
     report = HarvestReport()
     try:
         pages = archive_pages(site, forum)
@@ -273,7 +277,7 @@ def harvest(site: pywikibot.site.BaseSite, store: ExampleStore, forum: str, bot:
             continue
         report.pages_read += 1
         store.remove_page(title)
-        counts = store.add(page.examples)
+        counts = store.add(page.examples, existence)
         report.threads += page.threads
         refused = {key for key, _ in counts.refused}
         report.examples += len(page.examples) - len(refused)
@@ -281,8 +285,8 @@ def harvest(site: pywikibot.site.BaseSite, store: ExampleStore, forum: str, bot:
         report.added += counts.added
         report.updated += counts.updated
         report.skipped.update(page.skipped)
-        if counts.refused:  # a query posted with a typo (wd:183) or that does not parse: not an example to copy
-            report.skipped["query does not parse or names a malformed Wikidata ID"] += len(counts.refused)
+        if counts.refused:  # a query with a typo (wd:183), a deleted item, or that does not parse: nothing to copy
+            report.skipped[QUERY_REFUSED] += len(counts.refused)
         store.record_page(HarvestedPage(title, latest, datetime.now(timezone.utc).isoformat(timespec="seconds"),
                                         len(page.examples) - len(refused), len(page.skipped) + len(refused)))
     return report

@@ -11,7 +11,9 @@ The store is one SQLite file: ``--store``, else ``examples_path`` of
 through pywikibot as the bot reads it (``user-config.py``; see ``python -m
 bot.run --help``); nothing is written to the wiki.  The names of the
 properties the examples use are read from the knowledge base (live Wikidata,
-or ``--kb DIR``).  Also run as ``python -m scripts.examples``.
+or ``--kb DIR``), and live Wikidata says which items and properties exist: a
+query naming one it does not have (deleted, or merged) is not stored.  Also
+run as ``python -m scripts.examples``.
 """
 
 from __future__ import annotations
@@ -23,10 +25,12 @@ import sys
 from pathlib import Path
 
 from agent.cli import program_name
+from agent.examples.existence import Existence
 from agent.examples.meaning import MEANINGS, THREADS, THREADS_VARIABLE
 from agent.examples.naming import name_properties
 from agent.examples.retrieval import Retriever, prompt_examples
 from agent.examples.store import ExampleStore
+from agent.kb.base import KnowledgeBase
 from bot.config import BotConfig
 from bot.run import ENVIRONMENT
 from bot.short_links import ShortLinks
@@ -69,7 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
                                   "its archive pages is read (default: archivers of bot.ini)")
 
     def naming_options(command: argparse.ArgumentParser) -> None:
-        command.add_argument("--kb", metavar="DIR", help="name properties from a local store (default: live Wikidata)")
+        command.add_argument("--kb", metavar="DIR", help="name properties from a local store (default: live "
+                                                         "Wikidata, which also says which items and properties exist)")
         command.add_argument("--cache", metavar="FILE", help="SQLite cache of Wikidata responses")
         command.add_argument("--quiet", action="store_true", help="no progress bar")
 
@@ -106,10 +111,29 @@ def _config(args: argparse.Namespace) -> BotConfig:
     return BotConfig.from_file(path) if path else BotConfig()
 
 
-def _name_properties(store: ExampleStore, args: argparse.Namespace) -> None:
+def _knowledge_base(args: argparse.Namespace) -> KnowledgeBase:
+    """The knowledge base that names the properties and (live Wikidata) says which IDs exist."""
     from agent.kb import open_kb
 
-    kb = open_kb(args.kb, cache_path=args.cache, read_only=False)
+    return open_kb(args.kb, cache_path=args.cache, read_only=False)
+
+
+def _existence(kb: KnowledgeBase, args: argparse.Namespace) -> Existence | None:
+    """Who says which IDs exist: live Wikidata; not a local store, which may hold part of the graph (said once)."""
+    if args.kb:
+        print(f"note: the examples' items and properties are not checked against Wikidata: {args.kb} may hold part "
+              "of the graph", file=sys.stderr)
+        return None
+    return Existence(kb)
+
+
+def _existence_lines(existence: Existence | None) -> list[str]:
+    if existence is None or not existence.failed:
+        return []
+    return [f"IDs not checked (the examples naming them were stored): {failure}" for failure in existence.failed]
+
+
+def _name_properties(store: ExampleStore, kb: KnowledgeBase) -> None:
     report = name_properties(store, kb)
     print(f"properties named: {report.looked_up} looked up, {report.names} names"
           + (f"; {len(report.failed)} batches not read (looked up again next time)" if report.failed else ""))
@@ -122,7 +146,8 @@ def _keep_vectors(store: ExampleStore, args: argparse.Namespace) -> None:
         print("vectors: none (the multilingual model did not load: examples are ranked by their words alone)")
 
 
-def _harvest(store: ExampleStore, args: argparse.Namespace, config: BotConfig) -> int:
+def _harvest(store: ExampleStore, args: argparse.Namespace, config: BotConfig,
+             existence: Existence | None = None) -> int:
     import pywikibot
 
     from bot.archive import harvest
@@ -145,7 +170,7 @@ def _harvest(store: ExampleStore, args: argparse.Namespace, config: BotConfig) -
         print("note: no archivers are named (--archivers, or archivers in bot.ini): only pages the forum page was "
               "moved to are harvested from its archive", file=sys.stderr)
     report = harvest(site, store, args.page or config.page, bot, links.query, progress=not args.quiet,
-                     archivers=archivers)
+                     archivers=archivers, existence=existence)
     for line in report.lines():
         print(line)
     return 0
@@ -157,14 +182,29 @@ def build_main(store: ExampleStore, args: argparse.Namespace, config: BotConfig)
     examples, notes = load_example_splits(args.data)
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
-    counts = store.add(examples)
+    kb = _knowledge_base(args)
+    existence = _existence(kb, args)
+    counts = store.add(examples, existence)
     print(f"datasets: {len(examples)} examples ({counts.added} new, {counts.updated} updated"
-          + (f", {len(counts.refused)} not stored: their query does not parse or names a malformed ID" if
-             counts.refused else "") + ")")
+          + (f", {len(counts.refused)} not stored: their query does not parse or names a malformed or missing ID"
+             if counts.refused else "") + ")")
     for line in counts.refusal_lines():
         print(line)
-    status = 0 if args.no_forum else _harvest(store, args, config)
-    _name_properties(store, args)
+    status = 0 if args.no_forum else _harvest(store, args, config, existence)
+    for line in _existence_lines(existence):
+        print(line)
+    _name_properties(store, kb)
+    _keep_vectors(store, args)
+    return status
+
+
+def update_main(store: ExampleStore, args: argparse.Namespace, config: BotConfig) -> int:
+    kb = _knowledge_base(args)
+    existence = _existence(kb, args)
+    status = _harvest(store, args, config, existence)
+    for line in _existence_lines(existence):
+        print(line)
+    _name_properties(store, kb)
     _keep_vectors(store, args)
     return status
 
@@ -224,10 +264,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "build":
             return build_main(store, args, config)
         if args.command == "update":
-            status = _harvest(store, args, config)
-            _name_properties(store, args)
-            _keep_vectors(store, args)
-            return status
+            return update_main(store, args, config)
         if args.command == "search":
             return search_main(store, args)
         return corrections_main(store, args)

@@ -9,9 +9,10 @@ prefix declarations change.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from functools import lru_cache
 
-from agent.graph import ANY_ID_RE, ITEM_ID_RE, PROPERTY_ID_RE
+from agent.graph import ANY_ID_RE, ENTITY_ID_RE, ITEM_ID_RE, PROPERTY_ID_RE
 from agent.kb.dialect import PREFIXES
 from agent.observations import shorten_iri
 from agent.sparql_lexer import Token, tokenize
@@ -168,7 +169,9 @@ def query_problem(sparql: str, prefixes: dict[str, str] | None = PREFIXES) -> st
     return _parse_problem(everything, tuple(prefixes.items()))
 
 
-def _malformed_id(sparql: str, tokens: list[Token], prefixes: dict[str, str]) -> str | None:
+def _wikidata_names(sparql: str, tokens: list[Token], prefixes: dict[str, str]) -> Iterator[tuple[Token, str, str]]:
+    """Each name *tokens* spell in a Wikidata namespace (a prefixed name or a full IRI, declarations aside): its
+    token, namespace and local part."""
     declared = {match[1]: match[2] for match in re.finditer(r"\bPREFIX\s+([\w.-]*):\s*<([^>]*)>", sparql,
                                                             re.IGNORECASE)}
     for index, token in enumerate(tokens):
@@ -185,10 +188,20 @@ def _malformed_id(sparql: str, tokens: list[Token], prefixes: dict[str, str]) ->
             local = iri[len(namespace):]
         else:
             continue
-        shape = _ID_SHAPES.get(namespace)
-        if shape is not None and not shape.fullmatch(local):
-            return token.text
-    return None
+        if namespace in _ID_SHAPES:
+            yield token, namespace, local
+
+
+def _malformed_id(sparql: str, tokens: list[Token], prefixes: dict[str, str]) -> str | None:
+    return next((token.text for token, namespace, local in _wikidata_names(sparql, tokens, prefixes)
+                 if not _ID_SHAPES[namespace].fullmatch(local)), None)
+
+
+def query_entities(sparql: str, prefixes: dict[str, str] | None = PREFIXES) -> set[str]:
+    """The Wikidata items and properties *sparql* names, in any Wikidata namespace (``wd:Q5``, ``wdt:P31``,
+    ``pq:P580``, a full IRI), as ``Q5``, ``P31``: what must exist for the query to mean what it says."""
+    tokens = [token for token in tokenize(sparql) if token.kind not in ("space", "comment")]
+    return {local for _, _, local in _wikidata_names(sparql, tokens, prefixes or {}) if ENTITY_ID_RE.fullmatch(local)}
 
 
 def _parse_problem(tokens: list[Token], prefixes: tuple[tuple[str, str], ...]) -> str | None:

@@ -21,7 +21,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from agent.examples.queries import query_problem, query_properties
+from agent.examples.existence import Existence
+from agent.examples.queries import query_entities, query_problem, query_properties
 from agent.graph import WIKIDATA, load_graph, profile_names
 from agent.kb.dialect import PREFIXES
 from agent.kb.local.search import fold
@@ -130,8 +131,8 @@ class AddCounts:
     updated: int = 0
     unchanged: int = 0
     keys: list[str] = field(default_factory=list)
-    #: (key, why) of each example not stored: its query does not parse or names a malformed ID (``wd:183``), and a
-    #: reader of the prompt would copy the mistake.
+    #: (key, why) of each example not stored: its query does not parse, or names a malformed ID (``wd:183``) or one
+    #: Wikidata does not have, and a reader of the prompt would copy the mistake.
     refused: list[tuple[str, str]] = field(default_factory=list)
 
     def refusal_lines(self, shown: int = 10) -> list[str]:
@@ -139,7 +140,7 @@ class AddCounts:
         lines = [f"not stored, {key}: {why}" for key, why in self.refused[:shown]]
         if len(self.refused) > shown:
             lines.append(f"not stored: {len(self.refused) - shown} more whose query does not parse or names a "
-                         "malformed ID")
+                         "malformed or missing ID")
         return lines
 
 
@@ -190,14 +191,23 @@ class ExampleStore:
 
     # -- examples ---------------------------------------------------------------------------------
 
-    def add(self, examples: Iterable[SolvedExample]) -> AddCounts:
+    def add(self, examples: Iterable[SolvedExample], existence: Existence | None = None) -> AddCounts:
         """Insert *examples*, or update those whose key is stored already; one transaction.  An example whose
-        query does not parse or names a malformed Wikidata ID (:func:`~agent.examples.queries.query_problem`) is
-        refused: counted with its reason, never stored (an earlier version under its key stays)."""
+        query does not parse or names a malformed Wikidata ID (:func:`~agent.examples.queries.query_problem`), or
+        (with *existence*, which asks the knowledge base) an item or property Wikidata does not have, is refused:
+        counted with its reason, never stored (an earlier version under its key stays)."""
         counts = AddCounts()
+        examples = list(examples)
+        absent = existence.missing(id_ for example in examples if example.graph == WIKIDATA.name
+                                   for id_ in query_entities(example.sparql)) if existence is not None else set()
         with self.connection:
             for example in examples:
                 problem = query_problem(example.sparql, _declared_prefixes(example.graph))
+                gone = sorted(query_entities(example.sparql) & absent, key=lambda id_: (id_[0], int(id_[1:]))) \
+                    if problem is None and absent and example.graph == WIKIDATA.name else []
+                if gone:
+                    problem = (f"names {', '.join(f'wd:{id_}' for id_ in gone)}, which Wikidata does not have "
+                               "(deleted, or merged into another)")
                 if problem is not None:
                     counts.refused.append((example.key, problem))
                     continue

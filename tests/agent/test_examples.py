@@ -711,12 +711,53 @@ def test_an_example_whose_query_does_not_parse_or_names_a_malformed_id_is_never_
     assert reasons["no-prefix"].startswith("does not parse")
     assert sorted(found.key for found in store.examples()) == ["ask", "good", "named subquery"]
     assert counts.refusal_lines(shown=1) == ["not stored, typo: malformed Wikidata ID wd:183",
-                                             "not stored: 2 more whose query does not parse or names a malformed ID"]
+                                             "not stored: 2 more whose query does not parse or names a malformed or "
+                                             "missing ID"]
     # A fix posted later is stored; a broken edit of a stored example leaves the stored one as it was.
     assert store.add([example("typo", "Where was Angela Merkel born?", BIRTH)]).added == 1
     assert store.add([example("good", "Who supervised the thesis of Alan Turing?", "SELECT ?a { wd:Q7251 wdt:Q184 ?a }")
                       ]).refused == [("good", "malformed Wikidata ID wdt:Q184")]
     assert next(found for found in store.examples() if found.key == "good").sparql == ADVISORS
+
+
+#: A few of Wikidata's triples: two items, a property, and an item merged into another (only its redirect is left).
+SMALL_WIKIDATA = "".join(f"<http://www.wikidata.org/entity/{subject}> {rest} .\n" for subject, rest in [
+    ("Q42", '<http://www.w3.org/2000/01/rdf-schema#label> "Douglas Adams"@en'),
+    ("Q5", '<http://www.w3.org/2000/01/rdf-schema#label> "human"@en'),
+    ("P31", "<http://wikiba.se/ontology#propertyType> <http://wikiba.se/ontology#WikibaseItem>"),
+    ("Q100", "<http://www.w3.org/2002/07/owl#sameAs> <http://www.wikidata.org/entity/Q42>")])
+
+
+def test_an_example_naming_an_item_wikidata_does_not_have_is_never_stored(tmp_path):
+    """A query naming a deleted item, a property that never was, or an item merged into another (its ID only
+    redirects, so the query finds nothing) reads as well as a good one: the knowledge base says which IDs it holds,
+    and such an example is not stored, with the reason.  A knowledge base that cannot be asked refuses nothing,
+    and says so."""
+    from agent.examples.existence import Existence
+    from agent.kb.http import HttpClient
+
+    graph = tmp_path / "small.nt"
+    graph.write_text(SMALL_WIKIDATA)
+    kb = LocalKB(tmp_path / "kb")
+    kb.load([graph], progress=False)
+    store = ExampleStore(tmp_path / "examples.sqlite")
+    asked = [example("good", "Is Douglas Adams a human?", "ASK { wd:Q42 wdt:P31 wd:Q5 }"),
+             example("deleted", "Is this one a human?", "ASK { wd:Q99999999 wdt:P31 wd:Q5 }"),
+             example("merged", "Is the merged one a human?", "ASK { <http://www.wikidata.org/entity/Q100> wdt:P31 "
+                                                            "wd:Q5 }"),
+             example("no property", "What is Douglas Adams?", "SELECT ?x WHERE { wd:Q42 p:P99999 [ ps:P99999 ?x ] }")]
+    counts = store.add(asked, Existence(kb))
+    assert dict(counts.refused) == {
+        "deleted": "names wd:Q99999999, which Wikidata does not have (deleted, or merged into another)",
+        "merged": "names wd:Q100, which Wikidata does not have (deleted, or merged into another)",
+        "no property": "names wd:P99999, which Wikidata does not have (deleted, or merged into another)"}
+    assert [found.key for found in store.examples()] == ["good"]
+    kb.close()
+    unreachable = LiveWikidata(WikidataConfig(api_url="http://127.0.0.1:9/w/api.php",
+                                              sparql_url="http://127.0.0.1:9/sparql"), http=HttpClient(max_retries=0))
+    existence = Existence(unreachable)
+    assert store.add(asked[1:], existence).refused == [] and len(store.examples()) == 4
+    assert len(existence.failed) == 1 and existence.failed[0].startswith("P31…Q99999999: ")
 
 
 # -- the model: threads, batches, the CPU ------------------------------------------------------------------

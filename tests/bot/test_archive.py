@@ -175,8 +175,8 @@ def test_a_harvest_reads_every_thread_once_and_a_second_harvest_only_what_change
     # A dataset query that does not parse, or names a malformed ID, is never stored: its thread is skipped, said why.
     broken = [thread["title"] for month in MONTHS for thread in dev_threads[month] if query_problem(thread["sparql"])]
     assert dict(report.skipped) == {"no query posted by someone other than the asker": 2, "no signed request": 1,
-                                    **({"query does not parse or names a malformed Wikidata ID": len(broken)}
-                                       if broken else {})}
+                                    **({"query does not parse, or names a Wikidata ID that is malformed or missing":
+                                        len(broken)} if broken else {})}
     examples = {example.key: example for example in store.examples()}
     assert len(examples) == report.examples == dev_count - len(broken) + 1 + 1 + 1
 

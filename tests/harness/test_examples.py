@@ -143,12 +143,50 @@ def test_a_build_names_each_example_it_does_not_store_and_why(tmp_path, capsys):
                           str(tmp_path / "kb"), "--quiet", "--threads", "1"]) == 0
     out = capsys.readouterr().out
     assert ("datasets: 5 examples (4 new, 0 updated, 1 not stored: their query does not parse or names a malformed "
-            "ID)") in out
+            "or missing ID)") in out
     assert "not stored, qald9plus train 57: malformed Wikidata ID wd:183" in out.splitlines()
     assert "qald9plus train 57" not in {example.key for example in ExampleStore(store_path, read_only=True).examples()}
     with pytest.raises(SystemExit):
         examples_main(["build", "--threads", "none"])
     assert "'none' is not a whole number of 1 or more" in capsys.readouterr().err
+
+
+def test_a_build_asks_wikidata_which_items_exist_and_stores_no_query_naming_one_it_does_not_have(
+        tmp_path, capsys, monkeypatch, wikidata_server):
+    """Live Wikidata (here a stand-in answering from a real Oxigraph store) says which of the examples' items and
+    properties it holds: a query naming a deleted item is not stored, and the build says why.  A local store may
+    hold part of the graph, so with ``--kb`` nothing is refused for it, and the build says the IDs were not
+    checked."""
+    import pyoxigraph
+
+    from agent.examples.queries import query_entities
+
+    data = write_data(tmp_path)
+    deleted = QALD + [{"id": "58", "question": "Where was the deleted one born?",
+                       "sparql": "SELECT ?place WHERE { wd:Q99999999 wdt:P19 ?place }"}]
+    (data / "qald9plus" / "train.json").write_text(json.dumps(deleted))
+    graph = pyoxigraph.Store()  # every item and property the other examples name, each with a label
+    for item in {id_ for rows in (DEV, TEST, WEBQUESTIONS, QALD) for row in rows
+                 for id_ in query_entities(row["sparql"])} | {"P19"}:
+        graph.add(pyoxigraph.Quad(pyoxigraph.NamedNode(f"http://www.wikidata.org/entity/{item}"),
+                                  pyoxigraph.NamedNode("http://www.w3.org/2000/01/rdf-schema#label"),
+                                  pyoxigraph.Literal(item, language="en")))
+    wikidata = wikidata_server(sparql=graph)
+    monkeypatch.setenv("WIKIDATA_SPARQL_URL", wikidata.sparql_url)
+    monkeypatch.setenv("WIKIDATA_API_URL", wikidata.api_url)
+    store_path = tmp_path / "examples.sqlite"
+    assert examples_main(["build", "--no-forum", "--data", str(data), "--store", str(store_path), "--quiet"]) == 0
+    out, err = capsys.readouterr()
+    assert ("not stored, qald9plus train 58: names wd:Q99999999, which Wikidata does not have (deleted, or merged "
+            "into another)") in out.splitlines()
+    assert "datasets: 5 examples (4 new, 0 updated, 1 not stored" in out and "not checked" not in out + err
+    local = tmp_path / "local.sqlite"
+    assert examples_main(["build", "--no-forum", "--data", str(data), "--store", str(local), "--kb",
+                          str(tmp_path / "kb"), "--quiet"]) == 0
+    out, err = capsys.readouterr()
+    assert "datasets: 5 examples (5 new, 0 updated)" in out
+    assert f"the examples' items and properties are not checked against Wikidata: {tmp_path / 'kb'} may hold " \
+           "part of the graph" in err
 
 
 def test_the_benchmarks_tuning_sets_share_no_request_with_what_it_holds_out(shared_dir):

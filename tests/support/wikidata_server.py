@@ -254,10 +254,13 @@ class FakeWikidata:
 
 
 def _from_store(store: Any, query: str) -> SparqlReply:
+    """The answer of a pyoxigraph *store* to *query*, with the prefixes the query service declares for every query."""
     import pyoxigraph
 
+    from agent.kb.dialect import PREFIXES
+
     try:
-        results = store.query(query)
+        results = store.query(query, prefixes=PREFIXES)
     except SyntaxError as error:
         return malformed(str(error))
     if isinstance(results, pyoxigraph.QueryBoolean):
