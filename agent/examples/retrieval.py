@@ -48,6 +48,7 @@ import re
 import threading
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -200,6 +201,8 @@ class Retriever:
         #: Document frequencies of the terms compared within one language (False) and across languages (True).
         self._frequencies: dict[bool, Counter] = {}
         self._documents = 0
+        #: The ids of the examples written for other graphs than :attr:`graph`, as of the store's version.
+        self._other_graphs: tuple[tuple[int, int] | None, frozenset[int]] = (None, frozenset())
         #: The store's examples' ids and vectors, as of the store's version.
         self._meant: tuple[tuple[int, int] | None, StoreVectors] = (None, StoreVectors(np.zeros(0, dtype=np.int64),
                                                                                        np.empty((0, 0))))
@@ -311,8 +314,11 @@ class Retriever:
                                              if id_ in examples])
 
     def _excluded(self, thread: ThreadRef | None) -> set[int] | frozenset[int]:
-        return self.excluded | self.store.ids_of_other_graphs(self.graph) | (
-            self.store.ids_in_threads([thread]) if thread else set())
+        """The ids never returned for a question of *thread* (the caller holds the lock)."""
+        version = self.store.version()
+        if self._other_graphs[0] != version:  # read once per version of the store: a scan of every example
+            self._other_graphs = (version, frozenset(self.store.ids_of_other_graphs(self.graph)))
+        return self.excluded | self._other_graphs[1] | (self.store.ids_in_threads([thread]) if thread else set())
 
     def property_labels(self, pids: list[str]) -> dict[str, str]:
         """The labels the store knows for *pids*."""
@@ -377,13 +383,20 @@ def _thread_of(example: SolvedExample) -> tuple[str, str]:
     return (fold(example.heading), example.month) if example.heading else (example.key, "")
 
 
+@lru_cache(maxsize=8192)
+def _question_key(question: str) -> tuple[str, ...]:
+    """What makes two examples' questions the same question: their words (read once per question and process, as
+    every ranking of every question compares the same examples)."""
+    return tuple(words_of(question))
+
+
 def _one_per_thread_and_question(matches: list[Match]) -> list[Match]:
     """*matches* but the second of one thread, or of one question asked in two sources (QALD-7 and QALD-9 share
     many): a copy shows the model nothing new."""
     seen: set[tuple[str, ...]] = set()
     kept = []
     for match in matches:
-        keys = {("thread", *_thread_of(match.example)), ("question", *words_of(match.example.question))}
+        keys = {("thread", *_thread_of(match.example)), ("question", *_question_key(match.example.question))}
         if not keys & seen:
             seen |= keys
             kept.append(match)
