@@ -79,8 +79,7 @@ from agent import end_of_run, grounding, observations
 from agent.actions import (ACTIONS, CANNOT_ANSWER, action_named, actions_for, check_argument, is_set, same_action,
                            shown_name, tool_schemas)
 from agent.kb import http
-from agent.kb.base import KBUnavailable, KnowledgeBase, QueryResult, QueryStatus
-from agent.kb.engines import CrossCheck
+from agent.kb.base import CrossCheck, KBUnavailable, KnowledgeBase, QueryResult, QueryStatus
 from agent.llm import (
     ChatModel, Completion, ContextTooLong, LLMUnavailable, ModelRequestError, ToolChoiceRefused, ToolsUnsupported,
     well_formed,
@@ -307,13 +306,12 @@ class _Run:
             return ended.reason, ended.message, None
 
     def cross_check(self, sparql: str | None, result: QueryResult | None) -> CrossCheck | None:
-        """The final query on every engine the knowledge base has (its ``cross_check``, where it has one), each
-        within what remains of the run's time; ``None`` without a final query, or when no engine could be asked."""
-        check = getattr(self.agent.kb, "cross_check", None)
-        if not sparql or check is None:
+        """The final query on every engine the knowledge base has, each within what remains of the run's time;
+        ``None`` without a final query, or when no engine could be asked."""
+        if not sparql:
             return None
         try:
-            return check(sparql, self.remaining(), known=result)
+            return self.agent.kb.cross_check(sparql, self.remaining(), known=result)
         except KBUnavailable as error:
             log.warning("the final query's cross-check failed: %s", error)
             return None

@@ -13,8 +13,7 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from agent.kb.base import Binding, QueryResult, QueryStatus, SearchHit, Value
-from agent.kb.engines import CrossCheck
+from agent.kb.base import Binding, CrossCheck, QueryResult, QueryStatus, SearchHit, Value
 
 #: The rows of a query's result a step keeps as data (the model reads more in its observation).
 KEPT_ROWS = 10

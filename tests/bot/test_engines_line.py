@@ -16,7 +16,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from agent.kb.engines import CrossCheck, DataDate, Engine, EngineOutcome, EngineRun
+from agent.kb.base import CrossCheck, DataDate, Engine, EngineOutcome, EngineRun
 from agent.trace import AgentResult, Step, Usage
 from bot.config import BotConfig
 from agent.engines_text import REASON_CHARS, safe_url, written_date

@@ -14,9 +14,8 @@ from pathlib import Path
 import pytest
 
 from agent import Agent, AgentConfig, AgentResult
-from agent.kb.base import KBUnavailable
-from agent.kb.engines import (QLEVER, WDQS, CrossCheck, EngineConfigError, EngineOutcome, index_date,
-                              parse_engines)
+from agent.kb.base import CrossCheck, EngineOutcome, KBUnavailable
+from agent.kb.engines import QLEVER, WDQS, EngineConfigError, index_date, parse_engines
 from agent.kb.http import HttpClient
 from agent.kb.live import LiveWikidata, WikidataConfig
 from agent.llm import ChatModel, LLMConfig
@@ -107,6 +106,8 @@ def test_each_engine_says_how_fresh_its_data_is_and_an_old_copy_is_named_stale(t
     assert check.stale == ("qlever",)
     assert knowledge_base(two_engines, stale_after_days=60).cross_check(EQUAL_QUERY).stale == ()
     assert knowledge_base(two_engines, stale_after_days=0).cross_check(EQUAL_QUERY).stale == ()  # 0: never stale
+    # What the chat page and the reply are told: the days, or none for 0.
+    assert [knowledge_base(two_engines, stale_after_days=days).stale_after_days for days in (30, 0)] == [30, None]
 
 
 def test_qlevers_index_date_stands_in_when_its_data_names_no_date(two_engines):
