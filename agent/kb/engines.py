@@ -18,7 +18,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
-from agent.kb.base import CrossCheck, DataDate, Engine, EngineOutcome, EngineRun, QueryResult
+from agent.kb.base import CrossCheck, DataDate, Engine, EngineOutcome, EngineRun, QueryResult, QueryStatus
 from agent.kb.dialect import Unsupported, prepare
 from agent.query_service import percent_encoded
 from agent.sparql_lexer import tokenize
@@ -105,8 +105,8 @@ class Attempt:
 
 def attempt_of(result: QueryResult) -> Attempt:
     """A result already in hand (the run's own) as an attempt: its status says the outcome."""
-    outcome = {"ok": EngineOutcome.ANSWERED, "empty": EngineOutcome.ANSWERED,
-               "timeout": EngineOutcome.TIMEOUT}.get(result.status, EngineOutcome.FAILED)
+    outcome = (EngineOutcome.ANSWERED if result.status.ran
+               else EngineOutcome.TIMEOUT if result.status is QueryStatus.TIMEOUT else EngineOutcome.FAILED)
     return Attempt(outcome, result, "" if outcome is EngineOutcome.ANSWERED else " ".join(result.message.split()))
 
 

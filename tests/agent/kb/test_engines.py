@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from agent import Agent, AgentConfig, AgentResult
-from agent.kb.base import CrossCheck, EngineOutcome, KBUnavailable
-from agent.kb.engines import QLEVER, WDQS, EngineConfigError, index_date, parse_engines
+from agent.kb.base import CrossCheck, EngineOutcome, KBUnavailable, QueryResult, QueryStatus
+from agent.kb.engines import QLEVER, WDQS, EngineConfigError, attempt_of, index_date, parse_engines
 from agent.kb.http import HttpClient
 from agent.kb.live import LiveWikidata, WikidataConfig
 from agent.llm import ChatModel, LLMConfig
@@ -315,6 +315,16 @@ def test_an_index_name_without_a_date_gives_none():
 
 
 # -- the embedded store -------------------------------------------------------------------------------
+
+def test_the_runs_own_result_stands_for_its_engine_as_it_went():
+    outcomes = {status: attempt_of(QueryResult(status, message="line one\n  line two")) for status in QueryStatus}
+    assert {status: attempt.outcome for status, attempt in outcomes.items()} == {
+        QueryStatus.OK: EngineOutcome.ANSWERED, QueryStatus.EMPTY: EngineOutcome.ANSWERED,
+        QueryStatus.SYNTAX_ERROR: EngineOutcome.FAILED, QueryStatus.TIMEOUT: EngineOutcome.TIMEOUT,
+        QueryStatus.ERROR: EngineOutcome.FAILED}
+    # A reader gets the reason on one line where the engine did not answer, and none where it did.
+    assert [outcomes[status].reason for status in (QueryStatus.OK, QueryStatus.TIMEOUT)] == ["", "line one line two"]
+
 
 def test_the_local_store_is_its_own_one_engine_dated_by_its_load(tmp_path: Path):
     from agent.kb.local import LocalKB, load_date
