@@ -19,7 +19,7 @@ from agent.kb.engines import QLEVER, WDQS, EngineConfigError, attempt_of, index_
 from agent.kb.http import HttpClient
 from agent.kb.live import LiveWikidata, WikidataConfig
 from agent.llm import ChatModel, LLMConfig
-from bot.wikitext import query_service_link
+from agent.query_service import query_service_link
 from harness.datasets import Example
 from harness.evaluation import result_record
 from tests.support.fault_proxy import Fault, Hold, Reply
