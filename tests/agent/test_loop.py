@@ -474,6 +474,22 @@ def test_old_steps_shrink_to_what_later_steps_used(llm_server, kb):
     assert "Euler (crater) (Q7605)" in second and "Read his entry." in second
 
 
+def test_an_old_query_keeps_its_first_rows_its_count_and_the_labels_of_its_new_ids(llm_server, wikidata_server):
+    students = "SELECT ?student WHERE { ?student wdt:P184 wd:Q7604 }"
+    wikidata = wikidata_server(sparql={students: select(["student"], [{"student": f"Q{n}"} for n in range(1, 13)])})
+    wikidata.add(*euler_entities())
+    kb = LiveWikidata(WikidataConfig(api_url=wikidata.api_url, sparql_url=wikidata.sparql_url),
+                      http=HttpClient(backoff=0.01))
+    server = llm_server([call("execute_sparql", students), call("search_wikidata", "Euler"),
+                         call("get_wikidata_entry", "Q7604"), call("stop")])
+    make_agent(server, kb, recent_steps=1).run("Who were Euler's students?")
+    new = [message["content"] for message in server.requests[1]["messages"] if message["role"] == "tool"][0]
+    assert "Q12" in new and "P184 = doctoral advisor [wikibase-item]; Q7604 = Leonhard Euler — Swiss" in new
+    old = [message["content"] for message in server.requests[-1]["messages"] if message["role"] == "tool"][0]
+    assert old == ("student\nQ1\nQ2\nQ3\n...\n(12 rows)\n"
+                   "IDs new to this run (check them): P184 = doctoral advisor; Q7604 = Leonhard Euler.")
+
+
 def test_a_failed_pruning_call_falls_back_to_a_deterministic_cut(llm_server, kb):
     def script(body):
         if "tools" not in body:
