@@ -4,6 +4,8 @@ import json
 import re
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 
@@ -870,22 +872,29 @@ def test_the_end_of_run_query_gets_what_remains_of_the_runs_time(llm_server, wik
     assert result.stop_reason == "action_limit" and result.final_sparql is None and result.best_effort
 
 
-def test_a_search_held_past_the_runs_time_is_cut_at_its_end(llm_server, wikidata_server):
-    # A proxy holds the Action API's search until the test lets it go: far past the run's 3 s.
+@contextmanager
+def held_searches(wikidata_server, **http) -> Iterator[tuple[LiveWikidata, Fault]]:
+    """A knowledge base whose searches a proxy holds until the test is done with it, and the fault holding them
+    (*http*: the client's settings)."""
     service = wikidata_server()
     service.add(*euler_entities())
     release = threading.Event()
     proxy = FaultProxy(service.base)
     held = proxy.add(Fault("held search", wiki_action("wbsearchentities"), lambda params: release.wait(PATIENCE)))
-    kb = LiveWikidata(WikidataConfig(api_url=proxy.url("/w/api.php"), sparql_url=service.sparql_url),
-                      http=HttpClient(backoff=0.01))
-    server = llm_server([call("search_wikidata", "Leonhard Euler")])
     try:
-        result = agent_with_time(server, kb, 3).run("Who advised Euler?")
-        assert held.fired == 1 and not release.is_set()  # the run ended with the search still held
+        yield LiveWikidata(WikidataConfig(api_url=proxy.url("/w/api.php"), sparql_url=service.sparql_url),
+                           http=HttpClient(backoff=0.01, **http)), held
     finally:
         release.set()
         proxy.close()
+
+
+def test_a_search_held_past_the_runs_time_is_cut_at_its_end(llm_server, wikidata_server):
+    # The search is held until the test ends: far past the run's 3 s.
+    server = llm_server([call("search_wikidata", "Leonhard Euler")])
+    with held_searches(wikidata_server) as (kb, held):
+        result = agent_with_time(server, kb, 3).run("Who advised Euler?")
+        assert held.fired == 1  # the run ended with the search still held
     [step] = result.steps
     assert step.observation.startswith("The knowledge base could not be reached: ") and " s that were left" in \
         step.observation
@@ -896,20 +905,11 @@ def test_a_search_held_past_the_runs_time_is_cut_at_its_end(llm_server, wikidata
 def test_a_search_the_wiki_does_not_answer_in_time_ends_the_run_as_a_knowledge_base_error(llm_server,
                                                                                            wikidata_server):
     # No run time limit: the search has the client's own timeout (1 s here) and the proxy holds it past that.
-    service = wikidata_server()
-    release = threading.Event()
-    proxy = FaultProxy(service.base)
-    held = proxy.add(Fault("held search", wiki_action("wbsearchentities"), lambda params: release.wait(PATIENCE)))
-    kb = LiveWikidata(WikidataConfig(api_url=proxy.url("/w/api.php"), sparql_url=service.sparql_url),
-                      http=HttpClient(backoff=0.01, timeout=1.0, max_retries=0))
     server = llm_server([call("search_wikidata", "Leonhard Euler")])
-    try:
+    with held_searches(wikidata_server, timeout=1.0, max_retries=0) as (kb, held):
         result = Agent(ChatModel.from_config(LLMConfig(base_url=server.base_url, api_key="k")), kb).run(
             "Who advised Euler?")
         assert held.fired == 1
-    finally:
-        release.set()
-        proxy.close()
     [step] = result.steps
     assert step.observation.startswith("The knowledge base could not be reached: ") and "no answer within" in \
         step.observation
