@@ -20,7 +20,7 @@ from pathlib import Path
 from agent import Agent, AgentConfig
 from agent.kb import open_kb
 from agent.cli import add_engine_options, program_name, protocol_line
-from agent.kb.engines import CrossCheck, EngineOutcome
+from agent.kb.base import CrossCheck, EngineOutcome
 from agent.kb.live import WikidataConfig, read_days
 from agent.llm import ChatModel, LLMConfig, LLMConfigurationError
 from agent.observations import format_table

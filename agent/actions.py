@@ -171,8 +171,7 @@ def _examples(kb: KnowledgeBase, pid: str, timeout: float | None) -> Outcome:
 
 def _query(kb: KnowledgeBase, sparql: str, timeout: float | None) -> Outcome:
     result = kb.execute(sparql, timeout=timeout)
-    said, seen = observations.observe_query_result(result)
-    return Outcome(f"{result.fallback}\n{said}" if result.fallback else said, seen, result=result)
+    return Outcome(*observations.observe_query_result(result), result=result)
 
 
 ACTIONS: dict[str, ActionSpec] = {

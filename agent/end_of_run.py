@@ -29,22 +29,60 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from agent import grounding, observations
 from agent.actions import ACTIONS
-from agent.llm import well_formed
+from agent.graph import GraphProfile
+from agent.llm import Completion, well_formed
 from agent.kb.base import QueryResult, QueryStatus
 from agent.prompts import render
-from agent.trace import SERVICE_FAILURES, RunEnded, StopReason
-
-if TYPE_CHECKING:
-    from agent.loop import _Run
+from agent.trace import SERVICE_FAILURES, RunEnded, Step, StopReason
 
 #: Characters of one observation shown to the extraction call.
 TRACE_OBSERVATION_CHARS = 1200
 _SPARQL_BLOCK = re.compile(r"```(?:sparql)?\s*\n(.*?)```", re.DOTALL | re.IGNORECASE)
 _SPARQL_START = re.compile(r"^\s*(?:PREFIX|SELECT|ASK|CONSTRUCT|DESCRIBE|#)", re.IGNORECASE)
+
+
+class Limits(Protocol):
+    """What the end of a run reads of the agent's settings."""
+
+    @property
+    def max_completion_tokens(self) -> int: ...
+
+
+class Run(Protocol):
+    """What the end of a run reads of the run that ends (the loop's run is one): its question and steps, the
+    model and the knowledge base as the run reaches them (within its time), and what the model said on stopping.
+    It writes back only what the extraction found or lacked."""
+
+    question: str
+    steps: list[Step]
+    #: Each executed query's result, by the index of its step.
+    results: dict[int, QueryResult]
+    #: What the model's ``stop`` (or ``cannot_answer``) carried besides its query: ``explanation``, ``language``.
+    stop_extras: dict[str, str]
+    #: Written here: IDs of the extraction's query that the trace never showed.
+    final_unseen_ids: list[str]
+    #: Written here: why the extraction gave nothing.
+    extraction_failure: str
+
+    @property
+    def graph(self) -> GraphProfile: ...
+
+    @property
+    def config(self) -> Limits: ...
+
+    def call_llm(self, messages: list[dict[str, Any]], **options: Any) -> Completion: ...
+
+    def run_query(self, sparql: str) -> QueryResult: ...
+
+    def best_query(self) -> int | None: ...
+
+    def shown_ids(self, before: int | None = None) -> set[str]: ...
+
+    def name_ids(self, ids: list[str]) -> str: ...
 
 
 @dataclass
@@ -83,7 +121,7 @@ def parse_extraction(text: str) -> Extraction:
     return Extraction()
 
 
-def trace_text(run: _Run) -> str:
+def trace_text(run: Run) -> str:
     """Every step the model took, with what it saw (long observations cut)."""
     lines = []
     for number, step in enumerate(run.steps, start=1):
@@ -97,7 +135,7 @@ def trace_text(run: _Run) -> str:
     return "\n\n".join(lines) or "(no steps were taken)"
 
 
-def extract(run: _Run) -> Extraction | None:
+def extract(run: Run) -> Extraction | None:
     """The extraction call; ``None`` when the model cannot be reached.
 
     Know before use: when the query holds IDs the trace never showed, the
@@ -130,7 +168,7 @@ def extract(run: _Run) -> Extraction | None:
                       checked.language or extraction.language)
 
 
-def finish(run: _Run, reason: StopReason, final: int | None) -> FinalAnswer:
+def finish(run: Run, reason: StopReason, final: int | None) -> FinalAnswer:
     """The final query, its result and its words, after the end-of-run steps."""
     answer = FinalAnswer(sparql=None, result=None)
     if reason == StopReason.STOP and final is not None:

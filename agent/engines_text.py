@@ -10,7 +10,7 @@ import re
 import urllib.parse
 from datetime import date, timezone
 
-from agent.kb.engines import CrossCheck, DataDate, EngineOutcome, EngineRun
+from agent.kb.base import CrossCheck, DataDate, EngineOutcome, EngineRun
 from agent.messages import Words, counted, written_number
 from agent.text import clean
 

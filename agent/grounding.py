@@ -23,12 +23,13 @@ from __future__ import annotations
 
 import re
 from urllib.parse import urljoin
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from agent.graph import LEXEME_PART_ID, PAGE_ID, WIKIDATA, GraphProfile, unescape_local
 from agent.kb.base import SearchHit
 from agent.kb.dialect import PREFIXES
 from agent.sparql_lexer import tokenize
+from agent.trace import Named
 
 ENTITY_ID = re.compile(f"(?:{LEXEME_PART_ID}|{PAGE_ID})")
 _WORD_ID = re.compile(r"(?<![\w-])" + ENTITY_ID.pattern + r"(?![\w-])")
@@ -40,6 +41,7 @@ NOTE_OPENING = "IDs new to this run"
 DESCRIPTION_CHARS = 80
 #: Between an item's label and its description in a note.
 DESCRIPTION_MARK = " — "
+_LOWER_WORDS = re.compile(r"[a-z-]+")
 
 
 def query_ids(sparql: str, graph: GraphProfile = WIKIDATA) -> list[str]:
@@ -102,34 +104,31 @@ def unseen_ids(sparql: str, shown: set[str], graph: GraphProfile = WIKIDATA) -> 
     return [entity_id for entity_id in query_ids(sparql, graph) if entity_id not in shown]
 
 
-def naming_note(ids: list[str], hits: list[SearchHit]) -> str:
-    """One line naming each of *ids* by the knowledge base's *hits*; an ID without a hit does not exist there.
+def naming_note(ids: list[str], names: Sequence[SearchHit | Named], labels_only: bool = False) -> str:
+    """One line naming each of *ids* by the knowledge base's *names* (its hits, or what a step kept of them); an
+    ID without one does not exist there.
 
     An item gets its label and description (which tells two "Euler" apart), a
-    property its label and datatype.
+    property its label and datatype.  With *labels_only*, as an old step shows
+    the note, each gets its label alone: the model read the rest when it was new.
     """
-    by_id = {hit.id: hit for hit in hits}
-    names = []
-    for entity_id in ids:
-        hit = by_id.get(entity_id)
-        if hit is None:
-            names.append(f"{entity_id} does not exist")
-            continue
-        if hit.datatype:
-            names.append(f"{entity_id} = {hit.label} [{hit.datatype}]")
-            continue
-        description = " ".join(hit.description.split())
-        if len(description) > DESCRIPTION_CHARS:
-            description = description[:DESCRIPTION_CHARS - 1] + "…"
-        names.append(f"{entity_id} = {hit.label}" + (f"{DESCRIPTION_MARK}{description}" if description else ""))
-    return f"{NOTE_OPENING} (check them): " + "; ".join(names) + "."
+    by_id = {name.id: name for name in names}
+    said = [f"{entity_id} = {by_id[entity_id].label}{_after_label(by_id[entity_id], labels_only)}"
+            if entity_id in by_id else f"{entity_id} does not exist" for entity_id in ids]
+    return f"{NOTE_OPENING} (check them): " + "; ".join(said) + "."
 
 
-def shorten_note(note: str) -> str:
-    """A note as an old step shows it: each ID with its label only (the model read the rest when it was new)."""
-    opening, _, names = note.partition(": ")
-    short = [re.sub(r" \[[a-z-]+\]$", "", name.split(DESCRIPTION_MARK)[0]) for name in names[:-1].split("; ")]
-    return f"{opening}: " + "; ".join(short) + "." if names else note
+def _after_label(name: SearchHit | Named, labels_only: bool) -> str:
+    """What follows a name's label in the note: a property's datatype, an item's description (cut)."""
+    if name.datatype:
+        # A datatype that is not lower-case words (``commonsMedia``) has always stayed in the short note.
+        return "" if labels_only and _LOWER_WORDS.fullmatch(name.datatype) else f" [{name.datatype}]"
+    description = " ".join(name.description.split())
+    if labels_only or not description:
+        return ""
+    if len(description) > DESCRIPTION_CHARS:
+        description = description[:DESCRIPTION_CHARS - 1] + "…"
+    return f"{DESCRIPTION_MARK}{description}"
 
 
 def split_note(observation: str) -> tuple[str, str]:

@@ -72,22 +72,21 @@ import json
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agent import end_of_run, grounding, observations
 from agent.actions import (ACTIONS, CANNOT_ANSWER, action_named, actions_for, check_argument, is_set, same_action,
                            shown_name, tool_schemas)
 from agent.kb import http
-from agent.kb.base import KBUnavailable, KnowledgeBase, QueryResult, QueryStatus
-from agent.kb.engines import CrossCheck
+from agent.kb.base import CrossCheck, KBUnavailable, KnowledgeBase, QueryResult, QueryStatus, SearchHit
 from agent.llm import (
     ChatModel, Completion, ContextTooLong, LLMUnavailable, ModelRequestError, ToolChoiceRefused, ToolsUnsupported,
     well_formed,
 )
 from agent.parsing import ParseError, parse_step
 from agent.prompts import render
-from agent.trace import AgentResult, RunEnded, Step, StopReason, Usage
+from agent.trace import AgentResult, Named, RunEnded, Step, StopReason, Usage
 
 if TYPE_CHECKING:
     from agent.examples import PromptExample
@@ -307,13 +306,12 @@ class _Run:
             return ended.reason, ended.message, None
 
     def cross_check(self, sparql: str | None, result: QueryResult | None) -> CrossCheck | None:
-        """The final query on every engine the knowledge base has (its ``cross_check``, where it has one), each
-        within what remains of the run's time; ``None`` without a final query, or when no engine could be asked."""
-        check = getattr(self.agent.kb, "cross_check", None)
-        if not sparql or check is None:
+        """The final query on every engine the knowledge base has, each within what remains of the run's time;
+        ``None`` without a final query, or when no engine could be asked."""
+        if not sparql:
             return None
         try:
-            return check(sparql, self.remaining(), known=result)
+            return self.agent.kb.cross_check(sparql, self.remaining(), known=result)
         except KBUnavailable as error:
             log.warning("the final query's cross-check failed: %s", error)
             return None
@@ -574,13 +572,14 @@ class _Run:
                 # since, the first rows of its result.
                 later = " ".join(self.steps[i].argument + " " + self.steps[i].thought for i in path[position + 1:])
                 if step.action == "search_wikidata":
-                    observation = observations.shrink_search(observation, later)
+                    observation = well_formed(observations.shrink_search(step, later))
                 elif step.action == "get_wikidata_entry":
                     observation = observations.shrink_entry(observation, later)
                 elif step.action == "execute_sparql":
-                    result, note = grounding.split_note(observation)  # the labels stay: they ground the IDs
-                    observation = "\n".join(filter(None, (observations.shrink_result(result),
-                                                           grounding.shorten_note(note) if note else "")))
+                    named = step.seen.named if step.seen else None  # the labels stay: they ground the IDs
+                    observation = well_formed("\n".join(filter(None, (
+                        observations.shrink_result(step),
+                        grounding.naming_note(step.unseen_ids, named, labels_only=True) if named is not None else ""))))
             spec = ACTIONS[step.action].on(self.graph) if step.action in ACTIONS else None
             shown = spec.name if spec else step.action
             if text or spec is None:
@@ -644,10 +643,12 @@ class _Run:
             step.unseen_ids = grounding.unseen_ids(step.argument, self.shown_ids(before=index), self.graph)
             if step.unseen_ids:
                 try:
-                    return outcome.observation + "\n" + self.name_ids(step.unseen_ids)
+                    hits = self.describe(step.unseen_ids)
                 except RunEnded:
                     step.observation = outcome.observation
                     raise
+                outcome.seen.named = [Named(*map(well_formed, astuple(Named.of(hit)))) for hit in hits]
+                return outcome.observation + "\n" + grounding.naming_note(step.unseen_ids, hits)
         return self.prune(outcome.observation) if outcome.prunable else outcome.observation
 
     def shown_ids(self, before: int | None = None) -> set[str]:
@@ -655,8 +656,11 @@ class _Run:
         return grounding.shown_ids((step.observation or "" for step in self.steps[:before]), self.graph)
 
     def name_ids(self, ids: list[str]) -> str:
-        """The note naming *ids*: one lookup through the knowledge base, no model call, none once the run's time
-        is spent."""
+        """The note naming *ids* (:func:`agent.grounding.naming_note`)."""
+        return grounding.naming_note(ids, self.describe(ids))
+
+    def describe(self, ids: list[str]) -> list[SearchHit]:
+        """What the knowledge base names *ids*: one lookup, no model call, none once the run's time is spent."""
         if self.remaining() == 0.0:
             raise self.time_spent()
         self.usage.kb_calls += 1
@@ -666,7 +670,7 @@ class _Run:
             if self.remaining() == 0.0:
                 raise self.time_spent(str(error)) from error
             raise RunEnded(StopReason.KB_ERROR, str(error)) from error
-        return grounding.naming_note(ids, hits)
+        return hits
 
     def prune(self, entry_text: str) -> str:
         """Keep the parts of a long entry that bear on the question (one call at temperature 0).

@@ -17,10 +17,10 @@ import json
 import re
 from typing import Any
 
-from agent.graph import ENTITY_ID, PROPERTY_ID
+from agent.graph import ENTITY_ID, ENTITY_ID_RE, PROPERTY_ID
 from agent.kb.dialect import ENTITY, PREFIXES
 from agent.kb.base import Entry, PropertyExample, Qualifier, QueryResult, QueryStatus, SearchResults, Term, Value
-from agent.trace import Example, Named, Seen
+from agent.trace import Example, Named, Seen, Step
 
 ENTITY_PREFIX = ENTITY
 #: Wikidata IRI namespaces and the prefixes the query service knows them by, longest first, from the
@@ -73,8 +73,13 @@ def format_table(variables: list[str], rows: list[dict[str, Term]], head: int = 
         if len(rows) > head + tail and index == head:
             lines.append(f"... ({len(rows) - head - tail} rows omitted) ...")
         lines.append("\t".join(format_term(row[name], shown) if name in row else "" for name in variables))
-    lines.append(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")
+    lines.append(rows_line(len(rows)))
     return "\n".join(lines)
+
+
+def rows_line(count: int) -> str:
+    """A table's last line: ``(12 rows)``."""
+    return f"({count} row{'s' if count != 1 else ''})"
 
 
 def format_query_result(result: QueryResult) -> str:
@@ -125,21 +130,26 @@ def observe_search(results: SearchResults, max_items: int = 8, max_properties: i
     """A search's observation (:func:`format_search`) and the hits it shows, as data."""
     seen = Seen(hits=[Named.of(hit) for hit in results.items[:max_items]],
                 properties=[Named.of(hit) for hit in results.properties[:max_properties]])
-    lines: list[str] = []
-    for hit in results.items[:max_items]:
-        line = f"{hit.label} ({hit.id}): {hit.description}".rstrip(": ")
-        if SCHOLARLY.search(hit.description):
-            line += " [scholarly graph]"
-        lines.append(line)
+    lines = [item_line(hit) for hit in seen.hits]
     if results.properties:
         if lines:
             lines.append("")
         lines.append("Properties:")
-        for hit in results.properties[:max_properties]:
-            gloss = DATATYPE_GLOSSES.get(hit.datatype or "", "")
-            datatype = f" [{hit.datatype}{': ' + gloss if gloss else ''}]" if hit.datatype else ""
-            lines.append(f"{hit.label} ({hit.id}){datatype}: {hit.description}".rstrip(": "))
+        lines += [property_line(hit) for hit in seen.properties]
     return ("\n".join(lines) if lines else "No entities or properties found."), seen
+
+
+def item_line(hit: Named) -> str:
+    """An item found: ``label (ID): description``, marked when it lives in the scholarly graph."""
+    line = f"{hit.label} ({hit.id}): {hit.description}".rstrip(": ")
+    return line + " [scholarly graph]" if SCHOLARLY.search(hit.description) else line
+
+
+def property_line(hit: Named) -> str:
+    """A property found: ``label (ID) [datatype: what it means for a query]: description``."""
+    gloss = DATATYPE_GLOSSES.get(hit.datatype, "")
+    datatype = f" [{hit.datatype}{': ' + gloss if gloss else ''}]" if hit.datatype else ""
+    return f"{hit.label} ({hit.id}){datatype}: {hit.description}".rstrip(": ")
 
 
 def _value_text(value: Value) -> str:
@@ -219,9 +229,14 @@ def observe_property_examples(pid: str, examples: list[PropertyExample]) -> tupl
 
 
 def observe_query_result(result: QueryResult) -> tuple[str, Seen]:
-    """A query's observation (:func:`format_query_result`) and, as data, an ASK's answer and a failure's reason
-    (the step keeps its rows itself: :meth:`agent.trace.Step.keep_rows`)."""
-    return format_query_result(result), Seen(boolean=result.boolean, message=result.message)
+    """A query's observation (:func:`format_query_result`, after the line saying another engine answered, if
+    one did) and, as data, an ASK's answer, a failure's reason, that line, whether the response was cut and how
+    many rows arrived before a timeout (the step keeps its rows itself: :meth:`agent.trace.Step.keep_rows`)."""
+    said = format_query_result(result)
+    seen = Seen(boolean=result.boolean, message=result.message, fallback=result.fallback,
+                truncated=result.truncated,
+                arrived=len(result.bindings) if result.status == QueryStatus.TIMEOUT else None)
+    return (f"{result.fallback}\n{said}" if result.fallback else said), seen
 
 
 def observe_missing(entity: str, kind: str) -> tuple[str, Seen]:
@@ -232,14 +247,22 @@ def observe_missing(entity: str, kind: str) -> tuple[str, Seen]:
 _ID = re.compile(rf"\(({ENTITY_ID})\)")
 
 
-def shrink_search(observation: str, later: str) -> str:
-    """An old search result cut to the hits whose IDs were used since (in *later* text)."""
-    lines = observation.splitlines()
-    kept = [line for line in lines if (match := _ID.search(line)) and re.search(
-        rf"\b{match.group(1)}\b", later)]
-    hits = sum(1 for line in lines if _ID.search(line))
+def _used(entity_id: str, later: str) -> bool:
+    return re.search(rf"\b{entity_id}\b", later) is not None
+
+
+def shrink_search(step: Step, later: str) -> str:
+    """An old search cut to the hits whose IDs were used since (in *later* text), rendered from the hits the step
+    kept (:attr:`Step.seen`); its observation as it was when every hit was used.  Hits count by a Wikidata-shaped
+    ID (a graph whose IDs look otherwise keeps its searches whole)."""
+    seen = step.seen or Seen()
+    items = [hit for hit in seen.hits if ENTITY_ID_RE.fullmatch(hit.id)]
+    properties = [hit for hit in seen.properties if ENTITY_ID_RE.fullmatch(hit.id)]
+    kept = ([item_line(hit) for hit in items if _used(hit.id, later)]
+            + [property_line(hit) for hit in properties if _used(hit.id, later)])
+    hits = len(items) + len(properties)
     if len(kept) == hits:
-        return observation
+        return step.observation or ""
     return "\n".join(kept + [f"({hits - len(kept)} other hits not used)"])
 
 
@@ -247,18 +270,30 @@ def shrink_search(observation: str, later: str) -> str:
 OLD_RESULT_ROWS = 3
 
 
-def shrink_result(observation: str) -> str:
-    """An old query result cut to its header, its first rows and its row count; an old error to its first line."""
-    lines = observation.splitlines()
-    if lines and not re.fullmatch(r"\(\d+ rows?\)", lines[-1]):
-        return lines[0] if len(lines) > 1 else observation
-    if len(lines) <= OLD_RESULT_ROWS + 2 or not re.fullmatch(r"\(\d+ rows?\)", lines[-1]):
-        return observation
-    return "\n".join(lines[:OLD_RESULT_ROWS + 1] + ["...", lines[-1]])
+def shrink_result(step: Step) -> str:
+    """An old query's result rendered from what the step kept: a table cut to its header, its first rows and its
+    row count (a small one whole); anything else (an answer, no rows, a failure, a cut response) to its first
+    line.  The note naming new IDs is not part of it (:func:`agent.grounding.naming_note`, labels only)."""
+    seen = step.seen or Seen()
+    status = QueryStatus(step.query_status or QueryStatus.ERROR)
+    result = QueryResult(status, variables=step.variables, bindings=step.rows, boolean=seen.boolean,
+                         message=seen.message, truncated=seen.truncated, shown=step.shown, fallback=seen.fallback)
+    text = observe_query_result(result)[0]
+    lines = text.splitlines()
+    count = step.row_count if status == QueryStatus.OK else seen.arrived
+    table = bool(step.rows) and seen.boolean is None and not (seen.truncated and status == QueryStatus.OK)
+    if not table:
+        return lines[0] if len(lines) > 1 else text
+    if len(lines) <= OLD_RESULT_ROWS + 2:  # the step keeps up to ten rows: a table this small is all there
+        return text
+    return "\n".join(lines[:OLD_RESULT_ROWS + 1] + ["...", rows_line(count or 0)])
 
 
 def shrink_entry(observation: str, later: str) -> str:
-    """An old entry cut to its header and the statement lines that name an ID used since (in *later* text)."""
+    """An old entry cut to its header and the statement lines that name an ID used since (in *later* text).
+
+    The one shrinking that reads text: an entry the model saw is often the pruning call's JSON as the model wrote
+    it (:meth:`agent.loop._Run.prune`), whose lines are the model's layout, which no data the step keeps holds."""
     header, _, body = observation.partition("\n")
     lines = [line for line in body.splitlines() if _ID.search(line)]
     kept = [line.strip() for line in lines if any(re.search(rf"\b{found}\b", later)

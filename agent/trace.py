@@ -13,8 +13,7 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from agent.kb.base import Binding, QueryResult, QueryStatus, SearchHit, Value
-from agent.kb.engines import CrossCheck
+from agent.kb.base import Binding, CrossCheck, QueryResult, QueryStatus, SearchHit, Value
 
 #: The rows of a query's result a step keeps as data (the model reads more in its observation).
 KEPT_ROWS = 10
@@ -60,10 +59,14 @@ class Seen:
     ``properties`` they use; a property's examples the property as
     ``entity`` and its ``examples``.  ``missing`` says the entity the
     argument names does not exist.  A query keeps its answer to an ASK
-    (``boolean``) and the reason the knowledge base gave for a failure
-    (``message``); its rows stay on the step.  Readers other than the model
-    (the reply's steps, the chat page) show a step from this, never by
-    reading its observation back.
+    (``boolean``), the reason the knowledge base gave for a failure
+    (``message``), the line saying another engine answered (``fallback``),
+    whether the response was cut (``truncated``), how many rows ``arrived``
+    before a timeout, and the names the naming note gave the IDs no earlier
+    step had shown (``named``; ``None`` without a note); its rows stay on the
+    step.  Readers other than the model (the reply's steps, the chat page,
+    the model's own prompt once the step is old) show a step from this,
+    never by reading its observation back.
     """
 
     hits: list[Named] = field(default_factory=list)
@@ -74,11 +77,17 @@ class Seen:
     missing: bool = False
     boolean: bool | None = None
     message: str = ""
+    fallback: str = ""
+    truncated: bool = False
+    arrived: int | None = None
+    named: list[Named] | None = None
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Seen:
         values = dict(data)
         values["hits"] = [Named(**hit) for hit in values.get("hits", [])]
+        if values.get("named") is not None:
+            values["named"] = [Named(**named) for named in values["named"]]
         values["properties"] = [Named(**named) for named in values.get("properties", [])]
         values["examples"] = [Example.from_dict(example) for example in values.get("examples", [])]
         if values.get("entity") is not None:
@@ -130,11 +139,12 @@ class Step:
 
     def record_query(self, result: QueryResult) -> None:
         """Keep what a query step's *result* says as data: its status, the engine that answered, its row count
-        (one for an ASK's answer; none for a failure) and its first rows."""
+        (one for an ASK's answer; none for a failure) and its first rows (those that arrived before a timeout,
+        too)."""
         self.query_status = result.status
         self.engine = result.engine
         self.row_count = result.row_count if result.status.ran else None
-        if result.status == QueryStatus.OK and result.bindings:
+        if result.status in (QueryStatus.OK, QueryStatus.TIMEOUT) and result.bindings:
             self.keep_rows(result)
 
     def keep_rows(self, result: QueryResult) -> None:

@@ -58,7 +58,8 @@ import mwparserfromhell
 import pywikibot
 
 from agent.graph import PAGE_ID
-from agent.kb.engines import KNOWN_ENGINES, Engine
+from agent.kb.engines import KNOWN_ENGINES
+from agent.kb.base import Engine
 from bot.forum import in_forum
 from bot.render import Markup
 from bot.reply_sample import sample_reply

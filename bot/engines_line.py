@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from agent.engines_text import (capitalised, data_day, engine_name, found_sentence, is_stale, posted_for, safe_url,
                                  written_date)
-from agent.kb.engines import CrossCheck, EngineOutcome
+from agent.kb.base import CrossCheck, EngineOutcome
 from agent.messages import Words, counted
 from bot.wikitext import encode, inline, text_block
 

@@ -472,10 +472,11 @@ class Review:
                   if (found := _DRAFT_SUMMARY.match(edit.comment)))}
 
     def submit(self, key: str, section: Section, kind: str, reply: str, summary: str, language: str = "",
-               plain: str | None = None) -> str:
+               plain: str | None = None) -> DraftStatus | PostStatus:
         """Put *reply* (in *language*) on the review page as a draft; where MediaWiki's check refuses it there,
-        *plain*, the same reply in its plain form (:class:`bot.render.Markup`); the outcome's status (``drafted``,
-        ``previewed``, …).
+        *plain*, the same reply in its plain form (:class:`bot.render.Markup`).  Returns
+        :attr:`DraftStatus.DRAFTED` when the draft stands on the review page, else what became of its edit
+        (:attr:`PostStatus.PREVIEWED` in a dry run, …).
 
         A draft of the bot's that the state does not know (its save reached the wiki after this pass looked for
         such drafts: a bot killed with its save sent, and restarted at once) is taken up first; when it answers
@@ -489,7 +490,7 @@ class Review:
                                       f"draft {earlier.number} on {self.page.title}")
                 log.info("%r: drafted already as draft %d on %s (taken up again)", section.heading, earlier.number,
                          self.page.title)
-                return "drafted"
+                return DraftStatus.DRAFTED
         number = max([self.drafts.next_number() - 1, *seen]) + 1
         origin = Origin(self.forum.title, section.heading, section.fingerprint, kind, digest(section), summary,
                         language, section.question)
@@ -511,7 +512,7 @@ class Review:
                             summary, digest(section), outcome.revision, thread=section.text, language=language)
             self.state.set_status(self.forum.title, key, SectionStatus.DRAFTED, f"draft {number} on {self.page.title}")
             log.info("%r: drafted as draft %d on %s", section.heading, number, self.page.title)
-            return "drafted"
+            return DraftStatus.DRAFTED
         return outcome.status
 
     def recover(self, look_again: bool = False) -> Counter:
@@ -701,7 +702,7 @@ class Review:
             return DraftStatus.REFUSED
         return self._post(draft, approval, attribution)
 
-    def _post(self, draft: Draft, approval: Mark, attribution: Attribution | None) -> str:
+    def _post(self, draft: Draft, approval: Mark, attribution: Attribution | None) -> DraftStatus | PostStatus:
         """Post the draft as it stood when it was approved, rendered again by the bot (:mod:`bot.approved`) and
         signed, unless it went stale; what happened."""
         self.drafts.set(draft.number, DraftStatus.APPROVED)
@@ -749,13 +750,13 @@ class Review:
             log.info("draft %d approved; a live run would post it:", draft.number)
             for line in (outcome.diff or "").split("\n"):  # a line of the log each: the log writes one a record
                 log.info("  %s", line)
-            return "previewed"
+            return PostStatus.PREVIEWED
         self._close(draft, DraftStatus.DROPPED, f"stale: {outcome.status}", SectionStatus.SKIPPED)
         self._note(draft, DraftStatus.DROPPED, f": {_plain(outcome.status)}; nothing was posted.")
         return DraftStatus.DROPPED
 
     def _posted(self, draft: Draft, approval: Mark, revision: int | None, again: Rerendered,
-                markup: Markup = Markup.TEMPLATES, read: int | None = None) -> str:
+                markup: Markup = Markup.TEMPLATES, read: int | None = None) -> DraftStatus:
         """Record the draft posted as *revision* of the forum, written from its revision *read* (if known), and say
         so on the review page: how it was rendered again, and whether in its plain form (*markup*: items as links,
         where the wiki's check refused its templates)."""

@@ -333,8 +333,8 @@ class Watcher:
         summary = edit_summary(summary_section(section), task.kind, holds)
         if self.review is not None:
             status = self.review.submit(task.key, section, task.kind, reply, summary, language, plain=plain)
-            self.counter[status] += 1
-            if status == "previewed":
+            self.counter[str(status)] += 1  # counted by its name: the pass's log line prints it
+            if status == PostStatus.PREVIEWED:
                 self.show(f"--- draft of the reply to {section.heading!r} (dry run: nothing was saved) ---\n{reply}")
                 self.previewed.add(task.key)
             return
@@ -361,7 +361,7 @@ class Watcher:
                 self.show(f"--- reply to {section.heading!r}{form} (dry run: nothing was saved) ---\n{reply}\n"
                           f"--- diff ---\n{outcome.diff}")
                 self.previewed.add(task.key)
-                self.counter["previewed"] += 1
+                self.counter[str(PostStatus.PREVIEWED)] += 1
             case PostStatus.ALREADY_ANSWERED:
                 self.state.record_answered(page, task.key, None)
                 self.counter["already answered"] += 1

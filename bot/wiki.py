@@ -71,7 +71,7 @@ from pywikibot.exceptions import EditConflictError, Error, NoPageError
 from pywikibot.login import LoginStatus
 from pywikibot.site import Namespace
 
-from agent.kb.engines import Engine
+from agent.kb.base import Engine
 from bot.edit_check import (Allowance, CheckedEdit, EditRefused, checked_text, measure_allowance, pre_save_transform,
                              sections_of, template_causes)
 from bot.forum import Reading, Section, normalize_user, page_lead, parse_sections, relinked, thread_users

@@ -38,7 +38,7 @@ The final query is the one exception that keeps its own text: it goes into
 ``{{SPARQL|query=…}}`` (syntax colouring and the query service's "Try it!"
 link) only when :func:`fits_sparql_template` proves that the template shows
 and links it exactly as written; otherwise :func:`text_block` shows it and
-:func:`query_service_link` links it, percent-encoded.
+:func:`agent.query_service.query_service_link` links it, percent-encoded.
 """
 
 from __future__ import annotations
@@ -46,9 +46,6 @@ from __future__ import annotations
 import re
 import unicodedata
 
-# The query service's link and the display cleaning are the agent's, shared with the chat page; a reply's
-# callers find them here too.
-from agent.query_service import QUERY_SERVICE, query_service_link  # noqa: F401
 from agent.text import clean, dropped
 
 #: ``<`` where MediaWiki could read a tag, a closing tag or a comment.

@@ -28,7 +28,7 @@ import pyoxigraph
 
 from agent.graph import ENTITY_ID, WIKIDATA
 from agent.kb.base import (
-    Claim, Entry, PropertyExample, Qualifier, QueryResult, QueryStatus, SearchHit, SearchResults, Value,
+    Claim, CrossCheck, Entry, PropertyExample, Qualifier, QueryResult, QueryStatus, SearchHit, SearchResults, Value,
 )
 from agent.kb.dialect import PREFIXES
 from agent.kb.local.sparql import term_json
@@ -85,6 +85,8 @@ class RecordedKB:
     """Serves the first recorded observation of each (action, argument) of *run*; *output* answers its final query."""
 
     graph = WIKIDATA
+    #: A recording names no engine's data stale: it has no engines.
+    stale_after_days: float | None = None
 
     def __init__(self, run: dict[str, Any], output: dict[str, Any] | None = None) -> None:
         self.output = output
@@ -169,6 +171,11 @@ class RecordedKB:
         if language is not None:
             return []
         return [self.names[entity_id] for entity_id in ids if entity_id in self.names]
+
+    def cross_check(self, sparql: str, seconds: float | None = None,
+                    known: QueryResult | None = None) -> CrossCheck | None:
+        """None: the run recorded one engine's answers, and no other engine can be asked."""
+        return None
 
     def execute(self, sparql: str, timeout: float | None = None) -> QueryResult:
         generated = self.results.get(_key(sparql))

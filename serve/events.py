@@ -16,8 +16,7 @@ from typing import Any
 
 from agent import AgentResult, Step
 from agent.graph import ENTITY_ID_RE, GraphProfile
-from agent.kb.base import Binding, KnowledgeBase
-from agent.kb.engines import CrossCheck, EngineOutcome
+from agent.kb.base import Binding, CrossCheck, EngineOutcome, KnowledgeBase
 from agent.observations import format_term
 from agent.query_service import query_service_link
 from agent.summaries import Said, summarize
@@ -128,13 +127,6 @@ def engines_event(check: CrossCheck | None, stale_after_days: float | None = Non
             "posted_for": clean(engine_name(other)) if other else None}
 
 
-def stale_after_days(graph: ServedGraph) -> float | None:
-    """The days after which *graph*'s knowledge base names an engine's data stale (live Wikidata's
-    ``WIKIDATA_STALE_AFTER_DAYS``); ``None`` for a knowledge base that names none stale (a local store)."""
-    days = getattr(getattr(graph.kb, "config", None), "stale_after_days", None)
-    return float(days) if isinstance(days, (int, float)) and days > 0 else None
-
-
 def final_event(result: AgentResult, graph: ServedGraph, labels: dict[str, str]) -> dict[str, Any]:
     """The answer: the explanation first, the query, where it runs (:func:`engines_event`), then its result (a
     table, with *labels* beside IDs).  Its "Try it" link opens the engine the query is for."""
@@ -149,7 +141,7 @@ def final_event(result: AgentResult, graph: ServedGraph, labels: dict[str, str])
         preview = {"answer": "yes" if result.answer else "no"}
     elif query and result.answer is not None:
         preview = table(result.variables, result.answer[:PREVIEW_ROWS], len(result.answer), labels)
-    engines = engines_event(result.cross_check, stale_after_days(graph)) if query else None
+    engines = engines_event(result.cross_check, graph.kb.stale_after_days) if query else None
     other = posted_for(result.cross_check) if query else None
     try_it = None
     if other is not None:

@@ -23,14 +23,14 @@ import requests
 
 from agent.graph import WIKIDATA
 from agent.kb.base import (
-    Claim, Entry, KBUnavailable, PropertyExample, Qualifier, QueryResult, QueryStatus, SearchHit, SearchResults,
-    Value,
+    Claim, CrossCheck, DataDate, Engine, EngineOutcome, Entry, KBUnavailable, PropertyExample, Qualifier, QueryResult,
+    QueryStatus, SearchHit, SearchResults, Value,
 )
 from agent.kb.cache import CachedResponse, ResponseCache
 from agent.kb.dialect import DIALECTS, ENTITY, Unsupported, prepare
 from agent.kb.engines import (
-    KNOWN_ENGINES, Attempt, CrossCheck, DataDate, DataDates, Engine, EngineConfigError, EngineOutcome, attempt_of,
-    cross_check, date_in_result, date_query, index_date, parse_engines, unsupported_reason,
+    KNOWN_ENGINES, Attempt, DataDates, EngineConfigError, attempt_of, cross_check, date_in_result, date_query,
+    index_date, parse_engines, unsupported_reason,
 )
 from agent.kb.http import EngineBusy, HttpClient, well_formed
 
@@ -142,6 +142,11 @@ class LiveWikidata:
         #: One bounded request per engine, never cached: the fallback, the cross-check, the data's date.
         self.quick = HttpClient(contact=self.http.contact, timeout=self.config.check_timeout, max_retries=0)
         self.dates = DataDates(self._read_date)
+
+    @property
+    def stale_after_days(self) -> float | None:
+        """The configured days after which an engine's data is named stale; ``None`` for 0 (never)."""
+        return self.config.stale_after_days if self.config.stale_after_days > 0 else None
 
     # -- Action API -----------------------------------------------------------------
 

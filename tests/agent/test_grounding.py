@@ -1,7 +1,8 @@
 """Know before use: which IDs a query names, which the run has shown, and the note that names the rest."""
 
-from agent.grounding import naming_note, query_ids, shorten_note, shown_ids, split_note, unseen_ids
+from agent.grounding import naming_note, query_ids, shown_ids, split_note, unseen_ids
 from agent.kb.base import SearchHit
+from agent.trace import Named
 
 
 def test_only_wikidata_terms_are_ids_not_strings_comments_or_other_namespaces():
@@ -23,17 +24,19 @@ def test_an_id_is_shown_once_any_observation_holds_it_as_a_word():
 
 
 def test_the_note_names_each_id_and_says_which_do_not_exist():
-    note = naming_note(["Q7605", "P184", "Q999999", "Q7604"],
-                       [SearchHit("Q7605", "Euler (crater)", "lunar crater"),
-                        SearchHit("P184", "doctoral advisor", "person who supervised the doctorate", "wikibase-item"),
-                        SearchHit("Q7604", "Leonhard Euler", "x" * 300)])
+    ids = ["Q7605", "P184", "Q999999", "Q7604"]
+    hits = [SearchHit("Q7605", "Euler (crater)", "lunar crater"),
+            SearchHit("P184", "doctoral advisor", "person who supervised the doctorate", "wikibase-item"),
+            SearchHit("Q7604", "Leonhard Euler", "x" * 300)]
+    note = naming_note(ids, hits)
     assert note.startswith("IDs new to this run (check them): Q7605 = Euler (crater) — lunar "
                            "crater; P184 = doctoral advisor [wikibase-item]; Q999999 does not exist; "
                            "Q7604 = Leonhard Euler — xxx")
     assert note.endswith("x….") and len(note) < 300
     # An old step shows the labels alone.
-    assert shorten_note(note) == ("IDs new to this run (check them): Q7605 = Euler (crater); "
-                                  "P184 = doctoral advisor; Q999999 does not exist; Q7604 = Leonhard Euler.")
+    assert naming_note(ids, [Named.of(hit) for hit in hits], labels_only=True) == (
+        "IDs new to this run (check them): Q7605 = Euler (crater); P184 = doctoral advisor; Q999999 does not exist; "
+        "Q7604 = Leonhard Euler.")
     observation = "advisor\nQ1\n(1 row)\n" + note
     assert split_note(observation) == ("advisor\nQ1\n(1 row)", note)
     assert split_note("advisor\nQ1\n(1 row)") == ("advisor\nQ1\n(1 row)", "")

@@ -26,10 +26,9 @@ def _model(server) -> ChatModel:
     return model
 
 
-def test_a_held_request_is_closed_at_once_and_not_asked_again(llm_server):
-    held = HeldReply(REPLY)
-    server = llm_server([held])
-    model, guard = _model(server), CallGuard()
+def asked_in_a_worker(model: ChatModel, guard: CallGuard) -> tuple[threading.Thread, list[BaseException]]:
+    """One request sent under *guard* from a thread of its own, as a run sends it: the thread, started, and what
+    the request raised (whatever it is), once it has."""
     raised: list[BaseException] = []
 
     def work() -> None:
@@ -41,6 +40,14 @@ def test_a_held_request_is_closed_at_once_and_not_asked_again(llm_server):
 
     worker = threading.Thread(target=work)
     worker.start()
+    return worker, raised
+
+
+def test_a_held_request_is_closed_at_once_and_not_asked_again(llm_server):
+    held = HeldReply(REPLY)
+    server = llm_server([held])
+    model, guard = _model(server), CallGuard()
+    worker, raised = asked_in_a_worker(model, guard)
     try:
         wait_for(held.arrived.is_set, PATIENCE, "the request reaching the model")
         assert guard.interrupt() is True
@@ -74,17 +81,7 @@ def test_a_request_closed_by_a_stop_holds_the_next_one_until_the_server_is_idle(
     server = llm_server([endless, TextReply("1952-03-11")], one_at_a_time=True)
     model = ChatModel.from_config(LLMConfig(base_url=server.base_url, api_key="k", stream=stream, timeout=60))
     guard = CallGuard()
-    raised: list[BaseException] = []
-
-    def work() -> None:
-        with guard.installed():
-            try:
-                model.complete(MESSAGES, temperature=0)
-            except BaseException as error:  # what the run gets, whatever it is
-                raised.append(error)
-
-    worker = threading.Thread(target=work)
-    worker.start()
+    worker, raised = asked_in_a_worker(model, guard)
     try:
         wait_for(endless.arrived.is_set, PATIENCE, "the request reaching the model")
         guard.interrupt()

@@ -4,6 +4,8 @@ import json
 import re
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 
@@ -474,6 +476,22 @@ def test_old_steps_shrink_to_what_later_steps_used(llm_server, kb):
     assert "Euler (crater) (Q7605)" in second and "Read his entry." in second
 
 
+def test_an_old_query_keeps_its_first_rows_its_count_and_the_labels_of_its_new_ids(llm_server, wikidata_server):
+    students = "SELECT ?student WHERE { ?student wdt:P184 wd:Q7604 }"
+    wikidata = wikidata_server(sparql={students: select(["student"], [{"student": f"Q{n}"} for n in range(1, 13)])})
+    wikidata.add(*euler_entities())
+    kb = LiveWikidata(WikidataConfig(api_url=wikidata.api_url, sparql_url=wikidata.sparql_url),
+                      http=HttpClient(backoff=0.01))
+    server = llm_server([call("execute_sparql", students), call("search_wikidata", "Euler"),
+                         call("get_wikidata_entry", "Q7604"), call("stop")])
+    make_agent(server, kb, recent_steps=1).run("Who were Euler's students?")
+    new = [message["content"] for message in server.requests[1]["messages"] if message["role"] == "tool"][0]
+    assert "Q12" in new and "P184 = doctoral advisor [wikibase-item]; Q7604 = Leonhard Euler — Swiss" in new
+    old = [message["content"] for message in server.requests[-1]["messages"] if message["role"] == "tool"][0]
+    assert old == ("student\nQ1\nQ2\nQ3\n...\n(12 rows)\n"
+                   "IDs new to this run (check them): P184 = doctoral advisor; Q7604 = Leonhard Euler.")
+
+
 def test_a_failed_pruning_call_falls_back_to_a_deterministic_cut(llm_server, kb):
     def script(body):
         if "tools" not in body:
@@ -854,22 +872,29 @@ def test_the_end_of_run_query_gets_what_remains_of_the_runs_time(llm_server, wik
     assert result.stop_reason == "action_limit" and result.final_sparql is None and result.best_effort
 
 
-def test_a_search_held_past_the_runs_time_is_cut_at_its_end(llm_server, wikidata_server):
-    # A proxy holds the Action API's search until the test lets it go: far past the run's 3 s.
+@contextmanager
+def held_searches(wikidata_server, **http) -> Iterator[tuple[LiveWikidata, Fault]]:
+    """A knowledge base whose searches a proxy holds until the test is done with it, and the fault holding them
+    (*http*: the client's settings)."""
     service = wikidata_server()
     service.add(*euler_entities())
     release = threading.Event()
     proxy = FaultProxy(service.base)
     held = proxy.add(Fault("held search", wiki_action("wbsearchentities"), lambda params: release.wait(PATIENCE)))
-    kb = LiveWikidata(WikidataConfig(api_url=proxy.url("/w/api.php"), sparql_url=service.sparql_url),
-                      http=HttpClient(backoff=0.01))
-    server = llm_server([call("search_wikidata", "Leonhard Euler")])
     try:
-        result = agent_with_time(server, kb, 3).run("Who advised Euler?")
-        assert held.fired == 1 and not release.is_set()  # the run ended with the search still held
+        yield LiveWikidata(WikidataConfig(api_url=proxy.url("/w/api.php"), sparql_url=service.sparql_url),
+                           http=HttpClient(backoff=0.01, **http)), held
     finally:
         release.set()
         proxy.close()
+
+
+def test_a_search_held_past_the_runs_time_is_cut_at_its_end(llm_server, wikidata_server):
+    # The search is held until the test ends: far past the run's 3 s.
+    server = llm_server([call("search_wikidata", "Leonhard Euler")])
+    with held_searches(wikidata_server) as (kb, held):
+        result = agent_with_time(server, kb, 3).run("Who advised Euler?")
+        assert held.fired == 1  # the run ended with the search still held
     [step] = result.steps
     assert step.observation.startswith("The knowledge base could not be reached: ") and " s that were left" in \
         step.observation
@@ -880,20 +905,11 @@ def test_a_search_held_past_the_runs_time_is_cut_at_its_end(llm_server, wikidata
 def test_a_search_the_wiki_does_not_answer_in_time_ends_the_run_as_a_knowledge_base_error(llm_server,
                                                                                            wikidata_server):
     # No run time limit: the search has the client's own timeout (1 s here) and the proxy holds it past that.
-    service = wikidata_server()
-    release = threading.Event()
-    proxy = FaultProxy(service.base)
-    held = proxy.add(Fault("held search", wiki_action("wbsearchentities"), lambda params: release.wait(PATIENCE)))
-    kb = LiveWikidata(WikidataConfig(api_url=proxy.url("/w/api.php"), sparql_url=service.sparql_url),
-                      http=HttpClient(backoff=0.01, timeout=1.0, max_retries=0))
     server = llm_server([call("search_wikidata", "Leonhard Euler")])
-    try:
+    with held_searches(wikidata_server, timeout=1.0, max_retries=0) as (kb, held):
         result = Agent(ChatModel.from_config(LLMConfig(base_url=server.base_url, api_key="k")), kb).run(
             "Who advised Euler?")
         assert held.fired == 1
-    finally:
-        release.set()
-        proxy.close()
     [step] = result.steps
     assert step.observation.startswith("The knowledge base could not be reached: ") and "no answer within" in \
         step.observation

@@ -15,10 +15,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agent.trace import AgentResult, Step, StopReason, Usage
+from agent.text import clean
 from bot.approved import PartKind, query_of, rerender, split_parts
 from bot.reply_sample import sample_reply
 from bot.render import render_reply
-from bot.wikitext import clean
 from tests.bot.test_render import HOSTILE, QUERY, active_markup, result
 from tests.bot.test_reply_box import HOSTILE_DRAFT_LINES
 

@@ -21,10 +21,11 @@ import pytest
 
 from agent.examples import ExampleStore, Retriever
 from agent.examples.queries import query_problem
+from agent.query_service import query_service_link
 from bot.archive import harvest
 from bot.short_links import ShortLinks
 from bot.forum import heading_text
-from bot.wikitext import fits_sparql_template, query_service_link, sparql_template
+from bot.wikitext import fits_sparql_template, sparql_template
 from tests.support.fault_proxy import Fault, FaultProxy, Reply
 from tests.support.loopback import LoopbackServer
 from tests.support.mediawiki import BOT_USER, HUMAN_USER, WORKDIR, HumanEditor, write_pywikibot_dir

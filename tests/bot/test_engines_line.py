@@ -16,13 +16,14 @@ from html.parser import HTMLParser
 
 import pytest
 
-from agent.kb.engines import CrossCheck, DataDate, Engine, EngineOutcome, EngineRun
+from agent.kb.base import CrossCheck, DataDate, Engine, EngineOutcome, EngineRun
 from agent.trace import AgentResult, Step, Usage
+from agent.query_service import QUERY_SERVICE
+from agent.text import clean
 from bot.config import BotConfig
 from agent.engines_text import REASON_CHARS, safe_url, written_date
 from agent.messages import MESSAGES
 from bot.render import Markup, render_reply
-from bot.wikitext import QUERY_SERVICE, clean
 from tests.support.bot_rig import BotRig
 from tests.support.fault_proxy import Fault, Reply
 from tests.support.sparql_endpoint import qlever_error

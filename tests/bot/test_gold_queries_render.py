@@ -17,8 +17,9 @@ import urllib.request
 
 import pytest
 
+from agent.query_service import QUERY_SERVICE
 from bot.render import final_query_wikitext
-from bot.wikitext import QUERY_SERVICE, fits_sparql_template
+from bot.wikitext import fits_sparql_template
 
 BATCH = 100
 CHUNK = re.compile(r'<div id="gold-(\d+)">(.*?)<div id="end-\1">', re.DOTALL)

@@ -130,13 +130,19 @@ def test_questions_there_before_the_bot_first_looked_are_backlog_and_not_answere
                      forum.sections()[0].question) in decided.changes
 
 
-def test_the_askers_comment_under_the_bots_reply_is_a_follow_up_and_a_bystanders_is_not(state):
-    forum = Forum()
+def answered(forum: Forum, state: State) -> str:
+    """Alice asks who advised Euler under "Advisors" and the bot's reply there is recorded: the section's key."""
     forum.ask("Alice", "Advisors", "Who advised Euler?")
     key = forum.key("Advisors")
     forum.reply(BOT, "Advisors", "Here is a query.")
     state.add(PAGE, key, "Advisors", SectionStatus.PENDING)
     state.record_answered(PAGE, key, forum.revision)
+    return key
+
+
+def test_the_askers_comment_under_the_bots_reply_is_a_follow_up_and_a_bystanders_is_not(state):
+    forum = Forum()
+    key = answered(forum, state)
     forum.reply("Carol", "Advisors", "Nice one.", depth=2, minute=8)
     assert plan(forum, state).tasks == []
 
@@ -160,11 +166,7 @@ def test_a_follow_ups_key_reads_back_as_records_have_always_stored_it():
 
 def test_follow_ups_stop_at_the_limit(state):
     forum = Forum()
-    forum.ask("Alice", "Advisors", "Who advised Euler?")
-    key = forum.key("Advisors")
-    forum.reply(BOT, "Advisors", "Here is a query.")
-    state.add(PAGE, key, "Advisors", SectionStatus.PENDING)
-    state.record_answered(PAGE, key, forum.revision)
+    key = answered(forum, state)
     comment = forum.reply("Alice", "Advisors", "And their birth years?", depth=2, minute=9)
 
     decided = plan(forum, state, max_followups=0)

@@ -20,10 +20,11 @@ from hypothesis import strategies as st
 
 from agent.trace import AgentResult, Step, Usage
 from agent.messages import MESSAGES, PLURAL_FORMS, PLURAL_RULES, counted
+from agent.query_service import QUERY_SERVICE
 from bot.render import (
     MIN_CHARS, Credit, EarlierRequest, Markup, edit_summary, final_query_wikitext, preview_table, render_reply,
 )
-from bot.wikitext import BLOCK_LINE_BREAK, QUERY_SERVICE, encode, fits_sparql_template, text_block
+from bot.wikitext import BLOCK_LINE_BREAK, encode, fits_sparql_template, text_block
 from tests.bot.test_gold_queries_render import CHUNK, HREF, parse
 
 STRIP_MARKER = "\x7f'\"`UNIQ--nowiki-00000000-QINU`\"'\x7f"

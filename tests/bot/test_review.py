@@ -284,6 +284,21 @@ def test_with_the_state_lost_waiting_drafts_are_taken_up_numbers_never_reused_an
     assert len(rig.bot_edits(forum)) == 2
 
 
+def test_a_dry_run_shows_the_draft_and_the_passes_count_what_became_of_it_by_name(forum, rig, request):
+    review = Reviewing(rig, forum, request.node.name)
+    review.run()
+    ask(rig.mediawiki, forum, "Euler")
+    preview = rig.run(forum, "--once", "--dry-run", "--config", str(rig.directory / "bot.ini"))
+    assert preview.code == 0, preview.stderr[-3000:]
+    assert "--- draft of the reply to 'Euler' (dry run: nothing was saved) ---" in preview.stdout
+    assert review.drafts() == {}
+    assert re.search(r"pass over [^\n]*: [^\n]*previewed 1", preview.stderr)
+    assert re.search(r"done: \{[^\n]*'previewed': 1", preview.stderr), preview.stderr[-3000:]
+    log = review.run()
+    assert review.drafts() == {"Euler": ("drafted", None)}
+    assert re.search(r"done: \{[^\n]*'drafted': 1", log), log[-3000:]
+
+
 @pytest.mark.parametrize("who", ["a stranger", "a reviewer"])
 def test_a_removed_marker_silences_nothing_unless_a_reviewer_removed_it(mediawiki, forum, rig, request, who):
     review = drafted(rig, forum, request.node.name, "Euler")

@@ -21,7 +21,7 @@ import pytest
 
 from agent.kb.local import LocalKB
 from agent.llm import well_formed
-from bot.wikitext import clean
+from agent.text import clean
 from tests.support.llm_server import EndlessReply, ErrorReply, HeldReply, SlowReply, ToolCallReply
 from tests.support.llm_server import asked_question as _question, steps_so_far as _calls
 from tests.support.paths import FIXTURES

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from agent.kb.engines import CrossCheck, DataDate, Engine, EngineOutcome, EngineRun
-from bot.wikitext import QUERY_SERVICE
+from agent.kb.base import CrossCheck, DataDate, Engine, EngineOutcome, EngineRun
+from agent.query_service import QUERY_SERVICE
 from serve.events import engines_event
 from serve.graphs import LIVE
 from tests.support.fault_proxy import Fault, Reply

@@ -46,7 +46,8 @@ import pytest
 import requests
 
 from agent.kb.dialect import declare_prefixes, masked, rewrite_label_services
-from agent.kb.engines import QLEVER, WDQS, Engine
+from agent.kb.engines import QLEVER, WDQS
+from agent.kb.base import Engine
 from tests.support.fault_proxy import FaultProxy
 from tests.support.loopback import LoopbackServer
 from tests.support.processes import stop

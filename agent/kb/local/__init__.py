@@ -27,8 +27,9 @@ import pyoxigraph as ox
 from tqdm import tqdm
 
 from agent.graph import WIKIDATA, GraphProfile, parse_profile
-from agent.kb.base import Claim, Entry, PropertyExample, Qualifier, QueryResult, SearchHit, SearchResults, Value
-from agent.kb.engines import Attempt, CrossCheck, DataDate, Engine, attempt_of, cross_check, read_date
+from agent.kb.base import (Claim, CrossCheck, DataDate, Engine, Entry, PropertyExample, Qualifier, QueryResult,
+                           SearchHit, SearchResults, Value)
+from agent.kb.engines import Attempt, attempt_of, cross_check, read_date
 from agent.kb.local.loaders import (GENID, RDF_FORMATS, SCHEMA_ABOUT, LoadError, file_kind, named_graph, open_file,
                                    read_batches)
 from agent.kb.local.search import SearchIndex, wikidata_kind
@@ -273,6 +274,9 @@ class LocalKB:
     def as_engine(self) -> Engine:
         """The store as the one engine its answers come from."""
         return Engine("local", "the local store", str(self.directory), self.graph.dialect)
+
+    #: A store is as fresh as its load says (its date is shown), never named stale.
+    stale_after_days: float | None = None
 
     def cross_check(self, sparql: str, seconds: float | None = None,
                     known: QueryResult | None = None) -> CrossCheck:

@@ -14,13 +14,12 @@ from pathlib import Path
 import pytest
 
 from agent import Agent, AgentConfig, AgentResult
-from agent.kb.base import KBUnavailable
-from agent.kb.engines import (QLEVER, WDQS, CrossCheck, EngineConfigError, EngineOutcome, index_date,
-                              parse_engines)
+from agent.kb.base import CrossCheck, EngineOutcome, KBUnavailable, QueryResult, QueryStatus
+from agent.kb.engines import QLEVER, WDQS, EngineConfigError, attempt_of, index_date, parse_engines
 from agent.kb.http import HttpClient
 from agent.kb.live import LiveWikidata, WikidataConfig
 from agent.llm import ChatModel, LLMConfig
-from bot.wikitext import query_service_link
+from agent.query_service import query_service_link
 from harness.datasets import Example
 from harness.evaluation import result_record
 from tests.support.fault_proxy import Fault, Hold, Reply
@@ -107,6 +106,8 @@ def test_each_engine_says_how_fresh_its_data_is_and_an_old_copy_is_named_stale(t
     assert check.stale == ("qlever",)
     assert knowledge_base(two_engines, stale_after_days=60).cross_check(EQUAL_QUERY).stale == ()
     assert knowledge_base(two_engines, stale_after_days=0).cross_check(EQUAL_QUERY).stale == ()  # 0: never stale
+    # What the chat page and the reply are told: the days, or none for 0.
+    assert [knowledge_base(two_engines, stale_after_days=days).stale_after_days for days in (30, 0)] == [30, None]
 
 
 def test_qlevers_index_date_stands_in_when_its_data_names_no_date(two_engines):
@@ -314,6 +315,16 @@ def test_an_index_name_without_a_date_gives_none():
 
 
 # -- the embedded store -------------------------------------------------------------------------------
+
+def test_the_runs_own_result_stands_for_its_engine_as_it_went():
+    outcomes = {status: attempt_of(QueryResult(status, message="line one\n  line two")) for status in QueryStatus}
+    assert {status: attempt.outcome for status, attempt in outcomes.items()} == {
+        QueryStatus.OK: EngineOutcome.ANSWERED, QueryStatus.EMPTY: EngineOutcome.ANSWERED,
+        QueryStatus.SYNTAX_ERROR: EngineOutcome.FAILED, QueryStatus.TIMEOUT: EngineOutcome.TIMEOUT,
+        QueryStatus.ERROR: EngineOutcome.FAILED}
+    # A reader gets the reason on one line where the engine did not answer, and none where it did.
+    assert [outcomes[status].reason for status in (QueryStatus.OK, QueryStatus.TIMEOUT)] == ["", "line one line two"]
+
 
 def test_the_local_store_is_its_own_one_engine_dated_by_its_load(tmp_path: Path):
     from agent.kb.local import LocalKB, load_date
