@@ -340,3 +340,35 @@ def test_a_thread_on_a_page_a_stranger_created_before_the_archiving_wrote_to_it_
     assert report.lines_left_out == [(page, len(written)), (second, len(written) - 1 + len(france))]
     assert f"left out: {len(written)} lines of {page} that the forum's archiving did not write" in report.lines()
     store.close()
+
+
+def test_a_harvested_query_naming_an_item_wikidata_does_not_have_is_not_stored(
+        mediawiki, archiver, wikidata_server, tmp_path):
+    """A query posted for an item deleted since (or merged into another) reads as well as a good one: the harvest
+    asks Wikidata (here a stand-in answering from a real Oxigraph store) which IDs it holds, keeps the thread whose
+    query names only those, and skips the other, saying why."""
+    import pyoxigraph
+    import pywikibot
+
+    from agent.examples.existence import Existence
+    from agent.kb.live import LiveWikidata, WikidataConfig
+
+    graph = pyoxigraph.Store()
+    for item in ("Q7604", "P569", "P570"):
+        graph.add(pyoxigraph.Quad(pyoxigraph.NamedNode(f"http://www.wikidata.org/entity/{item}"),
+                                  pyoxigraph.NamedNode("http://www.w3.org/2000/01/rdf-schema#label"),
+                                  pyoxigraph.Literal(item, language="en")))
+    wikidata = wikidata_server(sparql=graph)
+    forum = "Wikidata:Request a query/Harvest of what exists"
+    threads = [{"title": "Euler's birth", "question": "When was Leonhard Euler born?",
+                "sparql": "SELECT ?d WHERE { wd:Q7604 wdt:P569 ?d }"},
+               {"title": "A deleted one", "question": "When did this one die?",
+                "sparql": "SELECT ?d WHERE { wd:Q99999999 wdt:P570 ?d }"}]
+    archiver.edit(f"{forum}/Archive/2022/01", archive_page(threads, "2022/01"), "archive")
+    store = ExampleStore(tmp_path / "examples.sqlite")
+    existence = Existence(LiveWikidata(WikidataConfig(api_url=wikidata.api_url, sparql_url=wikidata.sparql_url)))
+    report = harvest(pywikibot.Site(), store, forum, BOT_USER, progress=False, archivers=[ARCHIVER],
+                     existence=existence)
+    assert [example.heading for example in store.examples()] == ["Euler's birth"]
+    assert dict(report.skipped) == {"query does not parse, or names a Wikidata ID that is malformed or missing": 1}
+    assert existence.failed == []
