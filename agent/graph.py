@@ -575,3 +575,9 @@ PROPERTY_ID_RE = re.compile(PROPERTY_ID)
 ENTITY_ID_RE = re.compile(ENTITY_ID)
 PAGE_ID_RE = re.compile(PAGE_ID)
 ANY_ID_RE = re.compile(ANY_ID)
+
+
+def entity_order(entity_id: str) -> tuple[str, int]:
+    """The order of items and properties (:data:`ENTITY_ID`) for a reader: by kind, then by number (``P31`` before
+    ``P279``)."""
+    return entity_id[0], int(entity_id[1:])

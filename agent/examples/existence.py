@@ -8,8 +8,8 @@ reader of the prompt would copy it.  Such an example is never stored
 triple other than a redirect's ``owl:sameAs``.  Only a knowledge base that
 holds the whole graph can say an ID is missing: live Wikidata, not a local
 store loaded with part of it (the property list), which is not asked.  An ID
-the knowledge base could not be asked about counts as present (the failure is
-reported, and it is asked again the next time).
+the knowledge base could not be asked about counts as present, and the failure
+is kept for the report (the same :class:`Existence` asks it again).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from agent.graph import entity_order
 from agent.kb.base import KBUnavailable, KnowledgeBase
 
 #: IDs asked about per query.
@@ -43,7 +44,7 @@ class Existence:
     def missing(self, ids: Iterable[str]) -> set[str]:
         """Those of *ids* the graph does not hold (asking the knowledge base about those not asked yet)."""
         wanted = set(ids)
-        pending = sorted(wanted - self.known.keys(), key=lambda id_: (id_[0], int(id_[1:])))
+        pending = sorted(wanted - self.known.keys(), key=entity_order)
         for start in range(0, len(pending), BATCH):
             batch = pending[start:start + BATCH]
             try:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from agent.examples.existence import Existence
 from agent.examples.queries import query_entities, query_problem, query_properties
-from agent.graph import WIKIDATA, load_graph, profile_names
+from agent.graph import WIKIDATA, entity_order, load_graph, profile_names
 from agent.kb.dialect import PREFIXES
 from agent.kb.local.search import fold
 
@@ -198,13 +198,13 @@ class ExampleStore:
         counted with its reason, never stored (an earlier version under its key stays)."""
         counts = AddCounts()
         examples = list(examples)
-        absent = existence.missing(id_ for example in examples if example.graph == WIKIDATA.name
-                                   for id_ in query_entities(example.sparql)) if existence is not None else set()
+        named = [query_entities(example.sparql) if existence is not None and example.graph == WIKIDATA.name
+                 else set() for example in examples]
+        absent = existence.missing(set().union(*named)) if existence is not None else set()
         with self.connection:
-            for example in examples:
+            for example, entities in zip(examples, named):
                 problem = query_problem(example.sparql, _declared_prefixes(example.graph))
-                gone = sorted(query_entities(example.sparql) & absent, key=lambda id_: (id_[0], int(id_[1:]))) \
-                    if problem is None and absent and example.graph == WIKIDATA.name else []
+                gone = sorted(entities & absent, key=entity_order) if problem is None else []
                 if gone:
                     problem = (f"names {', '.join(f'wd:{id_}' for id_ in gone)}, which Wikidata does not have "
                                "(deleted, or merged into another)")
