@@ -632,6 +632,16 @@ def _query_faults() -> list[list[Fault]]:
     ]
 
 
+def _watching(rig, human, page: str, settings: str = "") -> tuple[subprocess.Popen, LogReader]:
+    """The watcher started live on *page* (its lead written by *human*), passing every 0.02 minutes and retrying a
+    question up to 30 times, with more *settings* of bot.ini; it and its log."""
+    human.edit(page, LEAD)
+    (rig.bot.directory / "bot.ini").write_text("[bot]\ninterval_minutes = 0.02\nretry_minutes = 0.01\n"
+                                               "max_attempts = 30\n" + settings)
+    watcher = rig.start(page, "--live", "--config", str(rig.bot.directory / "bot.ini"))
+    return watcher, LogReader(watcher)
+
+
 def _passes(log: LogReader, more: int, what: str) -> None:
     """Wait until the watcher has made *more* passes (its log says so) from now."""
     done = log.count("pass over")
@@ -641,11 +651,7 @@ def _passes(log: LogReader, more: int, what: str) -> None:
 def test_the_watcher_survives_injected_faults_and_answers_every_question(rig):
     page = "Wikidata:Faults/watcher"
     human = rig.mediawiki.human()
-    human.edit(page, LEAD)
-    (rig.bot.directory / "bot.ini").write_text("[bot]\ninterval_minutes = 0.02\nretry_minutes = 0.01\n"
-                                               "max_attempts = 30\nmax_sections_per_pass = 3\n")
-    watcher = rig.start(page, "--live", "--config", str(rig.bot.directory / "bot.ini"))
-    log = LogReader(watcher)
+    watcher, log = _watching(rig, human, page, "max_sections_per_pass = 3\n")
     try:
         wait_for(lambda: log.count("pass over"), PATIENCE, "the first pass", log.death)
         rounds = []
@@ -908,11 +914,7 @@ def test_a_history_that_blanks_reverts_and_moves_never_makes_the_bot_answer_twic
 def test_a_session_the_wiki_forgot_and_a_failed_login_heal_and_questions_asked_meanwhile_are_answered(rig):
     page = "Wikidata:Faults/session"
     human = rig.mediawiki.human()
-    human.edit(page, LEAD)
-    (rig.bot.directory / "bot.ini").write_text("[bot]\ninterval_minutes = 0.02\nretry_minutes = 0.01\n"
-                                               "max_attempts = 30\n")
-    watcher = rig.start(page, "--live", "--config", str(rig.bot.directory / "bot.ini"))
-    log = LogReader(watcher)
+    watcher, log = _watching(rig, human, page)
     try:
         wait_for(lambda: log.count("pass over"), PATIENCE, "the first pass", log.death)
         # The wiki forgets the bot's session: its next save is refused (assert=user), pywikibot's own re-login

@@ -446,13 +446,20 @@ def researcher_script(body):
     return ToolCallReply("stop", {"explanation": "P184.", "language": "en"})
 
 
-def test_a_researchers_run_records_what_it_was_and_why_each_answer_scored_so(
-        tmp_path, monkeypatch, llm_server, wikidata_server, capsys):
+def researchers_services(monkeypatch, llm_server, wikidata_server):
+    """The model as :func:`researcher_script` plays it and Wikidata knowing Euler's advisor, the environment naming
+    both; the model's stand-in."""
     llm = llm_server(researcher_script)
     wikidata = wikidata_server(sparql=lambda query: select(["advisor"], [{"advisor": "Q124500"}])
                                if "wd:Q7604 wdt:P184" in query else select([], []))
     wikidata.add(*euler_entities())
     environment(monkeypatch, llm, wikidata)
+    return llm
+
+
+def test_a_researchers_run_records_what_it_was_and_why_each_answer_scored_so(
+        tmp_path, monkeypatch, llm_server, wikidata_server, capsys):
+    llm = researchers_services(monkeypatch, llm_server, wikidata_server)
     monkeypatch.setenv("OPENAI_BASE_URL", llm.base_url.replace("http://", "http://reader:s3cret@"))
     out = tmp_path / "run"
     status = evaluate_main(["--dataset", "qald10", "--data", str(qald10_file(tmp_path)), "--out", str(out),
@@ -543,11 +550,7 @@ def test_a_notebook_runs_the_evaluation_in_one_call_and_gets_the_command_lines_s
     from harness.reporting import summarize
     from harness.run import RunRefused
 
-    llm = llm_server(researcher_script)
-    wikidata = wikidata_server(sparql=lambda query: select(["advisor"], [{"advisor": "Q124500"}])
-                               if "wd:Q7604 wdt:P184" in query else select([], []))
-    wikidata.add(*euler_entities())
-    environment(monkeypatch, llm, wikidata)
+    llm = researchers_services(monkeypatch, llm_server, wikidata_server)
     data = qald10_file(tmp_path)
     assert evaluate_main(["--dataset", "qald10", "--data", str(data), "--out", str(tmp_path / "cli"),
                           "--quiet", "--repeats", "2"]) == 0
